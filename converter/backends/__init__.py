@@ -1,0 +1,25 @@
+"""Export backends, one module each, behind :class:`~converter.backends.base.Backend`."""
+
+from __future__ import annotations
+
+from .base import Artifact, Backend, ExportSpec, Runner
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    _BACKENDS[backend.name] = backend
+    return backend
+
+
+def get(name: str) -> Backend:
+    return _BACKENDS[name]
+
+
+def names() -> list[str]:
+    return list(_BACKENDS)
+
+
+from . import onnx  # noqa: E402,F401  (registers the ONNX backend)
+
+__all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "register", "get", "names"]

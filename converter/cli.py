@@ -1,0 +1,210 @@
+"""Command line: ``python -m converter CHECKPOINT --opt nonorm,relu,int8``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import errors
+from .builtin import BUILTIN, DEFAULT_MODEL
+from .loading import TASKS
+from .recipes import OPT_HELP, RECIPES
+
+console = Console(stderr=True, highlight=False)
+# A pipe gets 80 columns by default, too narrow for the summary table.
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+
+EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
+4 an exported model failed verification; 5 nonorm/relu would lose accuracy (see --allow-accuracy-loss);
+6 output not writable or not empty; 130 interrupted. On any non-zero exit no bundle is written."""
+
+
+class DefaultGroup(click.Group):
+    """A group whose default command is ``convert``: ``python -m converter CKPT`` = ``… convert CKPT``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["convert", *args]
+        return super().parse_args(ctx, args)
+
+
+class RichReporter:
+    @contextlib.contextmanager
+    def stage(self, name, description):
+        start = time.perf_counter()
+        with console.status(f"{description}…"):
+            yield
+        console.print(f"[green]✓[/] {description} [dim]{time.perf_counter() - start:.1f} s[/]")
+
+    def info(self, message):
+        console.print(message)
+
+    def warn(self, message):
+        console.print(f"[yellow]![/] {message}")
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_CODES)
+@click.version_option(package_name="pocketbert")
+def cli():
+    """PocketBERT converter: Hugging Face checkpoint -> verified on-device bundle.
+
+    \b
+    python -m converter CHECKPOINT [options]      convert (the default command)
+    python -m converter list                      families, optimisations, recipes
+    """
+
+
+def _split_labels(ctx, param, value):
+    if value is None:
+        return None
+    labels = [v.strip() for v in value.split(",")]
+    if not all(labels):
+        raise click.BadParameter("empty label name; write e.g. --labels negative,positive")
+    return labels
+
+
+@cli.command(epilog=EXIT_CODES)
+@click.argument("checkpoint")
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Bundle directory to write [default: bundles/<checkpoint>-<opts>].")
+@click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
+              "else classification.")
+@click.option("--opt", "opts", metavar="LIST", help="Comma-separated: " + "; ".join(
+    f"{k} = {v}" for k, v in OPT_HELP.items()) + ".")
+@click.option("--labels", callback=_split_labels, metavar="A,B,…",
+              help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
+@click.option("--num-labels", type=click.IntRange(1, 10_000), help="Head size for a bare encoder, without names.")
+@click.option("--int8", "int8", type=click.Choice(["dynamic", "static", "all"]), default="dynamic",
+              show_default=True, help="int8 method for --opt int8: dynamic (int8 weights, fastest on CPUs), "
+              "static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
+@click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
+              "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
+@click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+              help="Data directory holding glue/ and conll2003/ (verification sentences) "
+                   "[env POCKETBERT_DATA; default: ../shared/data beside the repository].")
+@click.option("--verify-samples", type=click.IntRange(10, 100_000), default=1000, show_default=True,
+              help="Real sentences used to verify int8 and measure nonorm/relu damage.")
+@click.option("--max-length", type=int, help="Maximum sequence length recorded in the bundle "
+              "[default: the model's].")
+@click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True,
+              help="CPU threads for PyTorch, verification and the latency figure.")
+@click.option("--allow-accuracy-loss", is_flag=True, help="Accept the measured damage of nonorm/relu on a "
+              "LayerNorm/GELU model (without it the conversion refuses).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for a freshly initialised head.")
+@click.option("--int8-min-cosine", type=click.FloatRange(0, 1), default=0.99, show_default=True,
+              help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
+@click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="int8 verification: minimum top-1 agreement with PyTorch.")
+@click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
+def convert(checkpoint, out, task, opts, labels, num_labels, int8, calibration, calibration_samples, data_dir,
+            verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed, int8_min_cosine,
+            int8_min_agreement, no_latency):
+    """Convert CHECKPOINT (a Hugging Face directory, or a built-in model name) into a verified bundle.
+
+    Built-in models: """ + ", ".join(f"{k} ({v.description})" for k, v in BUILTIN.items()) + "."
+    from .pipeline import ConvertOptions, convert as run_convert
+
+    if out is None:
+        name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint
+        out = Path("bundles") / "-".join([name] + [o.strip() for o in (opts or "").split(",") if o.strip()])
+    options = ConvertOptions(checkpoint=checkpoint, out=out, task=task, opts=opts, labels=labels,
+                             num_labels=num_labels, int8=int8, calibration=calibration,
+                             calibration_samples=calibration_samples, verify_samples=verify_samples,
+                             data_dir=data_dir, max_length=max_length, overwrite=overwrite,
+                             allow_accuracy_loss=allow_accuracy_loss, seed=seed, threads=threads,
+                             int8_min_cosine=int8_min_cosine, int8_min_agreement=int8_min_agreement,
+                             measure_latency=not no_latency)
+    result = run_convert(options, RichReporter())
+    _print_summary(result)
+
+
+def _print_summary(result) -> None:
+    manifest = result.manifest
+    table = Table(title=f"Bundle {result.bundle}", title_justify="left")
+    for column in ("recipe", "file", "size", "parity vs PyTorch", "latency b1×s128", "vs fp32", "seconds"):
+        table.add_column(column, justify="right" if column in ("size", "latency b1×s128", "vs fp32", "seconds")
+                         else "left")
+    base = next((a.latency_ms for a in result.artifacts if a.recipe.endswith(":fp32")), None)
+    for a in result.artifacts:
+        v = a.verification
+        real = v["real_sentences"]
+        if "fixed_inputs" in v:
+            parity = f"max|Δ| {max(v['fixed_inputs']['max_abs'], real['max_abs']):.1e}"
+        else:
+            parity = f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}"
+        latency = f"{a.latency_ms:.1f} ms" if a.latency_ms is not None else "-"
+        ratio = f"{a.latency_ms / base:.2f}x" if a.latency_ms and base else "-"
+        table.add_row(a.recipe, a.file, f"{a.bytes / 1e6:.1f} MB", parity, latency, ratio, f"{a.seconds:.1f}")
+    out_console.print(table)
+    stages = ", ".join(f"{k} {v:.1f} s" for k, v in result.stage_seconds.items())
+    verification = manifest["verification"]
+    out_console.print(f"Verified on {verification['samples']} sentences from {verification['texts']}; "
+                      f"stages: {stages}")
+    if manifest["source"]["head_initialized"]:
+        out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
+                          "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
+
+
+@cli.command("list")
+def list_command():
+    """Supported families, optimisations, recipes and built-in models."""
+    from .families import families
+
+    table = Table(title="Families")
+    table.add_column("family")
+    table.add_column("model_type")
+    table.add_column("checkpoints")
+    for family in families():
+        table.add_row(family.name, ", ".join(family.model_types), family.description)
+    out_console.print(table)
+    out_console.print("Optimisations (--opt): " + "; ".join(f"{k}: {v}" for k, v in OPT_HELP.items()))
+    out_console.print("Recipes: " + "; ".join(f"{r.name}: {r.description}" for r in RECIPES.values()))
+    out_console.print("Built-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items())
+                      + f" (default: {DEFAULT_MODEL})")
+
+
+def main(argv=None) -> int:
+    # Library chatter (exporter diagnostics, transformers load reports) would bury our own output.
+    warnings.filterwarnings("ignore")
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advises via the root logger
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
+    except errors.ConverterError as exc:
+        console.print(f"[bold red]error:[/] {exc.problem}")
+        if exc.fix:
+            console.print(f"  [bold]fix:[/] {exc.fix}")
+        return exc.exit_code
+    except click.exceptions.Abort:
+        console.print("interrupted: nothing was written")
+        return errors.EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        console.print("interrupted: nothing was written")
+        return errors.EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return errors.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""What the converter needs to know about one architecture family.
+
+A family is one small module in this package that subclasses :class:`Family` and registers an
+instance with :func:`converter.families.register`.  Everything architecture-specific lives there:
+where the feed-forward activations sit, which normalisations fold exactly, and a tiny config that
+the test-suite uses to test every registered family for free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+@dataclass
+class FoldSite:
+    """A normalisation whose input is a plain sum of Linear outputs and/or embedding lookups.
+
+    ``norm(x) = γ⊙x + β`` with ``x = Σ summand_i(·)`` can be pushed into the summands exactly:
+    every summand is scaled by γ and β is added once, through ``bias_into``.
+    A norm whose input includes a residual (another layer's output) is *not* a fold site.
+    """
+
+    path: str  # dotted module path of the norm, for reports
+    parent: nn.Module  # module holding the norm as attribute ``attr``
+    attr: str
+    summands: list[nn.Module]  # nn.Linear or nn.Embedding modules whose outputs are summed
+    bias_into: nn.Module  # one of the summands: receives β
+
+    @property
+    def norm(self) -> nn.Module:
+        return getattr(self.parent, self.attr)
+
+
+@dataclass
+class ActivationSite:
+    """An attribute holding the feed-forward activation function of one block."""
+
+    path: str
+    parent: nn.Module
+    attr: str
+
+    @property
+    def activation(self) -> nn.Module:
+        return getattr(self.parent, self.attr)
+
+
+class Family:
+    """Base class of an architecture family; subclasses fill in the architecture-specific parts."""
+
+    #: registry key, as written in the manifest
+    name: str = ""
+    #: ``model_type`` values of config.json handled by this family
+    model_types: tuple[str, ...] = ()
+    #: human description for error messages and --help
+    description: str = ""
+    #: whether the exported graph takes ``token_type_ids``
+    uses_token_type_ids: bool = True
+
+    # --- structure -------------------------------------------------------------------------
+    def base(self, model: PreTrainedModel) -> nn.Module:
+        """The encoder (embeddings + transformer blocks) without the task head."""
+        return model.base_model
+
+    def norms(self, model: PreTrainedModel) -> list[tuple[str, nn.Module]]:
+        """Every normalisation module in the encoder (LayerNorm or NoNorm), with its path."""
+        return [
+            (path, module)
+            for path, module in self.base(model).named_modules()
+            if isinstance(module, nn.LayerNorm) or is_nonorm(module)
+        ]
+
+    def activation_sites(self, model: PreTrainedModel) -> list[ActivationSite]:
+        """The activation of every feed-forward block."""
+        raise NotImplementedError
+
+    def fold_sites(self, model: PreTrainedModel) -> list[FoldSite]:
+        """Normalisations whose input is a pure sum of Linear/embedding outputs (see FoldSite)."""
+        raise NotImplementedError
+
+    # --- shapes ----------------------------------------------------------------------------
+    def num_heads(self, config: PretrainedConfig) -> int:
+        return config.num_attention_heads
+
+    def hidden_size(self, config: PretrainedConfig) -> int:
+        return config.hidden_size
+
+    def num_layers(self, config: PretrainedConfig) -> int:
+        return config.num_hidden_layers
+
+    def max_positions(self, config: PretrainedConfig) -> int:
+        return config.max_position_embeddings
+
+    # --- tests -----------------------------------------------------------------------------
+    def tiny_config(self, vocab_size: int) -> PretrainedConfig:
+        """A small config of this family for tests (random weights, fixed seed)."""
+        raise NotImplementedError
+
+
+def is_nonorm(module: nn.Module) -> bool:
+    """True for any element-wise ``x*γ+β`` module: ours or transformers' MobileBERT NoNorm."""
+    return type(module).__name__ == "NoNorm" and hasattr(module, "weight") and hasattr(module, "bias")

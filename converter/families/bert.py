@@ -1,0 +1,35 @@
+"""BERT family: BERT, TinyBERT and MiniLM checkpoints (``model_type: bert``)."""
+
+from __future__ import annotations
+
+from transformers import BertConfig
+
+from . import register
+from .base import ActivationSite, Family, FoldSite
+
+
+class BertFamily(Family):
+    name = "bert"
+    model_types = ("bert",)
+    description = "BERT, TinyBERT, MiniLM"
+    uses_token_type_ids = True
+
+    def activation_sites(self, model):
+        layers = self.base(model).encoder.layer
+        return [ActivationSite(f"encoder.layer.{i}.intermediate.intermediate_act_fn", layer.intermediate,
+                               "intermediate_act_fn") for i, layer in enumerate(layers)]
+
+    def fold_sites(self, model):
+        # embeddings = word[ids] + token_type[tt] + position[pos], then the norm: a pure sum of
+        # lookups.  Every other norm in BERT follows a residual add and cannot fold.
+        emb = self.base(model).embeddings
+        return [FoldSite("embeddings.LayerNorm", emb, "LayerNorm",
+                         [emb.word_embeddings, emb.token_type_embeddings, emb.position_embeddings],
+                         bias_into=emb.token_type_embeddings)]
+
+    def tiny_config(self, vocab_size):
+        return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+
+
+register(BertFamily())

@@ -1,0 +1,42 @@
+"""DistilBERT family (``model_type: distilbert``): no token types, different module names."""
+
+from __future__ import annotations
+
+from transformers import DistilBertConfig
+
+from . import register
+from .base import ActivationSite, Family, FoldSite
+
+
+class DistilBertFamily(Family):
+    name = "distilbert"
+    model_types = ("distilbert",)
+    description = "DistilBERT"
+    uses_token_type_ids = False
+
+    def activation_sites(self, model):
+        layers = self.base(model).transformer.layer
+        return [ActivationSite(f"transformer.layer.{i}.ffn.activation", layer.ffn, "activation")
+                for i, layer in enumerate(layers)]
+
+    def fold_sites(self, model):
+        # embeddings = word[ids] + position[pos], then the norm.
+        emb = self.base(model).embeddings
+        return [FoldSite("embeddings.LayerNorm", emb, "LayerNorm",
+                         [emb.word_embeddings, emb.position_embeddings], bias_into=emb.position_embeddings)]
+
+    def num_heads(self, config):
+        return config.n_heads
+
+    def hidden_size(self, config):
+        return config.dim
+
+    def num_layers(self, config):
+        return config.n_layers
+
+    def tiny_config(self, vocab_size):
+        return DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                                max_position_embeddings=128)
+
+
+register(DistilBertFamily())

@@ -1,0 +1,192 @@
+"""Stage 1, load: a local Hugging Face checkpoint directory -> model, tokenizer, family, labels.
+
+Everything that can be wrong with a checkpoint is checked here, before any slow work, and turned
+into an :class:`~converter.errors.InputError` that says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import (AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification,
+                          AutoTokenizer, PreTrainedModel, PreTrainedTokenizerFast)
+
+from .builtin import BUILTIN
+from .errors import InputError
+from .families import Family, family_for, supported_summary
+
+TASKS = ("classification", "ner")
+_AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
+_HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+
+
+@dataclass
+class Loaded:
+    checkpoint: Path
+    builtin: str | None
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerFast
+    family: Family
+    task: str
+    labels: list[str]
+    head_initialized: bool  # True when the converter attached a fresh (untrained) head
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def config(self):
+        return self.model.config
+
+
+def resolve(spec: str) -> tuple[Path, str | None]:
+    """A path, or the name of a built-in model -> (checkpoint directory, builtin name or None)."""
+    if spec in BUILTIN and not Path(spec).exists():
+        return BUILTIN[spec].path(), spec
+    return Path(spec).expanduser(), None
+
+
+def _check_directory(path: Path) -> dict:
+    names = ", ".join(BUILTIN)
+    if not path.exists():
+        raise InputError(f"checkpoint {str(path)!r} does not exist",
+                         f"give a local Hugging Face model directory, or a built-in model name ({names})")
+    if not path.is_dir():
+        raise InputError(f"checkpoint {str(path)!r} is a file, not a directory",
+                         "give the directory that holds config.json, the weights and the tokenizer files")
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise InputError(f"{str(path)!r} has no config.json, so it is not a Hugging Face checkpoint",
+                         "point at the directory written by `save_pretrained` (config.json, weights, tokenizer)")
+    try:
+        raw = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{config_file} is not valid JSON ({exc})", "re-save or re-download the checkpoint") from exc
+    if not isinstance(raw, dict):
+        raise InputError(f"{config_file} does not hold a JSON object", "re-save or re-download the checkpoint")
+    if not any((path / name).is_file() for name in _WEIGHT_FILES):
+        raise InputError(f"{str(path)!r} has no weights ({' or '.join(_WEIGHT_FILES[::2])})",
+                         "copy the weights file into the checkpoint directory")
+    if not any((path / name).is_file() for name in _TOKENIZER_FILES):
+        raise InputError(f"{str(path)!r} has no tokenizer (tokenizer.json or vocab.txt); the bundle must carry it",
+                         "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
+    return raw
+
+
+def _family(raw: dict) -> Family:
+    model_type = raw.get("model_type")
+    family = family_for(model_type) if model_type else None
+    if family is None:
+        arch = ", ".join(raw.get("architectures") or []) or "unknown architecture"
+        raise InputError(f"unsupported architecture: model_type {model_type!r} ({arch})",
+                         f"supported model types: {supported_summary()}")
+    return family
+
+
+def _existing_head(raw: dict) -> str | None:
+    """The task of the head the checkpoint was saved with, or None for a bare encoder."""
+    for arch in raw.get("architectures") or []:
+        for task, suffix in _HEAD_SUFFIX.items():
+            if arch.endswith(suffix):
+                return task
+    return None
+
+
+def _is_head_key(key: str) -> bool:
+    return "classifier" in key or "pooler" in key
+
+
+def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
+         num_labels: int | None = None, seed: int = 0) -> Loaded:
+    path, builtin_name = resolve(spec)
+    raw = _check_directory(path)
+    family = _family(raw)
+    notes: list[str] = []
+
+    head_task = _existing_head(raw)
+    if task is not None and task not in TASKS:
+        raise InputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
+    if head_task and task and task != head_task:
+        raise InputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
+                         f"drop --task, or pass --task {head_task}")
+    if builtin_name and not task and not head_task:
+        task = BUILTIN[builtin_name].default_task
+    task = task or head_task or "classification"
+
+    if labels is not None and num_labels is not None and len(labels) != num_labels:
+        raise InputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
+                         "give only one of them, or make them agree")
+    if labels is not None and len(set(labels)) != len(labels):
+        raise InputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
+
+    kwargs: dict = {}
+    if head_task:
+        saved = raw.get("id2label") or {}
+        saved_labels = [saved[k] for k in sorted(saved, key=int)] if saved else []
+        count = len(saved_labels) or raw.get("num_labels")
+        wanted = len(labels) if labels is not None else num_labels
+        if wanted is not None and count and wanted != count:
+            raise InputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
+                             "drop --labels/--num-labels to keep the trained head, or convert the bare encoder")
+        final_labels = labels or saved_labels or [f"LABEL_{i}" for i in range(count or 2)]
+    else:
+        if labels is None and num_labels is None and builtin_name:
+            labels = list(BUILTIN[builtin_name].default_labels)
+        if labels is None and num_labels is None:
+            arch = ", ".join(raw.get("architectures") or []) or "no head"
+            raise InputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
+                             "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
+        final_labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+        notes.append(f"the checkpoint has no {task} head: a freshly initialised one (seed {seed}) was attached, "
+                     "so its predictions are untrained")
+    if task == "classification" and len(final_labels) < 1 or task == "ner" and len(final_labels) < 2:
+        raise InputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
+    kwargs.update(num_labels=len(final_labels),
+                  id2label=dict(enumerate(final_labels)),
+                  label2id={label: i for i, label in enumerate(final_labels)})
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as exc:  # transformers raises many types for broken tokenizer files
+        raise InputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
+                         "re-save it with tokenizer.save_pretrained(directory)") from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise InputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
+                         "save a tokenizer.json with a fast tokenizer")
+
+    torch.manual_seed(seed)  # a fresh head is initialised from this seed: conversions are reproducible
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+        model, info = _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
+                                                        dtype=torch.float32)
+    except Exception as exc:
+        raise InputError(f"could not read the weights in {str(path)!r}: {type(exc).__name__}: {str(exc)[:300]}",
+                         "the weights file is corrupt, truncated or not a checkpoint of this config; "
+                         "re-download or re-save it") from exc
+    missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
+    if missing:
+        raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",
+                         "the weights do not belong to this config.json; use the matching pair")
+    mismatched = info.get("mismatched_keys") or []
+    if mismatched:
+        raise InputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. {mismatched[0][0]}",
+                         "use the config.json saved with these weights")
+    head_missing = [k for k in info.get("missing_keys", []) if _is_head_key(k)]
+    if head_task and head_missing:
+        notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "
+                     f"(e.g. {head_missing[0]})")
+
+    vocab = len(tokenizer)
+    if vocab > model.config.vocab_size:
+        raise InputError(f"the tokenizer has {vocab} tokens but the model's embedding has {model.config.vocab_size}",
+                         "the tokenizer does not belong to this model; copy the matching tokenizer files")
+    model.eval()
+    return Loaded(checkpoint=path, builtin=builtin_name, model=model, tokenizer=tokenizer, family=family,
+                  task=task, labels=final_labels, head_initialized=not head_task or bool(head_missing),
+                  notes=notes)

@@ -1,0 +1,387 @@
+"""The staged conversion pipeline: load -> transform -> export -> quantize -> verify -> bundle.
+
+Each stage lives in its own module; this one wires them together, times them, measures what every
+transform changed and refuses to emit a model that does not compute what it should.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__, backends, loading, texts as textdata, verify
+from .bundle import SCHEMA_VERSION, Staging, file_entry, write_manifest
+from .encoding import encode
+from .errors import AccuracyLossRefused, InputError, VerificationError
+from .recipes import Recipe, parse_opts, select
+from .transforms import TRANSFORMS, TransformReport
+from .transforms.smoothquant import DEFAULT_ALPHA, activation_maxima, smooth
+
+LATENCY_SEQ = 128
+
+
+@dataclass
+class ConvertOptions:
+    checkpoint: str
+    out: Path
+    task: str | None = None
+    opts: str | None = None
+    labels: list[str] | None = None
+    num_labels: int | None = None
+    int8: str = "dynamic"  # dynamic | static | all
+    calibration: Path | None = None
+    calibration_samples: int = 256
+    verify_samples: int = 1000
+    data_dir: Path | None = None
+    max_length: int | None = None
+    overwrite: bool = False
+    allow_accuracy_loss: bool = False
+    seed: int = 0
+    threads: int = 2
+    int8_min_cosine: float = verify.INT8_MIN_COSINE
+    int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
+    smooth_alpha: float = DEFAULT_ALPHA
+    measure_latency: bool = True
+
+
+@dataclass
+class ArtifactResult:
+    recipe: str
+    file: str
+    bytes: int
+    verification: dict
+    passed: bool
+    latency_ms: float | None = None
+    seconds: float = 0.0
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class ConvertResult:
+    bundle: Path
+    manifest: dict
+    artifacts: list[ArtifactResult]
+    stage_seconds: dict[str, float]
+    notes: list[str]
+
+
+class Reporter:
+    """Progress sink; the CLI's implementation draws spinners, tests use this silent one."""
+
+    @contextlib.contextmanager
+    def stage(self, name: str, description: str) -> Iterator[None]:
+        yield
+
+    def info(self, message: str) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+class LogitsModel(nn.Module):
+    """The exported signature: named int64 inputs -> ``logits`` (no dicts, no optional outputs)."""
+
+    def __init__(self, model: nn.Module, input_names: Sequence[str]):
+        super().__init__()
+        self.model = model
+        self.input_names = list(input_names)
+        self.config = model.config
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        return self.model(**kwargs).logits
+
+
+def _sorted_by_length(items: list) -> list:
+    return sorted(items, key=lambda t: len(t) if isinstance(t, str) else len(t[0]) + len(t[1]))
+
+
+def _tokenizer_settings(tokenizer, max_length: int) -> dict:
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    normalizer = state.get("normalizer") or {}
+    model = state.get("model") or {}
+    lowercase = normalizer.get("lowercase")
+    strip_accents = normalizer.get("strip_accents")
+    return {
+        "type": model.get("type", "unknown").lower(),
+        "vocab_file": "vocab.txt",
+        "tokenizer_file": "tokenizer.json",
+        "vocab_size": len(tokenizer),
+        "do_lower_case": bool(lowercase),
+        # BERT semantics: strip_accents=None means "follow lower-casing"
+        "strip_accents": bool(lowercase if strip_accents is None else strip_accents),
+        "clean_text": bool(normalizer.get("clean_text", True)),
+        "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
+        "continuing_subword_prefix": model.get("continuing_subword_prefix", "##"),
+        "max_input_chars_per_word": model.get("max_input_chars_per_word", 100),
+        "special_tokens": {name: {"token": getattr(tokenizer, f"{name}_token"),
+                                  "id": getattr(tokenizer, f"{name}_token_id")}
+                           for name in ("unk", "cls", "sep", "pad", "mask")
+                           if getattr(tokenizer, f"{name}_token", None) is not None},
+        "max_sequence_length": max_length,
+    }
+
+
+def _max_length(loaded: loading.Loaded, requested: int | None) -> int:
+    positions = loaded.family.max_positions(loaded.config)
+    tokenizer_max = loaded.tokenizer.model_max_length
+    natural = min(positions, tokenizer_max) if tokenizer_max and tokenizer_max < 1_000_000 else positions
+    if requested is None:
+        return natural
+    if requested < 8 or requested > positions:
+        raise InputError(f"--max-length {requested} is outside 8..{positions} (the model's position embeddings)",
+                         f"choose a value between 8 and {positions}")
+    return requested
+
+
+def _write_tokenizer(tokenizer, directory: Path) -> None:
+    tokenizer.backend_tokenizer.save(str(directory / "tokenizer.json"))
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    (directory / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
+
+
+def _damage_message(comparison: verify.Comparison, changed: list[TransformReport]) -> str:
+    names = ",".join(r.name for r in changed)
+    return (f"{names} changed what the model computes: on real sentences, top-1 agreement with the original "
+            f"{comparison.top1_agreement:.1%}, logit cosine {comparison.cosine:.4f}, relative logit drift "
+            f"{comparison.rel_drift:.1%}, max |Δlogit| {comparison.max_abs:.3g}")
+
+
+def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
+    reporter = reporter or Reporter()
+    opts = parse_opts(options.opts)
+    if options.int8 not in ("dynamic", "static", "all"):
+        raise InputError(f"unknown --int8 {options.int8!r}", "use dynamic, static or all")
+    if "int8" not in opts and options.int8 != "dynamic":
+        raise InputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
+    if options.calibration is not None and "int8" not in opts:
+        raise InputError("--calibration was given but --opt has no int8; only int8 uses calibration text",
+                         "add int8 to --opt, or drop --calibration")
+    recipes = select(opts, options.int8)
+    backend = backends.get("onnx")
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+
+    @contextlib.contextmanager
+    def stage(name: str, description: str):
+        start = time.perf_counter()
+        with reporter.stage(name, description):
+            yield
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
+    # Checks that need no model run first: a bad --out or calibration file fails in a second.
+    calibration_texts = None
+    if "int8" in opts:
+        source = options.calibration or textdata.BUILTIN_CALIBRATION
+        calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
+    staging = Staging(options.out, options.overwrite)
+
+    with stage("load", "Loading checkpoint"):
+        loaded = loading.load(options.checkpoint, task=options.task, labels=options.labels,
+                              num_labels=options.num_labels, seed=options.seed)
+        torch.set_num_threads(max(1, options.threads))
+    notes += loaded.notes
+    for note in loaded.notes:
+        reporter.warn(note)
+    family, tokenizer = loaded.family, loaded.tokenizer
+    max_length = _max_length(loaded, options.max_length)
+    input_names = ["input_ids", "attention_mask"] + (["token_type_ids"] if family.uses_token_type_ids else [])
+
+    def encode_fn(batch, max_length=max_length, pad_to=None):
+        return encode(tokenizer, batch, input_names=input_names, max_length=max_length, pad_to=pad_to)
+
+    def make_batches(items, batch_size=32, pad_to=None):
+        return [encode_fn(items[i:i + batch_size], pad_to=pad_to) for i in range(0, len(items), batch_size)]
+
+    data = textdata.data_dir(options.data_dir)
+    verify_texts, verify_source = textdata.default_verify_texts(loaded.task, data)
+    verify_texts = _sorted_by_length(verify_texts[: options.verify_samples])
+    verify_batches = make_batches(verify_texts)
+    verify_masks = [b["attention_mask"] for b in verify_batches]
+    if verify_source.startswith("built-in"):
+        notes.append("no data directory found: verification used the built-in English sentences "
+                     "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
+
+    parity_batches = verify.parity_inputs(encode_fn, verify_texts, max_length=max_length, vocab_size=len(tokenizer),
+                                          special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
+    parity_masks = [b["attention_mask"] for b in parity_batches]
+
+    # --- transform ---------------------------------------------------------------------------
+    original = LogitsModel(copy.deepcopy(loaded.model), input_names).eval()
+    model = LogitsModel(loaded.model, input_names).eval()
+    reports: list[TransformReport] = []
+    damage = None
+    with stage("transform", "Applying optimisations"):
+        for name in ("nonorm", "relu"):
+            if name in opts:
+                reports.append(TRANSFORMS[name](loaded.model, family))
+        changed = [r for r in reports if not r.noop]
+        if changed:
+            ref = verify.torch_logits(original, verify_batches)
+            damage = verify.compare(ref, verify.torch_logits(model, verify_batches), verify_masks)
+            message = _damage_message(damage, changed)
+            if not options.allow_accuracy_loss:
+                raise AccuracyLossRefused(
+                    message + "; refusing to write a silently degraded model",
+                    "pass --allow-accuracy-loss to accept it (accuracy recovery by distillation is not built yet), "
+                    "or drop nonorm/relu")
+            reporter.warn(message + " (accepted: --allow-accuracy-loss)")
+            notes.append(message)
+        if "fold" in opts:
+            before = copy.deepcopy(model)
+            reports.append(TRANSFORMS["fold"](loaded.model, family))
+            check = parity_batches + verify_batches[:8]
+            expect = verify.torch_logits(before, check)
+            fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
+            tolerance = verify.fp32_tolerance(expect)
+            reports[-1].details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} "
+                                       f"(tolerance {tolerance:.3g})")
+            if fold_check.max_abs > tolerance:
+                raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
+                                        f"> {tolerance:.3g}", "report this as a bug; convert without fold")
+            del before
+
+    with torch.no_grad():
+        parity_ref = verify.torch_logits(model, parity_batches)
+        verify_ref = verify.torch_logits(model, verify_batches)
+    spec = backends.ExportSpec(model=model, family=family, input_names=input_names, output_name="logits",
+                               max_length=max_length, make_batches=make_batches, threads=options.threads)
+    latency_feeds = encode_fn(["x"], pad_to=min(LATENCY_SEQ, max_length))
+
+    results: list[ArtifactResult] = []
+    with staging:
+        int8_spec = None
+        for recipe in recipes:
+            dest = staging.path / backend.filename(recipe.precision)
+            start = time.perf_counter()
+            if not recipe.quantized:
+                with stage("export", f"Exporting {recipe.name}"):
+                    artifact = backend.export(spec, dest)
+            else:
+                with stage("quantize", f"Quantising {recipe.name}"):
+                    if int8_spec is None:
+                        calibration = make_batches(calibration_texts, batch_size=16, pad_to=min(64, max_length))
+                        maxima = activation_maxima(loaded.model, family, calibration)
+                        smoothed, count = smooth(loaded.model, family, maxima, alpha=options.smooth_alpha)
+                        int8_spec = backends.ExportSpec(**{**spec.__dict__,
+                                                           "model": LogitsModel(smoothed, input_names).eval()})
+                        smoothing = {"method": "smoothquant", "alpha": options.smooth_alpha, "linears": count}
+                    artifact = backend.quantize(int8_spec, recipe.precision, dest, calibration)
+                    artifact.details["smoothing"] = smoothing
+                    artifact.details["calibration_source"] = textdata.describe(options.calibration)
+                    artifact.details["calibration_texts"] = len(calibration_texts)
+            with stage("verify", f"Verifying {recipe.name}"):
+                runner = backend.load(dest, threads=options.threads)
+                results.append(_verify(recipe, runner, artifact, dest, parity_batches, parity_ref, parity_masks,
+                                       verify_batches, verify_ref, verify_masks, options))
+                results[-1].seconds = time.perf_counter() - start
+                reporter.info(f"  {recipe.name}: {_figures_line(results[-1].verification)}")
+                if options.measure_latency:
+                    results[-1].latency_ms = backends.onnx.median_latency_ms(runner, latency_feeds)
+        failed = [r for r in results if not r.passed]
+        manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
+                             verify_source, len(verify_texts), notes)
+        if failed:
+            lines = "; ".join(f"{r.recipe}: {r.verification['failure']}" for r in failed)
+            raise VerificationError(f"verification failed, no bundle written: {lines}",
+                                    "see the figures above; for int8 try --int8 dynamic, --calibration with "
+                                    "text like your inputs, or convert without int8")
+        with stage("bundle", "Writing bundle"):
+            _write_tokenizer(tokenizer, staging.path)
+            (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels),
+                                                     encoding="utf-8")
+            manifest["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            manifest["stage_seconds"] = {k: round(v, 2) for k, v in timings.items()}
+            write_manifest(staging.path, manifest)
+            bundle = staging.commit()
+    return ConvertResult(bundle=bundle, manifest=manifest, artifacts=results, stage_seconds=timings, notes=notes)
+
+
+def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity_ref, parity_masks,
+            verify_batches, verify_ref, verify_masks, options: ConvertOptions) -> ArtifactResult:
+    real = verify.compare(verify_ref, verify.runner_logits(runner, verify_batches), verify_masks)
+    figures: dict = {"real_sentences": real.to_json()}
+    if not recipe.quantized:
+        fixed = verify.compare(parity_ref, verify.runner_logits(runner, parity_batches), parity_masks)
+        tolerance = verify.fp32_tolerance(parity_ref)
+        figures.update(fixed_inputs=fixed.to_json(), tolerance={"max_abs": tolerance})
+        passed = fixed.max_abs <= tolerance and real.max_abs <= tolerance
+        if not passed:
+            figures["failure"] = f"max |Δlogit| {max(fixed.max_abs, real.max_abs):.3g} > {tolerance:.3g}"
+    else:
+        figures["tolerance"] = {"min_cosine": options.int8_min_cosine, "min_top1_agreement": options.int8_min_agreement}
+        passed = real.cosine >= options.int8_min_cosine and real.top1_agreement >= options.int8_min_agreement
+        if not passed:
+            figures["failure"] = (f"cosine {real.cosine:.4f} (needs ≥ {options.int8_min_cosine}), top-1 agreement "
+                                  f"{real.top1_agreement:.1%} (needs ≥ {options.int8_min_agreement:.0%})")
+    figures["passed"] = passed
+    return ArtifactResult(recipe=recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
+                          passed=passed, details=artifact.details)
+
+
+def _figures_line(figures: dict) -> str:
+    real = figures["real_sentences"]
+    line = (f"real sentences: cosine {real['cosine']:.4f}, top-1 agreement {real['top1_agreement']:.1%}, "
+            f"max |Δ| {real['max_abs']:.2g}")
+    if "fixed_inputs" in figures:
+        line = f"fixed inputs max |Δ| {figures['fixed_inputs']['max_abs']:.2g}; " + line
+    return line + ("" if figures["passed"] else f"  [red]FAILED: {figures['failure']}[/]")
+
+
+def _manifest(options, loaded, opts, reports, damage, results, max_length, input_names, verify_source,
+              verify_count, notes) -> dict:
+    task = loaded.task
+    problem_type = getattr(loaded.config, "problem_type", None)
+    if task == "classification" and problem_type is None:
+        problem_type = "regression" if len(loaded.labels) == 1 else "single_label_classification"
+    logits_shape = ["batch", len(loaded.labels)] if task == "classification" else ["batch", "sequence",
+                                                                                  len(loaded.labels)]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "pocketbert_version": __version__,
+        "task": task,
+        "problem_type": problem_type if task == "classification" else "token_classification",
+        "labels": loaded.labels,
+        "family": loaded.family.name,
+        "model_type": loaded.config.model_type,
+        "architecture": type(loaded.model).__name__,
+        "source": {"checkpoint": str(loaded.checkpoint), "builtin": loaded.builtin,
+                   "head_initialized": loaded.head_initialized,
+                   "parameters": sum(p.numel() for p in loaded.model.parameters())},
+        "opts": opts,
+        "transforms": [r.to_json() for r in reports],
+        "max_sequence_length": max_length,
+        "inputs": [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in input_names],
+        "outputs": [{"name": "logits", "dtype": "float32", "shape": logits_shape}],
+        "tokenizer": _tokenizer_settings(loaded.tokenizer, max_length),
+        "artifacts": [{
+            "recipe": r.recipe, "backend": r.recipe.split(":")[0], "precision": r.recipe.split(":")[1],
+            "file": r.file, "details": r.details, "verification": r.verification,
+            "latency_ms": {"batch": 1, "sequence": min(LATENCY_SEQ, max_length), "threads": options.threads,
+                           "median": round(r.latency_ms, 3)} if r.latency_ms is not None else None,
+        } for r in results],
+        "verification": {
+            "reference": "PyTorch float32 model after the transforms (original checkpoint for the damage figures)",
+            "texts": verify_source, "samples": verify_count, "max_length": max_length,
+            "transform_damage": damage.to_json() if damage else None,
+        },
+        "notes": notes,
+    }
+
+
+def artifact_entries(bundle: Path) -> dict:
+    """sha256/bytes of the files of a written bundle (for tests and tools)."""
+    return {p.name: file_entry(p) for p in Path(bundle).iterdir() if p.is_file()}
