@@ -7,6 +7,7 @@ partial bundle.  The manifest schema is documented in docs/manifest.md.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -42,6 +43,7 @@ class Staging:
         self.dest = Path(dest).resolve()
         self.overwrite = overwrite
         self.path: Path | None = None
+        self._created: list[Path] = []  # parent directories we made, removed again on failure
         self._check()
 
     def _check(self) -> None:
@@ -54,13 +56,18 @@ class Staging:
         parent = dest.parent
         while not parent.exists():
             parent = parent.parent
+        if not parent.is_dir():
+            raise OutputError(f"cannot create {str(dest)!r}: {str(parent)!r} is a file",
+                              "choose an --out path inside a directory")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise OutputError(f"cannot write to {str(parent)!r} (permission denied)",
                               "choose an --out path in a directory you can write to")
 
     def __enter__(self) -> Staging:
         try:
+            missing = [p for p in [self.dest.parent, *self.dest.parent.parents] if not p.exists()]
             self.dest.parent.mkdir(parents=True, exist_ok=True)
+            self._created = missing  # deepest first
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.partial-", dir=self.dest.parent))
         except OSError as exc:
             raise OutputError(f"cannot create the output directory: {exc.strerror}: {exc.filename}",
@@ -70,6 +77,9 @@ class Staging:
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.path is not None and self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
+            for directory in self._created:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()  # only if still empty
 
     def commit(self) -> Path:
         """Atomically replace ``dest`` with the staged directory."""
@@ -80,7 +90,7 @@ class Staging:
             self.dest.rename(backup)
         try:
             self.path.rename(self.dest)
-        except OSError:
+        except BaseException:  # includes Ctrl-C between the two renames: put the old bundle back
             if backup is not None:
                 backup.rename(self.dest)
             raise

@@ -121,6 +121,8 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     if labels is not None and num_labels is not None and len(labels) != num_labels:
         raise InputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
                          "give only one of them, or make them agree")
+    if labels is not None and not labels:
+        raise InputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
     if labels is not None and len(set(labels)) != len(labels):
         raise InputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
 
@@ -162,13 +164,18 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     torch.manual_seed(seed)  # a fresh head is initialised from this seed: conversions are reproducible
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
+    except Exception as exc:
+        raise InputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
+                         "re-save the checkpoint with save_pretrained") from exc
+    try:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         model, info = _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
                                                         dtype=torch.float32)
     except Exception as exc:
-        raise InputError(f"could not read the weights in {str(path)!r}: {type(exc).__name__}: {str(exc)[:300]}",
-                         "the weights file is corrupt, truncated or not a checkpoint of this config; "
-                         "re-download or re-save it") from exc
+        raise InputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
+                         f"{type(exc).__name__}: {str(exc)[:300]}",
+                         "the weights file is corrupt or truncated, or config.json does not describe a valid "
+                         "model; re-download or re-save the checkpoint") from exc
     missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
     if missing:
         raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",

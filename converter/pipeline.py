@@ -22,7 +22,7 @@ from torch import nn
 from . import __version__, backends, loading, texts as textdata, verify
 from .bundle import SCHEMA_VERSION, Staging, file_entry, write_manifest
 from .encoding import encode
-from .errors import AccuracyLossRefused, InputError, VerificationError
+from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
 from .recipes import Recipe, parse_opts, select
 from .transforms import TRANSFORMS, TransformReport
 from .transforms.smoothquant import DEFAULT_ALPHA, activation_maxima, smooth
@@ -148,7 +148,9 @@ def _max_length(loaded: loading.Loaded, requested: int | None) -> int:
 
 
 def _write_tokenizer(tokenizer, directory: Path) -> None:
-    tokenizer.backend_tokenizer.save(str(directory / "tokenizer.json"))
+    # tokenizer.json for `tokenizers` (the runtime), tokenizer_config.json so that transformers'
+    # AutoTokenizer loads the bundle as the same class, vocab.txt for plain WordPiece (Android).
+    tokenizer.save_pretrained(directory)
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     (directory / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
 
@@ -187,6 +189,11 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     if "int8" in opts:
         source = options.calibration or textdata.BUILTIN_CALIBRATION
         calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
+    checkpoint_dir, _ = loading.resolve(options.checkpoint)
+    out_dir = Path(options.out).resolve()
+    if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(out_dir):
+        raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
+                          "choose an --out path outside the checkpoint directory")
     staging = Staging(options.out, options.overwrite)
 
     with stage("load", "Loading checkpoint"):

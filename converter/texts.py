@@ -91,7 +91,10 @@ def read_texts(path: str | os.PathLike, *, what: str = "calibration") -> list[Te
     if _is_conll(lines):
         texts = _read_conll(lines)
     elif lines and "\t" in lines[0]:
-        texts = _read_tsv(lines)
+        try:
+            texts = _read_tsv(lines)
+        except InputError as exc:
+            raise InputError(f"{what} file {str(path)!r}: {exc.problem}", exc.fix) from exc
     else:
         texts = [line.strip() for line in lines if line.strip()]
     texts = [t for t in texts if (t if isinstance(t, str) else t[0])]

@@ -60,6 +60,21 @@ def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 
     return float(np.median(times) * 1000)
 
 
+def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:
+    """Median latency of several runners measured in alternation, so that machine noise (other
+    processes, frequency changes) hits all of them alike and their ratio is meaningful."""
+    for runner in runners:
+        for _ in range(3):
+            runner(feeds)
+    times: list[list[float]] = [[] for _ in runners]
+    for _ in range(rounds):
+        for i, runner in enumerate(runners):
+            start = time.perf_counter()
+            runner(feeds)
+            times[i].append(time.perf_counter() - start)
+    return [float(np.median(t) * 1000) for t in times]
+
+
 def _strip_initializer_value_info(model: onnx.ModelProto) -> None:
     # The dynamo exporter stores value_info for initializers; ORT's quantizer re-infers their
     # shapes and fails with a ShapeInferenceError when both are present.
@@ -78,7 +93,7 @@ def _name_nodes_by_module(model: onnx.ModelProto) -> None:
             continue
         parts = [s.strip(" '\"") for s in scopes.strip("[]").split(",")]
         # name_scopes ends with the fx node name; the entry before it is the module path
-        module = next((p for p in reversed(parts[:-1]) if p), "")
+        module = next((p for p in reversed(parts[:-1]) if p and not p.startswith("_")), "")
         module = module.removeprefix("model.")
         base = f"/{module.replace('.', '/')}/{node.op_type}" if module else f"/{node.op_type}"
         used[base] = used.get(base, 0) + 1
@@ -136,10 +151,9 @@ class OnnxBackend(Backend):
         with tempfile.TemporaryDirectory() as tmp:
             candidate = Path(tmp) / "optimized.onnx"
             optimized.save_model_to_file(str(candidate))
-            base_ms = median_latency_ms(OrtRunner(path, spec.threads), feeds)
-            opt_runner = OrtRunner(candidate, spec.threads)
-            opt_ms = median_latency_ms(opt_runner, feeds)
-            base_out, opt_out = OrtRunner(path, spec.threads)(feeds), opt_runner(feeds)
+            base_runner, opt_runner = OrtRunner(path, spec.threads), OrtRunner(candidate, spec.threads)
+            base_ms, opt_ms = interleaved_latency_ms([base_runner, opt_runner], feeds)
+            base_out, opt_out = base_runner(feeds), opt_runner(feeds)
             drift = float(np.abs(base_out - opt_out).max())
             result = {"fused": fused, "plain_ms": round(base_ms, 2), "optimized_ms": round(opt_ms, 2),
                       "max_abs_change": drift}

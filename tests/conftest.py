@@ -1,0 +1,90 @@
+"""Shared fixtures: tiny random checkpoints of every registered family, and the real MiniLM.
+
+Tiny models are built from each family's ``tiny_config`` with a fixed seed and saved as ordinary
+Hugging Face directories, so tests exercise the same loading path as users' checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+from converter.builtin import BUILTIN
+from converter.families import families
+from converter.pipeline import ConvertOptions
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("POCKETBERT_DATA", REPO.parent / "shared" / "data"))
+FAMILY_NAMES = [f.name for f in families()]
+NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    return BUILTIN["minilm"].path()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(minilm_dir):
+    return AutoTokenizer.from_pretrained(minilm_dir)
+
+
+def _family(name):
+    return next(f for f in families() if f.name == name)
+
+
+def build_checkpoint(directory: Path, family_name: str, tokenizer, head: str = "classification",
+                     labels=("negative", "neutral", "positive"), seed: int = 0, **config_overrides) -> Path:
+    """Save a tiny random checkpoint of ``family_name`` with ``head``: classification, ner or none."""
+    config = _family(family_name).tiny_config(vocab_size=len(tokenizer))
+    for key, value in config_overrides.items():
+        setattr(config, key, value)
+    torch.manual_seed(seed)
+    if head == "none":
+        model = AutoModel.from_config(config)
+    else:
+        config.num_labels = len(labels)
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {label: i for i, label in enumerate(labels)}
+        cls = AutoModelForSequenceClassification if head == "classification" else AutoModelForTokenClassification
+        model = cls.from_config(config)
+    model.eval().save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory, tokenizer):
+    """family name -> {'classification': dir, 'ner': dir, 'none': dir}"""
+    root = tmp_path_factory.mktemp("checkpoints")
+    out = {}
+    for name in FAMILY_NAMES:
+        out[name] = {
+            "classification": build_checkpoint(root / f"{name}-cls", name, tokenizer),
+            "ner": build_checkpoint(root / f"{name}-ner", name, tokenizer, head="ner", labels=NER_LABELS),
+            "none": build_checkpoint(root / f"{name}-bare", name, tokenizer, head="none"),
+        }
+    return out
+
+
+@pytest.fixture
+def options(tmp_path):
+    """ConvertOptions with test-friendly defaults (fewer verification sentences, no latency runs)."""
+    def make(checkpoint, **kwargs):
+        kwargs.setdefault("out", tmp_path / "bundle")
+        kwargs.setdefault("verify_samples", 200)
+        kwargs.setdefault("calibration_samples", 64)
+        kwargs.setdefault("measure_latency", False)
+        kwargs.setdefault("data_dir", DATA)
+        return ConvertOptions(checkpoint=str(checkpoint), **kwargs)
+    return make
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

@@ -1,0 +1,174 @@
+"""End-to-end conversions: parity of every export, int8 agreement, manifest, checksums, atomicity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+from converter.bundle import read_manifest
+from converter.errors import AccuracyLossRefused, VerificationError
+from converter.pipeline import convert
+
+from .conftest import DATA, FAMILY_NAMES, NER_LABELS
+
+SENTENCES = ["A gripping , beautifully acted film .", "Dull .",
+             "EU rejects German call to boycott British lamb .",
+             "It was neither the best nor the worst thing Peter Blackburn ever saw in São Paulo , sadly ."]
+
+
+def _ort_logits(path, tokenizer, texts, names):
+    enc = tokenizer(texts, padding=True, return_tensors="np")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {n: enc[n].astype(np.int64) for n in names})[0], enc
+
+
+def _names(manifest):
+    return [i["name"] for i in manifest["inputs"]]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("task", ["classification", "ner"])
+def test_fp32_export_matches_pytorch(family, task, checkpoints, options, tokenizer):
+    ckpt = checkpoints[family][task]
+    result = convert(options(ckpt))
+    manifest = read_manifest(result.bundle)
+    art = manifest["artifacts"][0]
+    assert art["recipe"] == "onnx:fp32" and art["verification"]["passed"]
+    assert art["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
+
+    # Independent check with shapes the converter never used: batch 4, padded, pairs of lengths.
+    names = _names(manifest)
+    out, enc = _ort_logits(result.bundle / art["file"], tokenizer, SENTENCES, names)
+    cls = AutoModelForSequenceClassification if task == "classification" else AutoModelForTokenClassification
+    model = cls.from_pretrained(ckpt).eval()
+    with torch.no_grad():
+        ref = model(**{n: torch.from_numpy(enc[n]) for n in names}).logits.numpy()
+    if task == "ner":
+        mask = enc["attention_mask"].astype(bool)
+        out, ref = out[mask], ref[mask]
+    np.testing.assert_allclose(out, ref, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_int8_dynamic_agrees_with_pytorch(family, checkpoints, options):
+    result = convert(options(checkpoints[family]["classification"], opts="int8"))
+    manifest = read_manifest(result.bundle)
+    recipes = [a["recipe"] for a in manifest["artifacts"]]
+    assert recipes == ["onnx:fp32", "onnx:int8-dynamic"]
+    real = manifest["artifacts"][1]["verification"]["real_sentences"]
+    assert real["cosine"] >= 0.99 and real["top1_agreement"] >= 0.95
+    assert real["rows"] == 200  # SST-2 dev sentences used for verification
+    fp32, int8 = (result.bundle / a["file"] for a in manifest["artifacts"])
+    assert int8.stat().st_size < 0.6 * fp32.stat().st_size
+    ops = {n.op_type for n in onnx.load(str(int8)).graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} & ops
+
+
+def test_int8_static_on_nonorm_relu_mobilebert(checkpoints, options):
+    result = convert(options(checkpoints["mobilebert"]["classification"], opts="nonorm,relu,fold,int8", int8="all"))
+    manifest = read_manifest(result.bundle)
+    by_recipe = {a["recipe"]: a for a in manifest["artifacts"]}
+    assert set(by_recipe) == {"onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static"}
+    static = by_recipe["onnx:int8-static"]
+    assert static["details"]["method"] == "static QDQ"
+    assert static["verification"]["real_sentences"]["cosine"] >= 0.99
+    ops = [n.op_type for n in onnx.load(str(result.bundle / static["file"])).graph.node]
+    assert ops.count("QuantizeLinear") > 0 and "LayerNormalization" not in ops  # NoNorm: no normalisation op
+
+
+def test_verification_failure_writes_nothing(checkpoints, options, tmp_path):
+    # An impossible int8 bar must fail the conversion, with exit code 4 semantics and no bundle.
+    opts = options(checkpoints["bert"]["classification"], opts="int8", int8_min_cosine=1.0, int8_min_agreement=1.0)
+    with pytest.raises(VerificationError, match="int8-dynamic"):
+        convert(opts)
+    assert not opts.out.exists()
+    assert not [p for p in opts.out.parent.iterdir() if p.name.startswith(".bundle")]
+
+
+def test_nonorm_relu_refused_without_consent(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], opts="nonorm,relu")
+    with pytest.raises(AccuracyLossRefused) as info:
+        convert(opts)
+    assert "top-1 agreement" in info.value.problem and "--allow-accuracy-loss" in info.value.fix
+    assert not opts.out.exists()
+
+
+def test_nonorm_relu_damage_is_measured_and_recorded(checkpoints, options):
+    result = convert(options(checkpoints["distilbert"]["classification"], opts="nonorm,relu,fold",
+                             allow_accuracy_loss=True))
+    manifest = read_manifest(result.bundle)
+    damage = manifest["verification"]["transform_damage"]
+    assert damage["rows"] == 200 and damage["rel_drift"] > 0.01
+    transforms = {t["name"]: t for t in manifest["transforms"]}
+    assert transforms["nonorm"]["changed"] == 5  # embeddings + 2 per layer x 2 layers
+    assert transforms["relu"]["changed"] == 2 and transforms["fold"]["changed"] == 1
+    assert any("folded vs unfolded" in d for d in transforms["fold"]["details"])
+    assert manifest["artifacts"][0]["verification"]["passed"]
+
+
+def test_mobilebert_nonorm_relu_needs_no_consent(checkpoints, options):
+    result = convert(options(checkpoints["mobilebert"]["classification"], opts="nonorm,relu"))
+    manifest = read_manifest(result.bundle)
+    assert all(t["changed"] == 0 for t in manifest["transforms"])
+    assert manifest["verification"]["transform_damage"] is None
+
+
+def test_manifest_contents_and_checksums(checkpoints, options):
+    result = convert(options(checkpoints["distilbert"]["ner"], opts="int8"))
+    bundle = result.bundle
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["schema_version"] == 1
+    assert manifest["task"] == "ner" and manifest["labels"] == NER_LABELS
+    assert manifest["family"] == "distilbert" and manifest["opts"] == ["int8"]
+    assert _names(manifest) == ["input_ids", "attention_mask"]  # DistilBERT has no token types
+    assert manifest["outputs"][0]["shape"] == ["batch", "sequence", len(NER_LABELS)]
+    assert manifest["max_sequence_length"] == 128
+    assert manifest["tokenizer"]["do_lower_case"] is True and manifest["tokenizer"]["type"] == "wordpiece"
+    assert manifest["tokenizer"]["special_tokens"]["cls"]["id"] == 101
+    assert manifest["verification"]["texts"] == "conll2003/dev.txt"
+    assert (bundle / "labels.txt").read_text().split() == NER_LABELS
+    files = {p.name for p in bundle.iterdir()}
+    assert files == {"manifest.json", "model.onnx", "model.int8-dynamic.onnx", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                     "labels.txt"}
+    for name, entry in manifest["files"].items():
+        data = (bundle / name).read_bytes()
+        assert entry["bytes"] == len(data) and entry["sha256"] == hashlib.sha256(data).hexdigest()
+    # the bundled tokenizer reproduces the original one
+    vocab_tok = AutoTokenizer.from_pretrained(bundle)
+    assert vocab_tok("Zürich, naïve café")["input_ids"] == AutoTokenizer.from_pretrained(
+        checkpoints["distilbert"]["ner"])("Zürich, naïve café")["input_ids"]
+
+
+def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
+    a = convert(options(checkpoints["bert"]["none"], labels=["neg", "pos"], out=tmp_path / "a"))
+    b = convert(options(checkpoints["bert"]["none"], labels=["neg", "pos"], out=tmp_path / "b"))
+    manifest = read_manifest(a.bundle)
+    assert manifest["source"]["head_initialized"] and manifest["labels"] == ["neg", "pos"]
+    assert any("freshly initialised" in n for n in manifest["notes"])
+    # same seed -> same head -> same outputs
+    out_a, _ = _ort_logits(a.bundle / "model.onnx", AutoTokenizer.from_pretrained(a.bundle), SENTENCES, _names(manifest))
+    out_b, _ = _ort_logits(b.bundle / "model.onnx", AutoTokenizer.from_pretrained(b.bundle), SENTENCES, _names(manifest))
+    np.testing.assert_array_equal(out_a, out_b)
+    c = convert(options(checkpoints["bert"]["none"], labels=["neg", "pos"], out=tmp_path / "c", seed=1))
+    out_c, _ = _ort_logits(c.bundle / "model.onnx", AutoTokenizer.from_pretrained(c.bundle), SENTENCES, _names(manifest))
+    assert not np.allclose(out_a, out_c)
+
+
+def test_builtin_minilm_int8_meets_the_bar(options, tmp_path):
+    """The README's main job: real all-MiniLM-L6-v2, --opt int8, verified on SST-2 dev."""
+    result = convert(options("minilm", opts="int8", verify_samples=1000, calibration_samples=256))
+    manifest = read_manifest(result.bundle)
+    fp32, int8 = manifest["artifacts"]
+    assert manifest["verification"]["samples"] == 872 and manifest["verification"]["texts"].endswith("SST-2/dev.tsv")
+    assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
+    assert fp32["verification"]["real_sentences"]["max_abs"] <= 1e-4
+    assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
+    assert manifest["source"]["builtin"] == "minilm" and manifest["source"]["head_initialized"]
+    assert 22_000_000 < manifest["source"]["parameters"] < 23_500_000
