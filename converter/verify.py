@@ -36,7 +36,8 @@ class Comparison:
     top1_agreement: float
 
     def to_json(self) -> dict:
-        return {k: (round(v, 7) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        # significant digits, not decimals: a 4e-8 parity must not print as 0
+        return {k: (float(f"{v:.5g}") if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
 def _rows(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:

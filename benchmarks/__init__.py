@@ -1,0 +1,1 @@
+"""PocketBERT benchmarks: latency and accuracy of converted bundles."""

@@ -1,0 +1,88 @@
+"""Family x --opt matrix: bundle size, conversion time, parity and ONNX Runtime latency.
+
+    python -m benchmarks.conversion_matrix [--families minilm,mobilebert,...] [--out DIR]
+
+MiniLM is the real all-MiniLM-L6-v2 checkpoint; the other shapes are built from their published
+configs with random weights (latency does not depend on weight values; the table says which are
+random).  int8 figures are reported, not gated: random heads make agreement meaningless, so the
+conversion's int8 thresholds are switched off here.  Latency: batch 1, sequence 128, 2 threads,
+median of 30 runs, relative to the plain fp32 export of the same model in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import (AutoModelForSequenceClassification, AutoTokenizer, BertConfig, DistilBertConfig,
+                          MobileBertConfig)
+
+from converter.builtin import BUILTIN
+from converter.pipeline import ConvertOptions, convert
+
+SHAPES = {
+    "mobilebert": ("MobileBERT (24 layers, random weights)", lambda: MobileBertConfig()),
+    "tinybert4": ("TinyBERT4 (4x312, random weights)", lambda: BertConfig(
+        hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1200)),
+    "distilbert": ("DistilBERT (6x768, random weights)", lambda: DistilBertConfig()),
+}
+OPTS = ["", "int8", "nonorm,relu,fold", "nonorm,relu,fold,int8"]
+
+
+def checkpoint(name: str, root: Path) -> tuple[str, str]:
+    if name == "minilm":
+        return "minilm", "all-MiniLM-L6-v2 (real weights)"
+    label, make = SHAPES[name]
+    directory = root / name
+    if not directory.exists():
+        torch.manual_seed(0)
+        config = make()
+        config.num_labels = 2
+        AutoModelForSequenceClassification.from_config(config).eval().save_pretrained(directory)
+        AutoTokenizer.from_pretrained(BUILTIN["minilm"].path()).save_pretrained(directory)
+    return str(directory), label
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--families", default="minilm,tinybert4,distilbert,mobilebert")
+    parser.add_argument("--opts", default="|".join(OPTS), help="'|'-separated --opt values ('' = none)")
+    parser.add_argument("--verify-samples", type=int, default=300)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in args.families.split(","):
+            ckpt, label = checkpoint(name, root)
+            for opts in args.opts.split("|"):
+                start = time.perf_counter()
+                result = convert(ConvertOptions(
+                    checkpoint=ckpt, out=root / "out" / f"{name}-{opts or 'plain'}", opts=opts or None,
+                    labels=["negative", "positive"] if name == "minilm" else None,
+                    allow_accuracy_loss=True, verify_samples=args.verify_samples,
+                    int8_min_cosine=0.0, int8_min_agreement=0.0))
+                seconds = time.perf_counter() - start
+                damage = result.manifest["verification"]["transform_damage"]
+                base = result.artifacts[0].latency_ms
+                for art in result.artifacts:
+                    if opts and art.recipe.endswith("fp32") and "int8" in opts:
+                        continue  # reported in the row without int8
+                    v = art.verification
+                    parity = (f"max abs {v['fixed_inputs']['max_abs']:.1e}" if "fixed_inputs" in v else
+                              f"cos {v['real_sentences']['cosine']:.4f}, top-1 {v['real_sentences']['top1_agreement']:.1%}")
+                    rows.append([label, opts or "(none)", art.recipe, f"{art.bytes / 1e6:.1f} MB", f"{seconds:.0f}",
+                                 parity, f"{damage['top1_agreement']:.1%}" if damage else "-",
+                                 f"{art.latency_ms:.1f}", f"{art.latency_ms / base:.2f}x"])
+                print("| " + " | ".join(rows[-1]) + " |", flush=True)
+    header = ["model", "--opt", "artifact", "size", "convert s", "parity vs PyTorch",
+              "top-1 vs original (nonorm/relu)", "ORT ms b1 s128", "vs own fp32"]
+    print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
