@@ -286,7 +286,20 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                         int8_spec = backends.ExportSpec(**{**spec.__dict__,
                                                            "model": LogitsModel(smoothed, input_names).eval()})
                         smoothing = {"method": "smoothquant", "alpha": options.smooth_alpha, "linears": count}
-                    artifact = backend.quantize(int8_spec, recipe.precision, dest, calibration)
+                        calibration_ref = verify.torch_logits(model, calibration)
+                        calibration_masks = [b["attention_mask"] for b in calibration]
+
+                        def accept(path: Path) -> tuple[bool, dict]:
+                            # Judged on the calibration text, so the verification sentences stay unseen.
+                            got = verify.runner_logits(backend.load(path, threads=options.threads), calibration)
+                            c = verify.compare(calibration_ref, got, calibration_masks)
+                            ok = c.cosine >= options.int8_min_cosine and c.top1_agreement >= options.int8_min_agreement
+                            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
+                    artifact = backend.quantize(int8_spec, recipe.precision, dest, calibration, accept)
+                    fallback = artifact.details["float_fallback"]
+                    if fallback["roles"]:
+                        reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
+                                      f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
                     artifact.details["smoothing"] = smoothing
                     artifact.details["calibration_source"] = textdata.describe(options.calibration)
                     artifact.details["calibration_texts"] = len(calibration_texts)

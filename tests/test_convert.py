@@ -163,12 +163,48 @@ def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
 
 def test_builtin_minilm_int8_meets_the_bar(options, tmp_path):
     """The README's main job: real all-MiniLM-L6-v2, --opt int8, verified on SST-2 dev."""
-    result = convert(options("minilm", opts="int8", verify_samples=1000, calibration_samples=256))
+    result = convert(options("minilm", opts="int8", int8="all", verify_samples=1000, calibration_samples=256))
     manifest = read_manifest(result.bundle)
-    fp32, int8 = manifest["artifacts"]
+    fp32, int8, static = manifest["artifacts"]
     assert manifest["verification"]["samples"] == 872 and manifest["verification"]["texts"].endswith("SST-2/dev.tsv")
     assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
     assert fp32["verification"]["real_sentences"]["max_abs"] <= 1e-4
     assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
+    assert int8["details"]["float_fallback"]["roles"] == []  # smoothing makes all-int8 dynamic accurate enough
+    # Static int8 of a LayerNorm/GELU model only holds with the FFN output projections in float:
+    # the search finds them on calibration text, verification confirms on unseen SST-2 dev.
+    assert static["verification"]["passed"] and static["verification"]["real_sentences"]["cosine"] >= 0.99
+    assert static["details"]["float_fallback"]["roles"] == ["/bert/encoder/layer/*/output/dense/linear/MatMul"]
     assert manifest["source"]["builtin"] == "minilm" and manifest["source"]["head_initialized"]
     assert 22_000_000 < manifest["source"]["parameters"] < 23_500_000
+
+
+def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints, tmp_path):
+    """The search itself, with a judge that wants at least 3 float Linears and prefers big roles."""
+    from converter import loading
+    from converter.backends import ExportSpec, get
+    from converter.backends.onnx import _roles
+    from converter.encoding import encode
+    from converter.pipeline import LogitsModel
+
+    loaded = loading.load(str(checkpoints["bert"]["classification"]))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    spec = ExportSpec(model=LogitsModel(loaded.model, names).eval(), family=loaded.family, input_names=names,
+                      output_name="logits", max_length=128,
+                      make_batches=lambda texts, **kw: [encode(loaded.tokenizer, texts, input_names=names,
+                                                                max_length=128)])
+    judged = []
+
+    def accept(path):
+        in_float = sum(len(nodes) for nodes in _roles(onnx.load(str(path))).values())
+        judged.append(in_float)
+        return in_float >= 3, {"cosine": in_float / 100}
+
+    artifact = get("onnx").quantize(spec, "int8-dynamic", tmp_path / "q.onnx", None, accept)
+    fallback = artifact.details["float_fallback"]
+    assert judged[0] == 0 and fallback["accepted"]
+    assert fallback["linears_in_float"] >= 3 and len(fallback["roles"]) == 2  # each tiny role has 2 layers
+    assert fallback["linears"] == 2 * 6 + 2  # 6 Linears per layer, plus pooler and classifier
+    # the search starts from all-int8, then measures every role on its own before choosing
+    assert fallback["search"][0]["float_roles"] == []
+    assert len(fallback["search"]) == 1 + 8 + 2  # all-int8, 8 single-role trials, 2 cumulative steps

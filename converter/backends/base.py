@@ -57,8 +57,13 @@ class Backend(ABC):
 
     @abstractmethod
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
-                 calibration: list[dict[str, np.ndarray]] | None) -> Artifact:
-        """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches)."""
+                 calibration: list[dict[str, np.ndarray]] | None,
+                 accept: Callable[[Path], tuple[bool, dict]] | None = None) -> Artifact:
+        """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
+
+        ``accept(path)`` judges a candidate on calibration text; a backend may keep parts of the
+        model in float until it passes, and must say so in the artifact's details.
+        """
 
     @abstractmethod
     def load(self, path: Path, threads: int = 1) -> Runner:

@@ -12,12 +12,17 @@ Choices, each measured on this project's models (see README "Measured choices"):
 * int8 static: QDQ, per-channel int8 weights, uint8 activations calibrated on real text with
   fixed-length batches; only MatMul/Gemm are quantised; Softmax, normalisation, GELU and residual
   adds stay in float, where int8 costs accuracy and buys little.
+* Accuracy-driven float fallback: when the int8 model misses the agreement target on the
+  calibration text, the most sensitive Linear roles go back to float until it meets it (on
+  all-MiniLM-L6-v2 static int8: the FFN output projections, whose GELU inputs have token-wise
+  outliers that no per-tensor scale fits).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +31,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
+from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                      quantize_dynamic, quantize_static)
+from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
@@ -163,57 +171,106 @@ class OnnxBackend(Backend):
         return {"applied": False, "reason": f"not ≥{MIN_SPEEDUP:.2f}x faster", **result}
 
     # --- quantize ------------------------------------------------------------------------
-    def quantize(self, spec, precision, dest, calibration):
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+    def quantize(self, spec, precision, dest, calibration, accept=None):
+        """Quantise; if ``accept`` rejects the result, keep the most sensitive layer roles in float.
 
+        A role is one kind of Linear across all layers (e.g. every FFN output projection).  Each
+        role's sensitivity is measured by quantising with only that role in float; roles then go
+        back to float, most helpful first, until ``accept`` passes.
+        """
+        if precision not in ("int8-dynamic", "int8-static"):
+            raise ValueError(f"onnx backend has no precision {precision!r}")
+        if precision == "int8-static" and not calibration:
+            raise VerificationError("static int8 needs calibration text", "give --calibration")
         with tempfile.TemporaryDirectory() as tmp:
-            # Quantise from an un-fused float graph: fused contrib ops quantise worse and ran slower.
-            source = Path(tmp) / "float.onnx"
+            tmp = Path(tmp)
+            # Quantise from an un-fused float graph: fused contrib ops quantised worse and ran slower.
+            source = tmp / "float.onnx"
             export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
                         spec.output_name, source)
-            common = dict(per_channel=True, op_types_to_quantize=["MatMul", "Gemm"],
-                          extra_options={"MatMulConstBOnly": True,
-                                         "DefaultTensorType": onnx.TensorProto.FLOAT})
-            if precision == "int8-dynamic":
-                # Embedding tables (Gather) too: int8 rows are looked up, then dequantised: 4x smaller.
-                quantize_dynamic(source, dest, weight_type=QuantType.QInt8,
-                                 **dict(common, op_types_to_quantize=["MatMul", "Gemm", "Gather"]))
-                details = {"method": "dynamic", "weights": "int8 per-channel", "activations": "uint8 at run time",
-                           "quantized_ops": ["MatMul", "Gemm", "Gather"]}
-            elif precision == "int8-static":
-                details = self._quantize_static(source, dest, calibration, common, Path(tmp))
-            else:
-                raise ValueError(f"onnx backend has no precision {precision!r}")
-        details.setdefault("quantized_ops", ["MatMul", "Gemm"])
+            if precision == "int8-static":
+                prepared = tmp / "prepared.onnx"
+                quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+                source = prepared
+            roles = _roles(onnx.load(str(source)))
+
+            def attempt(excluded_roles: list[str], out: Path) -> tuple[bool, dict]:
+                nodes = [n for role in excluded_roles for n in roles[role]]
+                if precision == "int8-dynamic":
+                    _quantize_dynamic(source, out, nodes)
+                else:
+                    _quantize_static(source, out, calibration, nodes, tmp / "calibration-cache.json")
+                return accept(out) if accept else (True, {})
+
+            excluded: list[str] = []
+            ok, score = attempt(excluded, dest)
+            search = [{"float_roles": [], **score}]
+            if not ok and roles:
+                candidate = tmp / "candidate.onnx"
+                sensitivity = {}
+                for role in roles:
+                    sensitivity[role] = attempt([role], candidate)[1]
+                    search.append({"float_roles": [role], **sensitivity[role]})
+                ranked = sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True)
+                for role in ranked:
+                    excluded.append(role)
+                    ok, score = attempt(excluded, dest)
+                    search.append({"float_roles": list(excluded), **score})
+                    if ok:
+                        break
+        total = sum(len(nodes) for nodes in roles.values())
+        in_float = sum(len(roles[r]) for r in excluded)
+        details = {
+            "method": "dynamic" if precision == "int8-dynamic" else "static QDQ",
+            "weights": "int8 per-channel",
+            "activations": "uint8 at run time" if precision == "int8-dynamic" else
+                           f"uint8, calibrated (percentile {PERCENTILE})",
+            # Embedding tables (Gather) too in dynamic: int8 rows are looked up, then dequantised.
+            "quantized_ops": ["MatMul", "Gemm", "Gather"] if precision == "int8-dynamic" else ["MatMul", "Gemm"],
+            "float_fallback": {"roles": excluded, "linears_in_float": in_float, "linears": total,
+                               "accepted": ok, "search": search if len(search) > 1 else []},
+        }
+        if precision == "int8-static":
+            details["calibration_batches"] = len(calibration)
         return Artifact(f"onnx:{precision}", dest, details)
-
-    def _quantize_static(self, source: Path, dest: Path, calibration, common: dict, tmp: Path) -> dict:
-        from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                              quantize_static)
-        from onnxruntime.quantization.shape_inference import quant_pre_process
-
-        if not calibration:
-            raise VerificationError("static int8 needs calibration batches", "give --calibration")
-
-        class Reader(CalibrationDataReader):
-            def __init__(self):
-                self._batches = iter(calibration)
-
-            def get_next(self):
-                return next(self._batches, None)
-
-        prepared = tmp / "prepared.onnx"
-        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-        extra = dict(common["extra_options"], CalibPercentile=PERCENTILE)
-        with contextlib.redirect_stdout(io.StringIO()):  # the calibrator prints its histogram progress
-            quantize_static(prepared, dest, Reader(), quant_format=QuantFormat.QDQ,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                            calibrate_method=CalibrationMethod.Percentile,
-                            **dict(common, extra_options=extra))
-        return {"method": "static QDQ", "weights": "int8 per-channel", "activations": "uint8 calibrated",
-                "calibration": f"percentile {PERCENTILE}", "calibration_batches": len(calibration)}
 
 
 PERCENTILE = 99.999
+_COMMON = dict(per_channel=True, extra_options={"MatMulConstBOnly": True,
+                                                "DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
+def _roles(model: onnx.ModelProto) -> dict[str, list[str]]:
+    """Quantisable Linear nodes (MatMul/Gemm with a constant weight) grouped by role across layers."""
+    constants = {init.name for init in model.graph.initializer}
+    roles: dict[str, list[str]] = {}
+    for node in model.graph.node:
+        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants:
+            roles.setdefault(re.sub(r"/layer/\d+/", "/layer/*/", node.name), []).append(node.name)
+    return roles
+
+
+def _quantize_dynamic(source: Path, dest: Path, exclude: list[str]) -> None:
+    quantize_dynamic(source, dest, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm", "Gather"],
+                     nodes_to_exclude=exclude, **_COMMON)
+
+
+def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], cache: Path) -> None:
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self._batches = iter(calibration)
+
+        def get_next(self):
+            return next(self._batches, None)
+
+    extra = dict(_COMMON["extra_options"], CalibPercentile=PERCENTILE)
+    # Ranges are computed once and cached: the float-fallback search re-quantises several times.
+    with contextlib.redirect_stdout(io.StringIO()):  # the calibrator prints its histogram progress
+        quantize_static(source, dest, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=exclude,
+                        calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=cache,
+                        extra_options=extra)
+
 
 register(OnnxBackend())
