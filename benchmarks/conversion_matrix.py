@@ -17,8 +17,13 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import (AutoModelForSequenceClassification, AutoTokenizer, BertConfig, DistilBertConfig,
-                          MobileBertConfig)
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    BertConfig,
+    DistilBertConfig,
+    MobileBertConfig,
+)
 
 from converter.builtin import BUILTIN
 from converter.pipeline import ConvertOptions, convert
@@ -71,8 +76,9 @@ def main() -> None:
                     if opts and art.recipe.endswith("fp32") and "int8" in opts:
                         continue  # reported in the row without int8
                     v = art.verification
+                    real = v["real_sentences"]
                     parity = (f"max abs {v['fixed_inputs']['max_abs']:.1e}" if "fixed_inputs" in v else
-                              f"cos {v['real_sentences']['cosine']:.4f}, top-1 {v['real_sentences']['top1_agreement']:.1%}")
+                              f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}")
                     rows.append([label, opts or "(none)", art.recipe, f"{art.bytes / 1e6:.1f} MB", f"{seconds:.0f}",
                                  parity, f"{damage['top1_agreement']:.1%}" if damage else "-",
                                  f"{art.latency_ms:.1f}", f"{art.latency_ms / base:.2f}x"])

@@ -73,7 +73,11 @@ def _split_labels(ctx, param, value):
     return labels
 
 
-@cli.command(epilog=EXIT_CODES)
+CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-in model name) into a verified "
+                "bundle.\n\nBuilt-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items()) + ".")
+
+
+@cli.command(help=CONVERT_HELP, short_help="Convert a checkpoint (the default command).", epilog=EXIT_CODES)
 @click.argument("checkpoint")
 @click.option("-o", "--out", type=click.Path(path_type=Path),
               help="Bundle directory to write [default: bundles/<checkpoint>-<opts>].")
@@ -111,10 +115,8 @@ def _split_labels(ctx, param, value):
 def convert(checkpoint, out, task, opts, labels, num_labels, int8, calibration, calibration_samples, data_dir,
             verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed, int8_min_cosine,
             int8_min_agreement, no_latency):
-    """Convert CHECKPOINT (a Hugging Face directory, or a built-in model name) into a verified bundle.
-
-    Built-in models: """ + ", ".join(f"{k} ({v.description})" for k, v in BUILTIN.items()) + "."
-    from .pipeline import ConvertOptions, convert as run_convert
+    from .pipeline import ConvertOptions
+    from .pipeline import convert as run_convert
 
     if out is None:
         name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint

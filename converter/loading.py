@@ -12,8 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import (AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification,
-                          AutoTokenizer, PreTrainedModel, PreTrainedTokenizerFast)
+from transformers import (
+    AutoConfig,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
 
 from .builtin import BUILTIN
 from .errors import InputError

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
-from . import __version__, backends, loading, texts as textdata, verify
+from . import __version__, backends, loading, verify
+from . import texts as textdata
 from .bundle import SCHEMA_VERSION, Staging, file_entry, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
@@ -50,7 +50,7 @@ class ConvertOptions:
     threads: int = 2
     int8_min_cosine: float = verify.INT8_MIN_COSINE
     int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
-    smooth_alpha: float = DEFAULT_ALPHA
+    smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     measure_latency: bool = True
 
 
@@ -162,8 +162,8 @@ def _damage_message(comparison: verify.Comparison, changed: list[TransformReport
             f"{comparison.rel_drift:.1%}, max |Δlogit| {comparison.max_abs:.3g}")
 
 
-def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
-    reporter = reporter or Reporter()
+def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], list | None]:
+    """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
     if options.int8 not in ("dynamic", "static", "all"):
         raise InputError(f"unknown --int8 {options.int8!r}", "use dynamic, static or all")
@@ -172,10 +172,98 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     if options.calibration is not None and "int8" not in opts:
         raise InputError("--calibration was given but --opt has no int8; only int8 uses calibration text",
                          "add int8 to --opt, or drop --calibration")
-    recipes = select(opts, options.int8)
+    calibration_texts = None
+    if "int8" in opts:
+        source = options.calibration or textdata.BUILTIN_CALIBRATION
+        calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
+    checkpoint_dir, _ = loading.resolve(options.checkpoint)
+    if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
+        raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
+                          "choose an --out path outside the checkpoint directory")
+    return opts, select(opts, options.int8), calibration_texts
+
+
+def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,
+               verify_batches: list, parity_batches: list, reporter: Reporter):
+    """Apply nonorm/relu (measuring what they change against the original) and fold (checked exact)."""
+    family = loaded.family
+    reports: list[TransformReport] = []
+    damage = None
+    changing = [name for name in ("nonorm", "relu") if name in opts]
+    if changing:
+        original = copy.deepcopy(model)
+        reports += [TRANSFORMS[name](loaded.model, family) for name in changing]
+        changed = [r for r in reports if not r.noop]
+        if changed:
+            masks = [b["attention_mask"] for b in verify_batches]
+            damage = verify.compare(verify.torch_logits(original, verify_batches),
+                                    verify.torch_logits(model, verify_batches), masks)
+            message = _damage_message(damage, changed)
+            if not options.allow_accuracy_loss:
+                raise AccuracyLossRefused(
+                    message + "; refusing to write a silently degraded model",
+                    "pass --allow-accuracy-loss to accept it (accuracy recovery by distillation is not built yet), "
+                    "or drop nonorm/relu")
+            reporter.warn(message + " (accepted: --allow-accuracy-loss)")
+        del original
+    if "fold" in opts:
+        before = copy.deepcopy(model)
+        reports.append(TRANSFORMS["fold"](loaded.model, family))
+        check = parity_batches + verify_batches[:8]
+        expect = verify.torch_logits(before, check)
+        fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
+        tolerance = verify.fp32_tolerance(expect)
+        reports[-1].details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} "
+                                   f"(tolerance {tolerance:.3g})")
+        if fold_check.max_abs > tolerance:
+            raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
+                                    f"> {tolerance:.3g}", "report this as a bug; convert without fold")
+    return reports, damage
+
+
+def _int8_judge(model: LogitsModel, backend, calibration: list, options: ConvertOptions):
+    """accept(path) -> (passes the int8 bar?, figures), judged on the calibration text, so that the
+    verification sentences stay unseen by every choice the quantiser makes."""
+    reference = verify.torch_logits(model, calibration)
+    masks = [b["attention_mask"] for b in calibration]
+
+    def accept(path: Path) -> tuple[bool, dict]:
+        got = verify.runner_logits(backend.load(path, threads=options.threads), calibration)
+        c = verify.compare(reference, got, masks)
+        ok = c.cosine >= options.int8_min_cosine and c.top1_agreement >= options.int8_min_agreement
+        return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
+
+    return accept
+
+
+def _quantize(loaded: loading.Loaded, spec: backends.ExportSpec, backend, recipe: Recipe, dest: Path,
+              calibration: list, accept, options: ConvertOptions, cache: dict):
+    """Cheapest first: plain int8; then with activation smoothing (one extra Mul per Linear, so only
+    when plain int8 misses the bar); then, smoothed, with the most sensitive Linears in float."""
+    artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept, float_fallback=False)
+    if artifact.details["float_fallback"]["accepted"] or options.smooth_alpha is None:
+        artifact.details["smoothing"] = None
+        return artifact
+    if "smoothed" not in cache:
+        maxima = activation_maxima(loaded.model, loaded.family, calibration)
+        smoothed, count = smooth(loaded.model, loaded.family, maxima, alpha=options.smooth_alpha)
+        cache["smoothed"] = (backends.ExportSpec(**{**spec.__dict__,
+                                                    "model": LogitsModel(smoothed, spec.input_names).eval()}),
+                             {"method": "smoothquant", "alpha": options.smooth_alpha, "linears": count})
+    smoothed_spec, smoothing = cache["smoothed"]
+    unsmoothed = artifact.details["float_fallback"]["search"][0]
+    artifact = backend.quantize(smoothed_spec, recipe.precision, dest, calibration, accept)
+    artifact.details["smoothing"] = smoothing
+    artifact.details["unsmoothed_attempt"] = unsmoothed
+    return artifact
+
+
+def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
+    reporter = reporter or Reporter()
+    opts, recipes, calibration_texts = _check_options(options)
+    staging = Staging(options.out, options.overwrite)
     backend = backends.get("onnx")
     timings: dict[str, float] = {}
-    notes: list[str] = []
 
     @contextlib.contextmanager
     def stage(name: str, description: str):
@@ -184,23 +272,11 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             yield
         timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
 
-    # Checks that need no model run first: a bad --out or calibration file fails in a second.
-    calibration_texts = None
-    if "int8" in opts:
-        source = options.calibration or textdata.BUILTIN_CALIBRATION
-        calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
-    checkpoint_dir, _ = loading.resolve(options.checkpoint)
-    out_dir = Path(options.out).resolve()
-    if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(out_dir):
-        raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
-                          "choose an --out path outside the checkpoint directory")
-    staging = Staging(options.out, options.overwrite)
-
     with stage("load", "Loading checkpoint"):
         loaded = loading.load(options.checkpoint, task=options.task, labels=options.labels,
                               num_labels=options.num_labels, seed=options.seed)
         torch.set_num_threads(max(1, options.threads))
-    notes += loaded.notes
+    notes = list(loaded.notes)
     for note in loaded.notes:
         reporter.warn(note)
     family, tokenizer = loaded.family, loaded.tokenizer
@@ -213,64 +289,32 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     def make_batches(items, batch_size=32, pad_to=None):
         return [encode_fn(items[i:i + batch_size], pad_to=pad_to) for i in range(0, len(items), batch_size)]
 
-    data = textdata.data_dir(options.data_dir)
-    verify_texts, verify_source = textdata.default_verify_texts(loaded.task, data)
+    verify_texts, verify_source = textdata.default_verify_texts(loaded.task, textdata.data_dir(options.data_dir))
     verify_texts = _sorted_by_length(verify_texts[: options.verify_samples])
     verify_batches = make_batches(verify_texts)
     verify_masks = [b["attention_mask"] for b in verify_batches]
     if verify_source.startswith("built-in"):
         notes.append("no data directory found: verification used the built-in English sentences "
                      "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
-
     parity_batches = verify.parity_inputs(encode_fn, verify_texts, max_length=max_length, vocab_size=len(tokenizer),
                                           special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
     parity_masks = [b["attention_mask"] for b in parity_batches]
 
-    # --- transform ---------------------------------------------------------------------------
-    original = LogitsModel(copy.deepcopy(loaded.model), input_names).eval()
     model = LogitsModel(loaded.model, input_names).eval()
-    reports: list[TransformReport] = []
-    damage = None
     with stage("transform", "Applying optimisations"):
-        for name in ("nonorm", "relu"):
-            if name in opts:
-                reports.append(TRANSFORMS[name](loaded.model, family))
-        changed = [r for r in reports if not r.noop]
-        if changed:
-            ref = verify.torch_logits(original, verify_batches)
-            damage = verify.compare(ref, verify.torch_logits(model, verify_batches), verify_masks)
-            message = _damage_message(damage, changed)
-            if not options.allow_accuracy_loss:
-                raise AccuracyLossRefused(
-                    message + "; refusing to write a silently degraded model",
-                    "pass --allow-accuracy-loss to accept it (accuracy recovery by distillation is not built yet), "
-                    "or drop nonorm/relu")
-            reporter.warn(message + " (accepted: --allow-accuracy-loss)")
-            notes.append(message)
-        if "fold" in opts:
-            before = copy.deepcopy(model)
-            reports.append(TRANSFORMS["fold"](loaded.model, family))
-            check = parity_batches + verify_batches[:8]
-            expect = verify.torch_logits(before, check)
-            fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
-            tolerance = verify.fp32_tolerance(expect)
-            reports[-1].details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} "
-                                       f"(tolerance {tolerance:.3g})")
-            if fold_check.max_abs > tolerance:
-                raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
-                                        f"> {tolerance:.3g}", "report this as a bug; convert without fold")
-            del before
+        reports, damage = _transform(loaded, model, opts, options, verify_batches, parity_batches, reporter)
+    if damage is not None:
+        notes.append(_damage_message(damage, [r for r in reports if not r.noop and not r.exact]))
 
-    with torch.no_grad():
-        parity_ref = verify.torch_logits(model, parity_batches)
-        verify_ref = verify.torch_logits(model, verify_batches)
+    parity_ref = verify.torch_logits(model, parity_batches)
+    verify_ref = verify.torch_logits(model, verify_batches)
     spec = backends.ExportSpec(model=model, family=family, input_names=input_names, output_name="logits",
                                max_length=max_length, make_batches=make_batches, threads=options.threads)
     latency_feeds = encode_fn(["x"], pad_to=min(LATENCY_SEQ, max_length))
 
     results: list[ArtifactResult] = []
     with staging:
-        int8_spec = None
+        int8_cache: dict = {}
         for recipe in recipes:
             dest = staging.path / backend.filename(recipe.precision)
             start = time.perf_counter()
@@ -279,47 +323,36 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                     artifact = backend.export(spec, dest)
             else:
                 with stage("quantize", f"Quantising {recipe.name}"):
-                    if int8_spec is None:
-                        calibration = make_batches(calibration_texts, batch_size=16, pad_to=min(64, max_length))
-                        maxima = activation_maxima(loaded.model, family, calibration)
-                        smoothed, count = smooth(loaded.model, family, maxima, alpha=options.smooth_alpha)
-                        int8_spec = backends.ExportSpec(**{**spec.__dict__,
-                                                           "model": LogitsModel(smoothed, input_names).eval()})
-                        smoothing = {"method": "smoothquant", "alpha": options.smooth_alpha, "linears": count}
-                        calibration_ref = verify.torch_logits(model, calibration)
-                        calibration_masks = [b["attention_mask"] for b in calibration]
-
-                        def accept(path: Path) -> tuple[bool, dict]:
-                            # Judged on the calibration text, so the verification sentences stay unseen.
-                            got = verify.runner_logits(backend.load(path, threads=options.threads), calibration)
-                            c = verify.compare(calibration_ref, got, calibration_masks)
-                            ok = c.cosine >= options.int8_min_cosine and c.top1_agreement >= options.int8_min_agreement
-                            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
-                    artifact = backend.quantize(int8_spec, recipe.precision, dest, calibration, accept)
+                    if "calibration" not in int8_cache:
+                        int8_cache["calibration"] = make_batches(calibration_texts, batch_size=16,
+                                                                 pad_to=min(64, max_length))
+                        int8_cache["accept"] = _int8_judge(model, backend, int8_cache["calibration"], options)
+                    artifact = _quantize(loaded, spec, backend, recipe, dest, int8_cache["calibration"],
+                                         int8_cache["accept"], options, int8_cache)
                     fallback = artifact.details["float_fallback"]
                     if fallback["roles"]:
                         reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
                                       f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
-                    artifact.details["smoothing"] = smoothing
-                    artifact.details["calibration_source"] = textdata.describe(options.calibration)
-                    artifact.details["calibration_texts"] = len(calibration_texts)
+                    artifact.details.update(calibration_source=textdata.describe(options.calibration),
+                                            calibration_texts=len(calibration_texts))
             with stage("verify", f"Verifying {recipe.name}"):
                 runner = backend.load(dest, threads=options.threads)
-                results.append(_verify(recipe, runner, artifact, dest, parity_batches, parity_ref, parity_masks,
-                                       verify_batches, verify_ref, verify_masks, options))
-                results[-1].seconds = time.perf_counter() - start
-                reporter.info(f"  {recipe.name}: {_figures_line(results[-1].verification)}")
+                result = _verify(recipe, runner, artifact, dest, parity_batches, parity_ref, parity_masks,
+                                 verify_batches, verify_ref, verify_masks, options)
+                result.seconds = time.perf_counter() - start
+                reporter.info(f"  {recipe.name}: {_figures_line(result.verification)}")
                 if options.measure_latency:
-                    results[-1].latency_ms = backends.onnx.median_latency_ms(runner, latency_feeds)
+                    result.latency_ms = backends.onnx.median_latency_ms(runner, latency_feeds)
+                results.append(result)
         failed = [r for r in results if not r.passed]
-        manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
-                             verify_source, len(verify_texts), notes)
         if failed:
             lines = "; ".join(f"{r.recipe}: {r.verification['failure']}" for r in failed)
             raise VerificationError(f"verification failed, no bundle written: {lines}",
                                     "see the figures above; for int8 try --int8 dynamic, --calibration with "
                                     "text like your inputs, or convert without int8")
         with stage("bundle", "Writing bundle"):
+            manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
+                                 verify_source, len(verify_texts), notes)
             _write_tokenizer(tokenizer, staging.path)
             (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels),
                                                      encoding="utf-8")

@@ -58,11 +58,13 @@ class Backend(ABC):
     @abstractmethod
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
                  calibration: list[dict[str, np.ndarray]] | None,
-                 accept: Callable[[Path], tuple[bool, dict]] | None = None) -> Artifact:
+                 accept: Callable[[Path], tuple[bool, dict]] | None = None,
+                 float_fallback: bool = True) -> Artifact:
         """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
 
-        ``accept(path)`` judges a candidate on calibration text; a backend may keep parts of the
-        model in float until it passes, and must say so in the artifact's details.
+        ``accept(path)`` judges a candidate on calibration text.  With ``float_fallback`` a backend
+        may keep parts of the model in float until it passes; it must record the outcome as
+        ``details["float_fallback"]`` with at least ``roles`` and ``accepted``.
         """
 
     @abstractmethod

@@ -31,8 +31,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
-from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                      quantize_dynamic, quantize_static)
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    CalibrationMethod,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
@@ -171,7 +177,7 @@ class OnnxBackend(Backend):
         return {"applied": False, "reason": f"not ≥{MIN_SPEEDUP:.2f}x faster", **result}
 
     # --- quantize ------------------------------------------------------------------------
-    def quantize(self, spec, precision, dest, calibration, accept=None):
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True):
         """Quantise; if ``accept`` rejects the result, keep the most sensitive layer roles in float.
 
         A role is one kind of Linear across all layers (e.g. every FFN output projection).  Each
@@ -205,7 +211,7 @@ class OnnxBackend(Backend):
             excluded: list[str] = []
             ok, score = attempt(excluded, dest)
             search = [{"float_roles": [], **score}]
-            if not ok and roles:
+            if not ok and roles and float_fallback:
                 candidate = tmp / "candidate.onnx"
                 sensitivity = {}
                 for role in roles:
@@ -228,7 +234,7 @@ class OnnxBackend(Backend):
             # Embedding tables (Gather) too in dynamic: int8 rows are looked up, then dequantised.
             "quantized_ops": ["MatMul", "Gemm", "Gather"] if precision == "int8-dynamic" else ["MatMul", "Gemm"],
             "float_fallback": {"roles": excluded, "linears_in_float": in_float, "linears": total,
-                               "accepted": ok, "search": search if len(search) > 1 else []},
+                               "accepted": ok, "search": search},
         }
         if precision == "int8-static":
             details["calibration_batches"] = len(calibration)
