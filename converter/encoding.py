@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,11 +24,3 @@ def encode(tokenizer, texts: Sequence[Text], *, input_names: Sequence[str], max_
             values = np.zeros_like(enc["input_ids"])
         feeds[name] = values.astype(np.int64)
     return feeds
-
-
-def batches(tokenizer, texts: Sequence[Text], *, input_names: Sequence[str], max_length: int,
-            batch_size: int = 32, pad_to: int | None = None) -> Iterator[dict[str, np.ndarray]]:
-    """Length-sorted batches (less padding, faster); callers needing order keep their own index."""
-    for start in range(0, len(texts), batch_size):
-        yield encode(tokenizer, texts[start:start + batch_size], input_names=input_names,
-                     max_length=max_length, pad_to=pad_to)

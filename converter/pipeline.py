@@ -20,7 +20,7 @@ from torch import nn
 
 from . import __version__, backends, loading, verify
 from . import texts as textdata
-from .bundle import SCHEMA_VERSION, Staging, file_entry, write_manifest
+from .bundle import SCHEMA_VERSION, Staging, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
 from .recipes import Recipe, parse_opts, select
@@ -433,8 +433,3 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
         },
         "notes": notes,
     }
-
-
-def artifact_entries(bundle: Path) -> dict:
-    """sha256/bytes of the files of a written bundle (for tests and tools)."""
-    return {p.name: file_entry(p) for p in Path(bundle).iterdir() if p.is_file()}

@@ -16,10 +16,6 @@ def get(name: str) -> Backend:
     return _BACKENDS[name]
 
 
-def names() -> list[str]:
-    return list(_BACKENDS)
-
-
 from . import onnx  # noqa: E402,F401  (registers the ONNX backend)
 
-__all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "register", "get", "names"]
+__all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "register", "get"]

@@ -25,7 +25,6 @@ class ExportSpec:
     #: texts -> named int64 inputs (for calibration); ``pad_to`` forces a static sequence length
     make_batches: Callable[..., list[dict[str, np.ndarray]]]
     threads: int = 2
-    log: Callable[[str], None] = print
 
 
 @dataclass
