@@ -63,17 +63,6 @@ class OrtRunner(Runner):
         return self.session.run(None, {name: feeds[name] for name in self.input_names})[0]
 
 
-def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 30, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        runner(feeds)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        runner(feeds)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1000)
-
-
 def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:
     """Median latency of several runners measured in alternation, so that machine noise (other
     processes, frequency changes) hits all of them alike and their ratio is meaningful."""
@@ -87,6 +76,10 @@ def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], 
             runner(feeds)
             times[i].append(time.perf_counter() - start)
     return [float(np.median(t) * 1000) for t in times]
+
+
+def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 30) -> float:
+    return interleaved_latency_ms([runner], feeds, rounds=runs)[0]
 
 
 def _strip_initializer_value_info(model: onnx.ModelProto) -> None:
