@@ -14,13 +14,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import errors
+from . import errors, quiet
 from .builtin import BUILTIN, DEFAULT_MODEL
-from .loading import TASKS
-from .recipes import OPT_HELP, RECIPES
+from .recipes import OPT_HELP, RECIPES, TASKS
 
+# No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
+# quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow.
 console = Console(stderr=True, highlight=False)
-# A pipe gets 80 columns by default, too narrow for the summary table.
 out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 
 EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
@@ -77,6 +77,15 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
                 "bundle.\n\nBuilt-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items()) + ".")
 
 
+def _int_list(value):
+    if value is None:
+        return None
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers, e.g. 32,64,128")
+
+
 @cli.command(help=CONVERT_HELP, short_help="Convert a checkpoint (the default command).", epilog=EXIT_CODES)
 @click.argument("checkpoint")
 @click.option("-o", "--out", type=click.Path(path_type=Path),
@@ -91,6 +100,11 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--int8", "int8", type=click.Choice(["dynamic", "static", "all"]), default="dynamic",
               show_default=True, help="int8 method for --opt int8: dynamic (int8 weights, fastest on CPUs), "
               "static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
+@click.option("--format", "formats", default="onnx", show_default=True, metavar="LIST",
+              help="Export formats, comma-separated: onnx (dynamic shapes), tflite (LiteRT, batch 1, one "
+                   "signature per --buckets length).")
+@click.option("--buckets", metavar="N,N,…", callback=lambda ctx, p, v: _int_list(v),
+              help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
               "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
 @click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
@@ -112,9 +126,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="int8 verification: minimum top-1 agreement with PyTorch.")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
-def convert(checkpoint, out, task, opts, labels, num_labels, int8, calibration, calibration_samples, data_dir,
-            verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed, int8_min_cosine,
-            int8_min_agreement, no_latency):
+def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, buckets, calibration,
+            calibration_samples, data_dir, verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed,
+            int8_min_cosine, int8_min_agreement, no_latency):
     from .pipeline import ConvertOptions
     from .pipeline import convert as run_convert
 
@@ -122,7 +136,8 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, calibration, 
         name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint
         out = Path("bundles") / "-".join([name] + [o.strip() for o in (opts or "").split(",") if o.strip()])
     options = ConvertOptions(checkpoint=checkpoint, out=out, task=task, opts=opts, labels=labels,
-                             num_labels=num_labels, int8=int8, calibration=calibration,
+                             num_labels=num_labels, int8=int8, formats=formats, buckets=buckets,
+                             calibration=calibration,
                              calibration_samples=calibration_samples, verify_samples=verify_samples,
                              data_dir=data_dir, max_length=max_length, overwrite=overwrite,
                              allow_accuracy_loss=allow_accuracy_loss, seed=seed, threads=threads,
@@ -135,10 +150,12 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, calibration, 
 def _print_summary(result) -> None:
     manifest = result.manifest
     table = Table(title=f"Bundle {result.bundle}", title_justify="left")
-    for column in ("recipe", "file", "size", "parity vs PyTorch", "latency b1×s128", "vs fp32", "seconds"):
-        table.add_column(column, justify="right" if column in ("size", "latency b1×s128", "vs fp32", "seconds")
-                         else "left")
-    base = next((a.latency_ms for a in result.artifacts if a.recipe.endswith(":fp32")), None)
+    sequence = next((a["latency_ms"]["sequence"] for a in manifest["artifacts"] if a["latency_ms"]), None)
+    latency_column = f"latency b1×s{sequence}" if sequence else "latency"
+    for column in ("recipe", "file", "size", "parity vs PyTorch", latency_column, "vs fp32", "seconds"):
+        table.add_column(column, justify="left" if column in ("recipe", "file", "parity vs PyTorch") else "right")
+    # each artifact against the fp32 export of its own backend
+    base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith(":fp32")}
     for a in result.artifacts:
         v = a.verification
         real = v["real_sentences"]
@@ -147,7 +164,8 @@ def _print_summary(result) -> None:
         else:
             parity = f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}"
         latency = f"{a.latency_ms:.1f} ms" if a.latency_ms is not None else "-"
-        ratio = f"{a.latency_ms / base:.2f}x" if a.latency_ms and base else "-"
+        own = base.get(a.recipe.split(":")[0])
+        ratio = f"{a.latency_ms / own:.2f}x" if a.latency_ms and own else "-"
         table.add_row(a.recipe, a.file, f"{a.bytes / 1e6:.1f} MB", parity, latency, ratio, f"{a.seconds:.1f}")
     out_console.print(table)
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in result.stage_seconds.items())
@@ -180,15 +198,19 @@ def list_command():
 def main(argv=None) -> int:
     # Library chatter (exporter diagnostics, transformers load reports) would bury our own output.
     warnings.filterwarnings("ignore")
-    logging.getLogger("torch").setLevel(logging.ERROR)
     logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advises via the root logger
+    import torch  # noqa: F401  (torch configures its loggers on import: quieten them afterwards)
+
+    for name in ("torch", "torch.utils._pytree", "torch.onnx", "torch._export"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
+        with quiet.silenced():
+            cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
     except errors.ConverterError as exc:
         console.print(f"[bold red]error:[/] {exc.problem}")
         if exc.fix:
@@ -205,6 +227,9 @@ def main(argv=None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception:  # a bug: show it, since library output was silenced
+        console.print_exception(max_frames=8)
+        return errors.EXIT_INTERNAL
     return errors.EXIT_OK
 
 

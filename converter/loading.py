@@ -24,8 +24,8 @@ from transformers import (
 from .builtin import BUILTIN
 from .errors import InputError
 from .families import Family, family_for, supported_summary
+from .recipes import TASKS
 
-TASKS = ("classification", "ner")
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
 _HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",

@@ -23,7 +23,7 @@ from . import texts as textdata
 from .bundle import SCHEMA_VERSION, Staging, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
-from .recipes import Recipe, parse_opts, select
+from .recipes import Recipe, parse_formats, parse_opts, select
 from .transforms import TRANSFORMS, TransformReport
 from .transforms.smoothquant import DEFAULT_ALPHA, activation_maxima, smooth
 
@@ -39,6 +39,8 @@ class ConvertOptions:
     labels: list[str] | None = None
     num_labels: int | None = None
     int8: str = "dynamic"  # dynamic | static | all
+    formats: str = "onnx"  # comma-separated: onnx, tflite
+    buckets: list[int] | None = None  # TFLite sequence-length buckets; default 32, 64, 128, 256 up to the max
     calibration: Path | None = None
     calibration_samples: int = 256
     verify_samples: int = 1000
@@ -147,6 +149,20 @@ def _max_length(loaded: loading.Loaded, requested: int | None) -> int:
     return requested
 
 
+DEFAULT_BUCKETS = (32, 64, 128, 256)
+
+
+def _buckets(requested: list[int] | None, max_length: int) -> list[int]:
+    """TFLite sequence-length buckets: the requested ones, else the defaults up to the max length."""
+    if requested:
+        too_long = [b for b in requested if b > max_length or b < 2]
+        if too_long:
+            raise InputError(f"--buckets {','.join(map(str, too_long))} outside 2..{max_length} "
+                             "(the model's maximum sequence length)", f"use buckets up to {max_length}")
+        return sorted(set(requested))
+    return [b for b in DEFAULT_BUCKETS if b <= max_length] or [max_length]
+
+
 def _write_tokenizer(tokenizer, directory: Path) -> None:
     # tokenizer.json for `tokenizers` (the runtime), tokenizer_config.json so that transformers'
     # AutoTokenizer loads the bundle as the same class, vocab.txt for plain WordPiece (Android).
@@ -180,7 +196,7 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], li
     if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
         raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
                           "choose an --out path outside the checkpoint directory")
-    return opts, select(opts, options.int8), calibration_texts
+    return opts, select(opts, options.int8, parse_formats(options.formats)), calibration_texts
 
 
 def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,
@@ -221,10 +237,9 @@ def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], opti
     return reports, damage
 
 
-def _int8_judge(model: LogitsModel, backend, calibration: list, options: ConvertOptions):
+def _int8_judge(model: LogitsModel, backend, calibration: list, reference: list, options: ConvertOptions):
     """accept(path) -> (passes the int8 bar?, figures), judged on the calibration text, so that the
     verification sentences stay unseen by every choice the quantiser makes."""
-    reference = verify.torch_logits(model, calibration)
     masks = [b["attention_mask"] for b in calibration]
 
     def accept(path: Path) -> tuple[bool, dict]:
@@ -262,7 +277,6 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     reporter = reporter or Reporter()
     opts, recipes, calibration_texts = _check_options(options)
     staging = Staging(options.out, options.overwrite)
-    backend = backends.get("onnx")
     timings: dict[str, float] = {}
 
     @contextlib.contextmanager
@@ -281,9 +295,12 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
         reporter.warn(note)
     family, tokenizer = loaded.family, loaded.tokenizer
     max_length = _max_length(loaded, options.max_length)
+    buckets = _buckets(options.buckets, max_length)
+    # Inputs every artifact can take: static-shape formats stop at their largest bucket.
+    verify_length = min(max_length, max(buckets)) if any(r.backend == "tflite" for r in recipes) else max_length
     input_names = ["input_ids", "attention_mask"] + (["token_type_ids"] if family.uses_token_type_ids else [])
 
-    def encode_fn(batch, max_length=max_length, pad_to=None):
+    def encode_fn(batch, max_length=verify_length, pad_to=None):
         return encode(tokenizer, batch, input_names=input_names, max_length=max_length, pad_to=pad_to)
 
     def make_batches(items, batch_size=32, pad_to=None):
@@ -296,7 +313,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     if verify_source.startswith("built-in"):
         notes.append("no data directory found: verification used the built-in English sentences "
                      "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
-    parity_batches = verify.parity_inputs(encode_fn, verify_texts, max_length=max_length, vocab_size=len(tokenizer),
+    parity_batches = verify.parity_inputs(encode_fn, verify_texts, max_length=verify_length, vocab_size=len(tokenizer),
                                           special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
     parity_masks = [b["attention_mask"] for b in parity_batches]
 
@@ -309,13 +326,15 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     parity_ref = verify.torch_logits(model, parity_batches)
     verify_ref = verify.torch_logits(model, verify_batches)
     spec = backends.ExportSpec(model=model, family=family, input_names=input_names, output_name="logits",
-                               max_length=max_length, make_batches=make_batches, threads=options.threads)
-    latency_feeds = encode_fn(["x"], pad_to=min(LATENCY_SEQ, max_length))
+                               max_length=max_length, make_batches=make_batches, threads=options.threads,
+                               buckets=buckets)
+    latency_feeds = encode_fn(["x"], pad_to=min(LATENCY_SEQ, verify_length))
 
     results: list[ArtifactResult] = []
     with staging:
         int8_cache: dict = {}
         for recipe in recipes:
+            backend = backends.get(recipe.backend)
             dest = staging.path / backend.filename(recipe.precision)
             start = time.perf_counter()
             if not recipe.quantized:
@@ -325,12 +344,13 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                 with stage("quantize", f"Quantising {recipe.name}"):
                     if "calibration" not in int8_cache:
                         int8_cache["calibration"] = make_batches(calibration_texts, batch_size=16,
-                                                                 pad_to=min(64, max_length))
-                        int8_cache["accept"] = _int8_judge(model, backend, int8_cache["calibration"], options)
+                                                                 pad_to=min(64, verify_length))
+                        int8_cache["reference"] = verify.torch_logits(model, int8_cache["calibration"])
+                    accept = _int8_judge(model, backend, int8_cache["calibration"], int8_cache["reference"], options)
                     artifact = _quantize(loaded, spec, backend, recipe, dest, int8_cache["calibration"],
-                                         int8_cache["accept"], options, int8_cache)
+                                         accept, options, int8_cache)
                     fallback = artifact.details["float_fallback"]
-                    if fallback["roles"]:
+                    if fallback.get("roles"):
                         reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
                                       f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
                     artifact.details.update(calibration_source=textdata.describe(options.calibration),
@@ -353,6 +373,10 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
         with stage("bundle", "Writing bundle"):
             manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
                                  verify_source, len(verify_texts), notes)
+            manifest["verification"]["max_length"] = verify_length
+            for entry in manifest["artifacts"]:
+                if entry["latency_ms"]:
+                    entry["latency_ms"]["sequence"] = int(latency_feeds["input_ids"].shape[1])
             _write_tokenizer(tokenizer, staging.path)
             (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels),
                                                      encoding="utf-8")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .errors import InputError
 
+TASKS = ("classification", "ner")
 #: user-facing --opt names, in the order they are applied
 OPTS = ("nonorm", "relu", "fold", "int8")
 OPT_HELP = {
@@ -32,10 +33,13 @@ class Recipe:
         return self.precision != "fp32"
 
 
+FORMATS = ("onnx", "tflite")
 RECIPES = {r.name: r for r in (
     Recipe("onnx", "fp32", "float32 ONNX, dynamic batch and sequence axes"),
     Recipe("onnx", "int8-dynamic", "int8 per-channel weights, activations quantised at run time"),
     Recipe("onnx", "int8-static", "int8 weights and calibrated int8 activations (QDQ)"),
+    Recipe("tflite", "fp32", "float32 LiteRT, one signature per sequence-length bucket, batch 1"),
+    Recipe("tflite", "int8-dynamic", "ai-edge-quantizer dynamic_wi8_afp32: int8 weights, float activations"),
 )}
 
 
@@ -49,10 +53,25 @@ def parse_opts(text: str | None) -> list[str]:
     return [o for o in OPTS if o in names]
 
 
-def select(opts: list[str], int8: str) -> list[Recipe]:
-    """Recipes to build: always the float export (the reference artifact), plus int8 when asked."""
-    chosen = [RECIPES["onnx:fp32"]]
-    if "int8" in opts:
-        methods = INT8_METHODS if int8 == "all" else (int8,)
-        chosen += [RECIPES[f"onnx:int8-{m}"] for m in methods]
+def parse_formats(text: str | None) -> list[str]:
+    names = [n.strip().lower() for n in (text or "onnx").split(",") if n.strip()]
+    unknown = [n for n in names if n not in FORMATS]
+    if unknown or not names:
+        raise InputError(f"unknown --format {', '.join(repr(n) for n in unknown) or repr(text)}",
+                         f"valid formats: {', '.join(FORMATS)} (comma-separated, e.g. --format tflite,onnx)")
+    return [f for f in FORMATS if f in names]
+
+
+def select(opts: list[str], int8: str, formats: list[str] = ("onnx",)) -> list[Recipe]:
+    """Recipes to build, per format: always the float export (the reference), plus int8 when asked."""
+    chosen = []
+    for backend in formats:
+        chosen.append(RECIPES[f"{backend}:fp32"])
+        if "int8" in opts:
+            methods = INT8_METHODS if int8 == "all" else (int8,)
+            available = [m for m in methods if f"{backend}:int8-{m}" in RECIPES]
+            if not available:
+                raise InputError(f"--int8 {int8} is not available for {backend} yet",
+                                 f"use --int8 dynamic for {backend}, or --format onnx for static int8")
+            chosen += [RECIPES[f"{backend}:int8-{m}"] for m in available]
     return chosen

@@ -16,6 +16,6 @@ def get(name: str) -> Backend:
     return _BACKENDS[name]
 
 
-from . import onnx  # noqa: E402,F401  (registers the ONNX backend)
+from . import onnx, tflite  # noqa: E402,F401  (importing registers them)
 
 __all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "register", "get"]

@@ -25,6 +25,8 @@ class ExportSpec:
     #: texts -> named int64 inputs (for calibration); ``pad_to`` forces a static sequence length
     make_batches: Callable[..., list[dict[str, np.ndarray]]]
     threads: int = 2
+    #: static sequence lengths for backends without dynamic shapes (TFLite signatures)
+    buckets: list[int] = field(default_factory=list)
 
 
 @dataclass

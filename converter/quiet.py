@@ -1,0 +1,57 @@
+"""Silence native libraries' chatter (absl/C++ logs) while Python-level output still flows.
+
+litert-torch, the LiteRT converter and TFLite write straight to file descriptors 1 and 2 from
+C++, which Python-level redirection cannot catch.  :func:`silenced` points fds 1 and 2 at
+/dev/null and, for its duration, makes ``sys.stdout``/``sys.stderr`` write to duplicates of the
+original descriptors: our messages, click's help and errors still reach the terminal.  Libraries'
+Python-level narration is caught where it happens (backends wrap those calls).  Set
+POCKETBERT_VERBOSE=1 to see everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+VERBOSE = os.environ.get("POCKETBERT_VERBOSE") == "1"
+
+
+@contextlib.contextmanager
+def silenced():
+    if VERBOSE:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    old_python = sys.stdout, sys.stderr
+    # Python streams that write to fd 1/2 follow the terminal to its duplicate; streams that are
+    # something else already (a test's capture, a file) are left alone.
+    streams = [os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
+               if _writes_to(stream, target) else stream
+               for fd, stream, target in zip(saved, old_python, (1, 2))]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        sys.stdout, sys.stderr = streams
+        yield
+    finally:
+        for stream in streams:
+            stream.flush()
+        sys.stdout, sys.stderr = old_python
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+        for stream, old in zip(streams, old_python):
+            if stream is not old:
+                stream.close()
+
+
+def _writes_to(stream, fd: int) -> bool:
+    try:
+        return stream.fileno() == fd
+    except (AttributeError, OSError, ValueError):
+        return False

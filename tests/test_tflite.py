@@ -1,0 +1,92 @@
+"""TFLite backend: builtin-only LiteRT models, one signature per bucket, parity per bucket, int8."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from ai_edge_litert.interpreter import Interpreter
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from converter.backends.tflite import op_histogram
+from converter.bundle import read_manifest
+from converter.errors import InputError
+from converter.pipeline import convert
+
+from .conftest import FAMILY_NAMES
+
+TEXTS = ["A gripping , beautifully acted film .", "Dull ."]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_tflite_fp32_matches_pytorch_in_every_bucket(family, checkpoints, options):
+    ckpt = checkpoints[family]["classification"]
+    result = convert(options(ckpt, formats="tflite", buckets=[16, 64]))
+    manifest = read_manifest(result.bundle)
+    (art,) = manifest["artifacts"]
+    assert art["recipe"] == "tflite:fp32" and art["verification"]["passed"]
+    details = art["details"]
+    assert details["buckets"] == [16, 64] and details["batch"] == 1 and details["input_dtype"] == "int32"
+    assert not [op for op in details["op_histogram"] if op.startswith("CUSTOM")]
+    assert details["op_histogram"] == op_histogram(result.bundle / art["file"])
+
+    # Independent check: feed each signature by name, int32, and compare with PyTorch at that length.
+    interpreter = Interpreter(model_path=str(result.bundle / art["file"]))
+    signatures = interpreter.get_signature_list()
+    assert set(signatures) == {"seq_16", "seq_64"}
+    names = [i["name"] for i in manifest["inputs"]]
+    tokenizer = AutoTokenizer.from_pretrained(ckpt)
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt).eval()
+    for length in (16, 64):
+        assert sorted(signatures[f"seq_{length}"]["inputs"]) == sorted(names)
+        assert signatures[f"seq_{length}"]["outputs"] == ["logits"]
+        runner = interpreter.get_signature_runner(f"seq_{length}")
+        enc = tokenizer(TEXTS[:1], padding="max_length", max_length=length, truncation=True, return_tensors="np")
+        got = runner(**{n: enc[n].astype(np.int32) for n in names})["logits"]
+        with torch.no_grad():
+            ref = model(**{n: torch.from_numpy(enc[n]) for n in names}).logits.numpy()
+        np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_tflite_int8_dynamic(family, checkpoints, options):
+    result = convert(options(checkpoints[family]["ner"], formats="tflite", opts="int8", buckets=[32, 128]))
+    manifest = read_manifest(result.bundle)
+    fp32, int8 = manifest["artifacts"]
+    assert int8["recipe"] == "tflite:int8-dynamic"
+    real = int8["verification"]["real_sentences"]
+    assert real["cosine"] >= 0.99 and real["top1_agreement"] >= 0.95
+    assert manifest["verification"]["texts"] == "conll2003/dev.txt"  # NER: token rows
+    assert (result.bundle / int8["file"]).stat().st_size < 0.6 * (result.bundle / fp32["file"]).stat().st_size
+    assert not [op for op in int8["details"]["op_histogram"] if op.startswith("CUSTOM")]
+
+
+def test_both_formats_in_one_bundle(checkpoints, options):
+    result = convert(options(checkpoints["distilbert"]["classification"], formats="tflite,onnx", opts="int8",
+                             buckets=[32]))
+    recipes = [a["recipe"] for a in read_manifest(result.bundle)["artifacts"]]
+    assert recipes == ["onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic"]
+    assert {p.name for p in result.bundle.iterdir()} >= {"model.onnx", "model.tflite", "model.int8-dynamic.tflite"}
+
+
+def test_bucket_longer_than_positions_is_refused(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], formats="tflite", buckets=[64, 512])
+    with pytest.raises(InputError, match="512") as info:
+        convert(opts)
+    assert "128" in info.value.fix
+    assert not opts.out.exists()
+
+
+def test_unknown_format_is_refused(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], formats="tflite,coreml")
+    with pytest.raises(InputError, match="coreml") as info:
+        convert(opts)
+    assert "onnx" in info.value.fix and "tflite" in info.value.fix
+    assert not opts.out.exists()
+
+
+def test_minilm_tflite_int8(options):
+    result = convert(options("minilm", formats="tflite", opts="int8", buckets=[32, 128], verify_samples=300))
+    fp32, int8 = read_manifest(result.bundle)["artifacts"]
+    assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
+    assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
