@@ -39,10 +39,9 @@ def _quiet():
 class _Int32Signature(torch.nn.Module):
     """int32 named inputs (what TFLite and phones use) -> {"logits": …}."""
 
-    def __init__(self, model: torch.nn.Module, input_names: list[str]):
+    def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
-        self.input_names = input_names
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
         args = [input_ids.long(), attention_mask.long()]
@@ -135,15 +134,12 @@ class TfliteBackend(Backend):
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         import litert_torch
 
-        module = _Int32Signature(spec.model, spec.input_names).eval()
-        converter = None
+        module = _Int32Signature(spec.model).eval()
+        converter = litert_torch  # litert_torch.signature(...) starts the chain, Converter.signature extends it
         for bucket in spec.buckets:
             example = spec.make_batches(["x"], pad_to=bucket)[0]
             kwargs = {name: torch.from_numpy(example[name].astype(np.int32)) for name in spec.input_names}
-            if converter is None:
-                converter = litert_torch.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
-            else:
-                converter = converter.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
+            converter = converter.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
         with _quiet(), torch.no_grad():
             converter.convert().export(str(dest))
 
