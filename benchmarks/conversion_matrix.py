@@ -58,6 +58,8 @@ def main() -> None:
     parser.add_argument("--families", default="minilm,tinybert4,distilbert,mobilebert")
     parser.add_argument("--opts", default="|".join(OPTS), help="'|'-separated --opt values ('' = none)")
     parser.add_argument("--verify-samples", type=int, default=300)
+    parser.add_argument("--format", default="onnx", help="converter --format (onnx, tflite or tflite,onnx)")
+    parser.add_argument("--buckets", default=None, help="TFLite buckets, e.g. 128")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +72,8 @@ def main() -> None:
                     result = convert(ConvertOptions(
                         checkpoint=ckpt, out=root / "out" / f"{name}-{opts or 'plain'}", opts=opts or None,
                         labels=["negative", "positive"] if name == "minilm" else None,
-                        allow_accuracy_loss=True, verify_samples=args.verify_samples))
+                        allow_accuracy_loss=True, verify_samples=args.verify_samples, formats=args.format,
+                        buckets=[int(b) for b in args.buckets.split(",")] if args.buckets else None))
                 except VerificationError as exc:
                     rows.append([label, opts or "(none)", "-", "-", f"{time.perf_counter() - start:.0f}",
                                  f"verification failed: {exc.problem}", "-", "-", "-"])
@@ -78,7 +81,7 @@ def main() -> None:
                     continue
                 seconds = time.perf_counter() - start
                 damage = result.manifest["verification"]["transform_damage"]
-                base = result.artifacts[0].latency_ms
+                base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith("fp32")}
                 for art in result.artifacts:
                     if opts and art.recipe.endswith("fp32") and "int8" in opts:
                         continue  # reported in the row without int8
@@ -88,7 +91,7 @@ def main() -> None:
                               f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}")
                     rows.append([label, opts or "(none)", art.recipe, f"{art.bytes / 1e6:.1f} MB", f"{seconds:.0f}",
                                  parity, f"{damage['top1_agreement']:.1%}" if damage else "-",
-                                 f"{art.latency_ms:.1f}", f"{art.latency_ms / base:.2f}x"])
+                                 f"{art.latency_ms:.1f}", f"{art.latency_ms / base[art.recipe.split(':')[0]]:.2f}x"])
                 print("| " + " | ".join(rows[-1]) + " |", flush=True)
     header = ["model", "--opt", "artifact", "size", "convert s", "parity vs PyTorch",
               "top-1 vs original (nonorm/relu)", "ORT ms b1 s128", "vs own fp32"]

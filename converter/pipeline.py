@@ -237,7 +237,7 @@ def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], opti
     return reports, damage
 
 
-def _int8_judge(model: LogitsModel, backend, calibration: list, reference: list, options: ConvertOptions):
+def _int8_judge(backend, calibration: list, reference: list, options: ConvertOptions):
     """accept(path) -> (passes the int8 bar?, figures), judged on the calibration text, so that the
     verification sentences stay unseen by every choice the quantiser makes."""
     masks = [b["attention_mask"] for b in calibration]
@@ -346,7 +346,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                         int8_cache["calibration"] = make_batches(calibration_texts, batch_size=16,
                                                                  pad_to=min(64, verify_length))
                         int8_cache["reference"] = verify.torch_logits(model, int8_cache["calibration"])
-                    accept = _int8_judge(model, backend, int8_cache["calibration"], int8_cache["reference"], options)
+                    accept = _int8_judge(backend, int8_cache["calibration"], int8_cache["reference"], options)
                     artifact = _quantize(loaded, spec, backend, recipe, dest, int8_cache["calibration"],
                                          accept, options, int8_cache)
                     fallback = artifact.details["float_fallback"]
