@@ -40,6 +40,7 @@ RECIPES = {r.name: r for r in (
     Recipe("onnx", "int8-static", "int8 weights and calibrated int8 activations (QDQ)"),
     Recipe("tflite", "fp32", "float32 LiteRT, one signature per sequence-length bucket, batch 1"),
     Recipe("tflite", "int8-dynamic", "ai-edge-quantizer dynamic_wi8_afp32: int8 weights, float activations"),
+    Recipe("tflite", "int8-static", "ai-edge-quantizer static_wi8_ai8: full integer, calibrated, int8 logits"),
 )}
 
 
@@ -69,9 +70,5 @@ def select(opts: list[str], int8: str, formats: list[str] = ("onnx",)) -> list[R
         chosen.append(RECIPES[f"{backend}:fp32"])
         if "int8" in opts:
             methods = INT8_METHODS if int8 == "all" else (int8,)
-            available = [m for m in methods if f"{backend}:int8-{m}" in RECIPES]
-            if not available:
-                raise InputError(f"--int8 {int8} is not available for {backend} yet",
-                                 f"use --int8 dynamic for {backend}, or --format onnx for static int8")
-            chosen += [RECIPES[f"{backend}:int8-{m}"] for m in available]
+            chosen += [RECIPES[f"{backend}:int8-{m}"] for m in methods]
     return chosen

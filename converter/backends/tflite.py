@@ -7,7 +7,8 @@
 * After every conversion the flatbuffer is inspected: a Flex (SELECT_TF_OPS) or custom op fails the
   conversion, naming the op; the builtin-op histogram goes into the manifest.
 * int8-dynamic = ai-edge-quantizer ``dynamic_wi8_afp32`` (int8 weights, float activations: the fast
-  kernels on this CPU).  Full-integer (static) TFLite is not offered yet.
+  kernels on this CPU); int8-static = ``static_wi8_ai8`` (full integer, calibrated per signature on
+  real text; its logits are int8 and the runner dequantises them with the output's scale).
 """
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ class TfliteRunner(Runner):
         self.buckets = sorted(int(k.removeprefix(SIGNATURE_PREFIX)) for k in signatures)
         self.input_names = list(signatures[f"{SIGNATURE_PREFIX}{self.buckets[0]}"]["inputs"])
         self._runners = {b: self.interpreter.get_signature_runner(f"{SIGNATURE_PREFIX}{b}") for b in self.buckets}
+        # Full-integer models return int8 logits: (q - zero_point) * scale gives them back in float.
+        self._dequantize = {}
+        for bucket, runner in self._runners.items():
+            details = runner.get_output_details()["logits"]
+            if np.issubdtype(details["dtype"], np.integer):
+                self._dequantize[bucket] = details["quantization"]
 
     def __call__(self, feeds):
         batch, length = feeds["input_ids"].shape
@@ -115,15 +122,16 @@ class TfliteRunner(Runner):
                 padded[0, :length] = feeds[name][i]
                 row[name] = padded
             logits = self._runners[bucket](**row)["logits"]
+            if bucket in self._dequantize:
+                scale, zero_point = self._dequantize[bucket]
+                logits = (logits.astype(np.float32) - zero_point) * scale
             rows.append(logits[:, :length] if logits.ndim == 3 else logits)
         return np.concatenate(rows)
 
 
 class TfliteBackend(Backend):
     name = "tflite"
-    # int8-static (ai-edge-quantizer static_wi8_ai8) is not offered yet: calibrated on our buckets it
-    # gave logit errors of ~130 even on NoNorm/ReLU MobileBERT (cosine 0.91); see the issue notes.
-    precisions = ("fp32", "int8-dynamic")
+    precisions = ("fp32", "int8-dynamic", "int8-static")
 
     def filename(self, precision):
         return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
@@ -155,25 +163,46 @@ class TfliteBackend(Backend):
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True):
         from ai_edge_quantizer import quantizer, recipe
 
-        if precision != "int8-dynamic":
+        if precision not in ("int8-dynamic", "int8-static"):
             raise ValueError(f"tflite backend has no precision {precision!r}")
+        if precision == "int8-static" and not calibration:
+            raise VerificationError("static int8 needs calibration text", "give --calibration")
         float_path = dest.with_name(dest.name + ".float.tflite")
         try:
             self._convert(spec, float_path)
             logging.getLogger("absl").setLevel(logging.ERROR)
             with _quiet():
-                qt = quantizer.Quantizer(str(float_path), recipe.dynamic_wi8_afp32())
-                result = qt.quantize(enable_progress_report=False)
+                if precision == "int8-dynamic":
+                    name = "dynamic_wi8_afp32"
+                    qt = quantizer.Quantizer(str(float_path), recipe.dynamic_wi8_afp32())
+                    result = qt.quantize(enable_progress_report=False)
+                else:
+                    name = "static_wi8_ai8"
+                    qt = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
+                    # every signature is calibrated, on the calibration rows fitted to its length
+                    rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
+                            for batch in calibration for i in range(batch["input_ids"].shape[0])]
+                    data = {f"{SIGNATURE_PREFIX}{b}": [{n: _fit(r[n], b) for n in r} for r in rows]
+                            for b in spec.buckets}
+                    result = qt.quantize(qt.calibrate(data), enable_progress_report=False)
                 result.export_model(str(dest), overwrite=True)
         finally:
             float_path.unlink(missing_ok=True)
         ok, score = accept(dest) if accept else (True, {})
-        details = self._describe(spec, dest, {"method": "dynamic",
-                                              "quantizer": "ai-edge-quantizer dynamic_wi8_afp32"})
+        details = self._describe(spec, dest, {"method": precision.removeprefix("int8-"),
+                                              "quantizer": f"ai-edge-quantizer {name}"})
         # No per-role float fallback on TFLite yet: the ONNX backend has it (see onnx.py).
         details["float_fallback"] = {"roles": [], "linears_in_float": 0, "linears": None, "accepted": ok,
                                      "search": [{"float_roles": [], **score}]}
         return Artifact(f"tflite:{precision}", dest, details)
+
+
+def _fit(ids: np.ndarray, length: int) -> np.ndarray:
+    """One row of int inputs padded with zeros, or cut, to ``length`` (calibration only)."""
+    out = np.zeros((1, length), dtype=np.int32)
+    n = min(length, ids.shape[1])
+    out[0, :n] = ids[0, :n]
+    return out
 
 
 register(TfliteBackend())
