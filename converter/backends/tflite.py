@@ -116,11 +116,7 @@ class TfliteRunner(Runner):
         bucket = smallest_bucket(self.buckets, length)
         rows = []
         for i in range(batch):
-            row = {}
-            for name in self.input_names:
-                padded = np.zeros((1, bucket), dtype=np.int32)  # pad id 0, mask 0, token type 0
-                padded[0, :length] = feeds[name][i]
-                row[name] = padded
+            row = {name: _fit(feeds[name][i:i + 1], bucket) for name in self.input_names}
             logits = self._runners[bucket](**row)["logits"]
             if bucket in self._dequantize:
                 scale, zero_point = self._dequantize[bucket]
@@ -198,7 +194,7 @@ class TfliteBackend(Backend):
 
 
 def _fit(ids: np.ndarray, length: int) -> np.ndarray:
-    """One row of int inputs padded with zeros, or cut, to ``length`` (calibration only)."""
+    """One row of int inputs as int32, zero-padded (pad id, mask 0, token type 0) or cut to ``length``."""
     out = np.zeros((1, length), dtype=np.int32)
     n = min(length, ids.shape[1])
     out[0, :n] = ids[0, :n]
