@@ -188,6 +188,10 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], li
     if options.calibration is not None and "int8" not in opts:
         raise InputError("--calibration was given but --opt has no int8; only int8 uses calibration text",
                          "add int8 to --opt, or drop --calibration")
+    formats = parse_formats(options.formats)
+    if options.buckets and "tflite" not in formats:
+        raise InputError("--buckets was given but --format has no tflite; only TFLite has static sequence buckets",
+                         "add tflite to --format, or drop --buckets")
     calibration_texts = None
     if "int8" in opts:
         source = options.calibration or textdata.BUILTIN_CALIBRATION
@@ -196,7 +200,7 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], li
     if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
         raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
                           "choose an --out path outside the checkpoint directory")
-    return opts, select(opts, options.int8, parse_formats(options.formats)), calibration_texts
+    return opts, select(opts, options.int8, formats), calibration_texts
 
 
 def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,

@@ -77,6 +77,14 @@ def test_bucket_longer_than_positions_is_refused(checkpoints, options):
     assert not opts.out.exists()
 
 
+def test_buckets_without_tflite_are_refused(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], formats="onnx", buckets=[32])
+    with pytest.raises(InputError, match="--buckets") as info:
+        convert(opts)
+    assert "tflite" in info.value.fix
+    assert not opts.out.exists()
+
+
 def test_unknown_format_is_refused(checkpoints, options):
     opts = options(checkpoints["bert"]["classification"], formats="tflite,coreml")
     with pytest.raises(InputError, match="coreml") as info:
