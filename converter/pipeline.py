@@ -256,10 +256,11 @@ def _int8_judge(backend, calibration: list, reference: list, options: ConvertOpt
 
 
 def _quantize(loaded: loading.Loaded, spec: backends.ExportSpec, backend, recipe: Recipe, dest: Path,
-              calibration: list, accept, options: ConvertOptions, cache: dict):
+              calibration: list, accept, options: ConvertOptions, cache: dict, float_export: Path | None):
     """Cheapest first: plain int8; then with activation smoothing (one extra Mul per Linear, so only
     when plain int8 misses the bar); then, smoothed, with the most sensitive Linears in float."""
-    artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept, float_fallback=False)
+    artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept, float_fallback=False,
+                                float_export=float_export)
     if artifact.details["float_fallback"]["accepted"] or options.smooth_alpha is None:
         artifact.details["smoothing"] = None
         return artifact
@@ -337,6 +338,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     results: list[ArtifactResult] = []
     with staging:
         int8_cache: dict = {}
+        float_exports: dict[str, Path] = {}
         for recipe in recipes:
             backend = backends.get(recipe.backend)
             dest = staging.path / backend.filename(recipe.precision)
@@ -344,6 +346,9 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             if not recipe.quantized:
                 with stage("export", f"Exporting {recipe.name}"):
                     artifact = backend.export(spec, dest)
+                    # the plain float export can be quantised as it is (not after graph fusion)
+                    if not artifact.details.get("graph_optimization", {}).get("applied"):
+                        float_exports[recipe.backend] = dest
             else:
                 with stage("quantize", f"Quantising {recipe.name}"):
                     if "calibration" not in int8_cache:
@@ -352,7 +357,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                         int8_cache["reference"] = verify.torch_logits(model, int8_cache["calibration"])
                     accept = _int8_judge(backend, int8_cache["calibration"], int8_cache["reference"], options)
                     artifact = _quantize(loaded, spec, backend, recipe, dest, int8_cache["calibration"],
-                                         accept, options, int8_cache)
+                                         accept, options, int8_cache, float_exports.get(recipe.backend))
                     fallback = artifact.details["float_fallback"]
                     if fallback.get("roles"):
                         reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "

@@ -60,8 +60,11 @@ class Backend(ABC):
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
                  calibration: list[dict[str, np.ndarray]] | None,
                  accept: Callable[[Path], tuple[bool, dict]] | None = None,
-                 float_fallback: bool = True) -> Artifact:
+                 float_fallback: bool = True, float_export: Path | None = None) -> Artifact:
         """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
+
+        ``float_export``, when given, is a plain float export of exactly ``spec.model`` by this
+        backend, to quantise instead of exporting the model again.
 
         ``accept(path)`` judges a candidate on calibration text.  With ``float_fallback`` a backend
         may keep parts of the model in float until it passes; it must record the outcome as

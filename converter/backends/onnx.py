@@ -170,7 +170,7 @@ class OnnxBackend(Backend):
         return {"applied": False, "reason": f"not ≥{MIN_SPEEDUP:.2f}x faster", **result}
 
     # --- quantize ------------------------------------------------------------------------
-    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True):
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
         """Quantise; if ``accept`` rejects the result, keep the most sensitive layer roles in float.
 
         A role is one kind of Linear across all layers (e.g. every FFN output projection).  Each
@@ -184,9 +184,11 @@ class OnnxBackend(Backend):
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             # Quantise from an un-fused float graph: fused contrib ops quantised worse and ran slower.
-            source = tmp / "float.onnx"
-            export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
-                        spec.output_name, source)
+            source = float_export
+            if source is None:
+                source = tmp / "float.onnx"
+                export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
+                            spec.output_name, source)
             if precision == "int8-static":
                 prepared = tmp / "prepared.onnx"
                 quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)

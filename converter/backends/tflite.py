@@ -156,16 +156,17 @@ class TfliteBackend(Backend):
                 "signatures": [f"{SIGNATURE_PREFIX}{b}" for b in spec.buckets],
                 "input_dtype": "int32", "op_histogram": check_builtin_only(path)}
 
-    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True):
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
         from ai_edge_quantizer import quantizer, recipe
 
         if precision not in ("int8-dynamic", "int8-static"):
             raise ValueError(f"tflite backend has no precision {precision!r}")
         if precision == "int8-static" and not calibration:
             raise VerificationError("static int8 needs calibration text", "give --calibration")
-        float_path = dest.with_name(dest.name + ".float.tflite")
+        float_path = float_export or dest.with_name(dest.name + ".float.tflite")
         try:
-            self._convert(spec, float_path)
+            if float_export is None:
+                self._convert(spec, float_path)
             logging.getLogger("absl").setLevel(logging.ERROR)
             with _quiet():
                 if precision == "int8-dynamic":
@@ -183,7 +184,8 @@ class TfliteBackend(Backend):
                     result = qt.quantize(qt.calibrate(data), enable_progress_report=False)
                 result.export_model(str(dest), overwrite=True)
         finally:
-            float_path.unlink(missing_ok=True)
+            if float_export is None:
+                float_path.unlink(missing_ok=True)
         ok, score = accept(dest) if accept else (True, {})
         details = self._describe(spec, dest, {"method": precision.removeprefix("int8-"),
                                               "quantizer": f"ai-edge-quantizer {name}"})
