@@ -204,7 +204,7 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], li
 
 
 def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,
-               verify_batches: list, parity_batches: list, reporter: Reporter):
+               verify_batches: list, parity_batches: list, reporter: Reporter, notes: list[str]):
     """Apply nonorm/relu (measuring what they change against the original) and fold (checked exact)."""
     family = loaded.family
     reports: list[TransformReport] = []
@@ -225,12 +225,12 @@ def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], opti
                     "pass --allow-accuracy-loss to accept it (accuracy recovery by distillation is not built yet), "
                     "or drop nonorm/relu")
             reporter.warn(message + " (accepted: --allow-accuracy-loss)")
+            notes.append(message)
         del original
     if "fold" in opts:
-        before = copy.deepcopy(model)
-        reports.append(TRANSFORMS["fold"](loaded.model, family))
         check = parity_batches + verify_batches[:8]
-        expect = verify.torch_logits(before, check)
+        expect = verify.torch_logits(model, check)  # before folding
+        reports.append(TRANSFORMS["fold"](loaded.model, family))
         fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
         tolerance = verify.fp32_tolerance(expect)
         reports[-1].details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} "
@@ -324,9 +324,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
 
     model = LogitsModel(loaded.model, input_names).eval()
     with stage("transform", "Applying optimisations"):
-        reports, damage = _transform(loaded, model, opts, options, verify_batches, parity_batches, reporter)
-    if damage is not None:
-        notes.append(_damage_message(damage, [r for r in reports if not r.noop and not r.exact]))
+        reports, damage = _transform(loaded, model, opts, options, verify_batches, parity_batches, reporter, notes)
 
     parity_ref = verify.torch_logits(model, parity_batches)
     verify_ref = verify.torch_logits(model, verify_batches)
