@@ -43,7 +43,7 @@ def load(bundle_dir: str | Path, backend: str = "auto", *, threads: int | None =
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify)
     model = open_backend(artifact, bundle.input_names, threads, instances)
     max_length = min(bundle.max_sequence_length, model.max_length or bundle.max_sequence_length)
-    encoder = TextEncoder(tokenizer_path, bundle.tokenizer_settings, max_length)
+    encoder = TextEncoder.from_file(tokenizer_path, bundle.tokenizer_settings, max_length)
     expected = bundle.tokenizer_settings.get("vocab_size")
     if expected is not None and encoder.vocab_size != expected:
         raise ModelError(f"{tokenizer_path.name} has {encoder.vocab_size} tokens but the model was converted with a "

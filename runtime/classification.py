@@ -45,10 +45,10 @@ def scores(logits: np.ndarray, function: str) -> np.ndarray:
     raise ValueError(f"unknown score function {function!r}")
 
 
-def ranked(row: np.ndarray, labels: list[str], top_k) -> list[dict] | dict:
-    """One row of scores -> Hugging Face's result: ``top_k`` unset gives the best label alone; an int
-    gives that many, best first; ``None`` gives all."""
-    if top_k is _UNSET:
+def ranked(row: np.ndarray, labels: list[str], top_k: int | None = 1, legacy: bool = False) -> list[dict] | dict:
+    """One row of scores -> Hugging Face's result: ``legacy`` (top_k not given) the best label alone as
+    a dict; else the ``top_k`` best, best first (``None``: all)."""
+    if legacy:
         best = int(row.argmax())
         return {"label": labels[best], "score": float(row[best])}
     order = sorted(range(len(labels)), key=lambda i: row[i], reverse=True)  # stable: ties keep label order
@@ -89,7 +89,8 @@ class TextClassificationPipeline(Pipeline):
         if not texts.items:
             return []
         matrix = scores(self._logits_of(texts), function_to_apply or self.function)
-        results = [ranked(row, self.labels, top_k) for row in matrix]
+        legacy = top_k is _UNSET
+        results = [ranked(row, self.labels, None if legacy else top_k, legacy) for row in matrix]
         if texts.single:
-            return [results[0]] if top_k is _UNSET else results[0]
+            return [results[0]] if legacy else results[0]
         return results

@@ -160,6 +160,16 @@ def decode(text: str, window: TokenizedWindow, logits: np.ndarray, aggregation: 
     return out
 
 
+def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[np.ndarray], aggregation: str,
+                how: Decoding, ignore_labels: Sequence[str] = ("O",), step: int = 0) -> list[dict]:
+    """All windows of one text -> its entities.  ``step``: tokens between window starts (``index`` of
+    window ``k`` counts from ``k * step``); entities of several windows are merged."""
+    entities = []
+    for k, (window, row) in enumerate(zip(windows, logits)):
+        entities += decode(text, window, row, aggregation, how, ignore_labels, index_offset=k * step)
+    return merge_overlapping(entities) if len(windows) > 1 else entities
+
+
 class TokenClassificationPipeline(Pipeline):
     task = "ner"
 
@@ -188,11 +198,8 @@ class TokenClassificationPipeline(Pipeline):
         logits = iter(self._logits(rows))
         step = self.max_length - self.encoder.specials_added - stride
         results = []
-        for text, windows in zip(strings, per_text):
-            entities = []
-            for k, w in enumerate(windows):
-                window = TokenizedWindow(w.ids, w.tokens, w.offsets, w.special_tokens_mask)
-                entities += decode(text, window, next(logits), aggregation, self.decoding, ignore_labels,
-                                   index_offset=k * step)
-            results.append(merge_overlapping(entities) if len(windows) > 1 else entities)
+        for text, encodings in zip(strings, per_text):
+            windows = [TokenizedWindow(e.ids, e.tokens, e.offsets, e.special_tokens_mask) for e in encodings]
+            rows = [next(logits) for _ in windows]
+            results.append(decode_text(text, windows, rows, aggregation, self.decoding, ignore_labels, step))
         return results[0] if texts.single else results

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenizers import Encoding, Tokenizer
+from tokenizers import AddedToken, Encoding, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from .errors import BundleError, InputError
 
@@ -80,12 +80,7 @@ def validate(inputs, *, pairs: bool) -> Texts:
 class TextEncoder:
     """The bundle's tokenizer, configured for the model's maximum length."""
 
-    def __init__(self, path: Path, settings: dict, max_length: int):
-        try:
-            base = Tokenizer.from_file(str(path))
-        except Exception as exc:  # the Rust parser's message says what is wrong with the JSON
-            raise BundleError(f"{path.name} cannot be loaded by the tokenizers library: {exc}",
-                              "copy the bundle again, or convert again") from exc
+    def __init__(self, base: Tokenizer, settings: dict, max_length: int):
         base.no_padding()
         base.no_truncation()
         self.max_length = max_length
@@ -109,6 +104,44 @@ class TextEncoder:
         self._windowing: dict[int, Tokenizer] = {}
         self._lock = threading.Lock()
         self.specials_added = base.num_special_tokens_to_add(is_pair=False)
+
+    @classmethod
+    def from_file(cls, path: Path, settings: dict, max_length: int) -> TextEncoder:
+        """From ``tokenizer.json`` (what the runtime uses)."""
+        try:
+            base = Tokenizer.from_file(str(path))
+        except Exception as exc:  # the Rust parser's message says what is wrong with the JSON
+            raise BundleError(f"{path.name} cannot be loaded by the tokenizers library: {exc}",
+                              "copy the bundle again, or convert again") from exc
+        return cls(base, settings, max_length)
+
+    @classmethod
+    def from_vocab(cls, path: Path, settings: dict, max_length: int) -> TextEncoder:
+        """From ``vocab.txt`` plus the manifest's ``tokenizer`` settings: BERT's WordPiece pipeline as an
+        app without tokenizer.json rebuilds it (docs/manifest.md §5, the Android path).  It must equal
+        the ``tokenizer.json`` path; the golden-vector tests hold both to Hugging Face's output."""
+        if settings.get("type", "wordpiece") != "wordpiece":
+            raise BundleError(f"vocab.txt alone describes a WordPiece tokenizer, not {settings['type']!r}",
+                              "use tokenizer.json")
+        with open(path, encoding="utf-8") as f:
+            vocab = {line.rstrip("\n"): i for i, line in enumerate(f)}
+        special = {name: entry["token"] for name, entry in settings["special_tokens"].items()}
+        prefix = settings.get("continuing_subword_prefix", "##")
+        base = Tokenizer(models.WordPiece(vocab, unk_token=special["unk"], continuing_subword_prefix=prefix,
+                                          max_input_chars_per_word=settings.get("max_input_chars_per_word", 100)))
+        base.normalizer = normalizers.BertNormalizer(clean_text=settings.get("clean_text", True),
+                                                     handle_chinese_chars=settings.get("tokenize_chinese_chars", True),
+                                                     strip_accents=settings["strip_accents"],
+                                                     lowercase=settings["do_lower_case"])
+        base.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        cls_token, sep_token = special["cls"], special["sep"]
+        base.post_processor = processors.TemplateProcessing(
+            single=f"{cls_token}:0 $A:0 {sep_token}:0", pair=f"{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+            special_tokens=[(cls_token, vocab[cls_token]), (sep_token, vocab[sep_token])])
+        base.decoder = decoders.WordPiece(prefix=prefix)
+        # Special tokens typed into the text are matched whole, as Hugging Face's tokenizers do.
+        base.add_special_tokens([AddedToken(t, special=True) for t in special.values()])
+        return cls(base, settings, max_length)
 
     def _configured(self, max_length: int, stride: int) -> Tokenizer:
         tok = Tokenizer.from_str(self._base.to_str())

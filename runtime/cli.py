@@ -1,0 +1,148 @@
+"""``python -m runtime BUNDLE [TEXT …]``: classify texts or find entities with a converter bundle.
+
+Texts come from the arguments, else from ``--file`` (``-`` for stdin), else from stdin when it is not a
+terminal: one text per line (``--pairs``: ``text_a<TAB>text_b``).  Output: one JSON object per input
+line (JSON Lines) or, on a terminal, a table.  Input is processed in chunks, so a large file or an
+endless pipe streams.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Iterable, Iterator
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import load
+from .errors import Error, InputError
+from .ner import AGGREGATIONS
+
+CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
+
+
+def _lines(stream) -> Iterator[str]:
+    for number, raw in enumerate(stream, 1):
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            raise InputError(f"input line {number} is not UTF-8 ({exc.reason} at byte {exc.start})",
+                             "convert the input to UTF-8") from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        yield line.rstrip("\r\n")
+
+
+def _items(texts: Iterable[str], pairs: bool) -> Iterator:
+    for number, text in enumerate(texts, 1):
+        if not pairs:
+            yield text
+            continue
+        parts = text.split("\t")
+        if len(parts) != 2:
+            raise InputError(f"input {number} has {len(parts)} tab-separated fields; --pairs needs 2",
+                             "write each pair as text_a<TAB>text_b on one line")
+        yield parts[0], parts[1]
+
+
+def _record(item, result, task: str) -> dict:
+    record = {"text": item} if isinstance(item, str) else {"text": item[0], "text_pair": item[1]}
+    record["labels" if task == "classification" else "entities"] = result
+    return record
+
+
+def _table(records: list[dict], task: str, start: int) -> Table:
+    table = Table(show_lines=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("text", overflow="fold", ratio=3)
+    if task == "classification":
+        table.add_column("label")
+        table.add_column("score", justify="right")
+        for i, r in enumerate(records, start):
+            text = r["text"] if "text_pair" not in r else f"{r['text']} ⟂ {r['text_pair']}"
+            table.add_row(str(i), text, "\n".join(p["label"] for p in r["labels"]),
+                          "\n".join(f"{p['score']:.4f}" for p in r["labels"]))
+    else:
+        table.add_column("entity")
+        table.add_column("span", style="bold")
+        table.add_column("chars", justify="right", style="dim")
+        table.add_column("score", justify="right")
+        for i, r in enumerate(records, start):
+            entities = r["entities"]
+            key = "entity_group" if not entities or "entity_group" in entities[0] else "entity"
+            table.add_row(str(i), r["text"], "\n".join(e[key] for e in entities),
+                          "\n".join(r["text"][e["start"]:e["end"]] for e in entities),
+                          "\n".join(f"{e['start']}–{e['end']}" for e in entities),
+                          "\n".join(f"{e['score']:.4f}" for e in entities))
+    return table
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.argument("texts", nargs=-1)
+@click.option("--file", "file", type=click.File("rb"), help="Read texts from FILE, one per line ('-': stdin).")
+@click.option("--pairs", is_flag=True, help="Each text is a sentence pair: text_a<TAB>text_b.")
+@click.option("--aggregation", type=click.Choice(AGGREGATIONS), default="simple", show_default=True,
+              help="NER: how tokens become entities (as in Hugging Face's pipeline).")
+@click.option("--stride", type=click.IntRange(min=0), help="NER: overlap in tokens of windows over long texts.")
+@click.option("--top-k", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Classification: labels per text, best first.")
+@click.option("--backend", type=click.Choice(["auto", "onnx", "tflite"]), default="auto", show_default=True)
+@click.option("--precision", help="Artifact precision, e.g. fp32, int8-dynamic (default: int8 if present).")
+@click.option("--recipe", help="Exact artifact recipe, e.g. onnx:fp32.")
+@click.option("--threads", type=click.IntRange(min=1), help="Backend intra-op threads.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Rows per model run.")
+@click.option("--output", type=click.Choice(["auto", "jsonl", "table"]), default="auto", show_default=True,
+              help="auto: a table on a terminal, JSON Lines otherwise.")
+@click.option("--no-verify", is_flag=True, help="Skip the SHA-256 check of the bundle files.")
+def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precision, recipe, threads, batch_size,
+         output, no_verify):
+    """Run a PocketBERT bundle on TEXTS (or lines of --file / stdin); print results.
+
+    Exit codes: 0 ok; 2 bad command line; 3 unusable bundle; 4 model file refused or not matching
+    its tokenizer/labels; 5 unusable input; 6 backend package not installed.
+    """
+    err = Console(stderr=True)
+    try:
+        if texts and file is not None:
+            raise click.UsageError("give texts as arguments or with --file, not both")
+        if texts:
+            source: Iterable[str] = texts
+        elif file is not None:
+            source = _lines(file)
+        elif not sys.stdin.isatty():
+            source = _lines(sys.stdin.buffer)
+        else:
+            raise click.UsageError("no input: give texts as arguments, --file FILE, or pipe text into stdin")
+        pipe = load(bundle, backend, threads=threads, precision=precision, recipe=recipe, batch_size=batch_size,
+                    verify=not no_verify)
+        if err.is_terminal:
+            for note in pipe.bundle.notes:
+                err.print(f"[yellow]note:[/] {note}", highlight=False)
+        table = output == "table" or output == "auto" and sys.stdout.isatty()
+        out = Console(soft_wrap=not table, highlight=False)
+        items = _items(source, pairs)
+        count = 0
+        while chunk := list(itertools.islice(items, CHUNK)):
+            if pipe.task == "classification":
+                results = pipe(chunk, top_k=top_k)
+            else:
+                results = pipe(chunk, aggregation=aggregation, stride=stride)
+            records = [_record(item, result, pipe.task) for item, result in zip(chunk, results)]
+            if table:
+                out.print(_table(records, pipe.task, count + 1))
+            else:
+                sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+                sys.stdout.flush()
+            count += len(chunk)
+    except Error as exc:
+        err.print(f"[red]error:[/] {exc.problem}", highlight=False)
+        if exc.fix:
+            err.print(f"  fix: {exc.fix}", highlight=False)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:  # `… | head`: the reader left; not an error
+        sys.stderr.close()
+        sys.exit(0)
