@@ -1,0 +1,67 @@
+"""Session-wide bundles for the runtime tests, each converted once from a seeded checkpoint.
+
+* ``ner_bundle``: tiny random BERT with a CoNLL BIO head, ONNX + TFLite fp32.  A random 9-label head
+  tags most tokens as some entity, so the real sentences yield thousands of B-/I- tags, stray I- tags,
+  B-B neighbours and multi-piece words: every branch of the decoding.
+* ``cls_bundle``: tiny random DistilBERT (no token_type_ids input), 3 labels, ONNX + TFLite, fp32 and
+  int8-dynamic.
+* ``minilm_bundle``: the real all-MiniLM-L6-v2 with the converter's seeded 2-label head, ONNX + TFLite
+  (bucket 64: SST-2 dev sentences are at most 55 tokens).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from converter.pipeline import ConvertOptions, convert
+from converter.texts import read_texts
+
+from ..conftest import DATA, build_checkpoint
+
+
+def convert_bundle(checkpoint, out: Path, **kwargs) -> Path:
+    kwargs.setdefault("verify_samples", 100)
+    kwargs.setdefault("calibration_samples", 64)
+    options = ConvertOptions(checkpoint=str(checkpoint), out=out, measure_latency=False, data_dir=DATA, **kwargs)
+    return convert(options).bundle
+
+
+@pytest.fixture(scope="session")
+def ner_bundle(checkpoints, tmp_path_factory) -> Path:
+    return convert_bundle(checkpoints["bert"]["ner"], tmp_path_factory.mktemp("rt") / "ner", formats="onnx,tflite")
+
+
+@pytest.fixture(scope="session")
+def cls_bundle(checkpoints, tmp_path_factory) -> Path:
+    return convert_bundle(checkpoints["distilbert"]["classification"], tmp_path_factory.mktemp("rt") / "cls",
+                          formats="onnx,tflite", opts="int8")
+
+
+@pytest.fixture(scope="session")
+def minilm_bundle(tmp_path_factory) -> Path:
+    return convert_bundle("minilm", tmp_path_factory.mktemp("rt") / "minilm", formats="onnx,tflite", buckets=[64])
+
+
+@pytest.fixture(scope="session")
+def problem_type_bundles(tokenizer, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """problem_type -> (checkpoint, ONNX bundle) for multi-label and regression heads."""
+    root = tmp_path_factory.mktemp("rt-problem")
+    out = {}
+    for problem_type, labels in (("multi_label_classification", ("sports", "politics", "tech", "arts")),
+                                 ("regression", ("similarity",))):
+        checkpoint = build_checkpoint(root / problem_type, "bert", tokenizer, labels=labels, seed=3,
+                                      problem_type=problem_type)
+        out[problem_type] = checkpoint, convert_bundle(checkpoint, root / f"{problem_type}-bundle")
+    return out
+
+
+@pytest.fixture(scope="session")
+def conll_sentences() -> list[str]:
+    return read_texts(DATA / "conll2003" / "dev.txt")
+
+
+@pytest.fixture(scope="session")
+def sst2_sentences() -> list[str]:
+    return read_texts(DATA / "glue" / "SST-2" / "dev.tsv")

@@ -1,0 +1,170 @@
+"""Parity: the runtime's output equals Hugging Face's PyTorch pipeline's on real sentences.
+
+Same labels, same entity spans, words and offsets; scores within SCORE_TOLERANCE (fp32 artifacts: the
+exported models match PyTorch to ~1e-6 in the logits).  ONNX and TFLite alike.
+"""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer, pipeline
+
+import runtime
+from converter.loading import load as load_checkpoint
+from converter.texts import read_texts
+
+from ..conftest import DATA
+
+SCORE_TOLERANCE = 1e-5
+AGGREGATIONS = runtime.AGGREGATIONS
+BACKENDS = ["onnx", "tflite"]
+STRIDE = 24
+
+
+def hf_tokenizer(bundle, max_length: int):
+    tok = AutoTokenizer.from_pretrained(bundle)
+    tok.model_max_length = max_length  # Hugging Face truncates (and windows) at model_max_length
+    return tok
+
+
+def assert_same_entities(got: list[list[dict]], want: list[list[dict]]) -> float:
+    """Exact keys/labels/spans/words; returns the largest score difference (checked ≤ tolerance)."""
+    assert len(got) == len(want)
+    worst = 0.0
+    for i, (g_list, w_list) in enumerate(zip(got, want)):
+        assert [{k: v for k, v in g.items() if k != "score"} for g in g_list] == \
+               [{k: (int(v) if k in ("start", "end", "index") else v) for k, v in w.items() if k != "score"}
+                for w in w_list], f"text {i}"
+        for g, w in zip(g_list, w_list):
+            worst = max(worst, abs(g["score"] - float(w["score"])))
+    assert worst <= SCORE_TOLERANCE
+    return worst
+
+
+@pytest.fixture(scope="module")
+def ner_texts(conll_sentences, ner_bundle) -> list[str]:
+    """130 CoNLL-2003 dev sentences from across the file that fit the model (longer ones: windows test)."""
+    tok = hf_tokenizer(ner_bundle, 10_000)
+    return [t for t in conll_sentences[::25] if len(tok(t)["input_ids"]) <= 128]
+
+
+@pytest.fixture(scope="module")
+def hf_ner(checkpoints, ner_bundle):
+    model = AutoModelForTokenClassification.from_pretrained(checkpoints["bert"]["ner"]).eval()
+    return pipeline("token-classification", model=model, tokenizer=hf_tokenizer(ner_bundle, 128))
+
+
+@pytest.fixture(scope="module")
+def hf_ner_results(hf_ner, ner_texts) -> dict[str, list]:
+    return {a: hf_ner(ner_texts, aggregation_strategy=a) for a in AGGREGATIONS}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def ner(request, ner_bundle):
+    pipe = runtime.load(ner_bundle, backend=request.param, precision="fp32")
+    assert pipe.artifact.backend == request.param
+    return pipe
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS)
+def test_ner_matches_hf_pipeline_on_conll(ner, aggregation, ner_texts, hf_ner_results):
+    assert_same_entities(ner(ner_texts, aggregation=aggregation), hf_ner_results[aggregation])
+
+
+def test_ner_parity_is_not_vacuous(hf_ner_results, ner_texts):
+    """The random head must tag plenty of entities, stray I- tags and multi-piece words, or parity proves little."""
+    tags = [e["entity"] for text in hf_ner_results["none"] for e in text]
+    assert len(ner_texts) >= 100
+    assert sum(t.startswith("B-") for t in tags) > 500 and sum(t.startswith("I-") for t in tags) > 500
+    stray = 0  # I-X not preceded by a token tagged X: Hugging Face starts an entity there
+    for text in hf_ner_results["none"]:
+        by_index = {e["index"]: e["entity"] for e in text}
+        stray += sum(tag.startswith("I-") and by_index.get(i - 1, "O")[2:] != tag[2:] for i, tag in by_index.items())
+    assert stray > 100
+    assert sum(len(text) for text in hf_ner_results["simple"]) > 1000
+    assert any("##" in e["word"] for text in hf_ner_results["none"] for e in text)
+    words = {a: [(e["start"], e["end"], e["entity_group"]) for text in hf_ner_results[a] for e in text]
+             for a in ("simple", "first", "average", "max")}
+    assert len({tuple(v) for v in words.values()}) == 4  # the strategies disagree somewhere, so each is tested
+
+
+@pytest.fixture(scope="module")
+def long_texts(conll_sentences) -> list[str]:
+    """Whole CoNLL documents' worth of sentences: 300-900 tokens, several windows each."""
+    return [" ".join(conll_sentences[i:i + 30]) for i in (100, 700, 1500)]
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS[1:])
+def test_ner_windows_match_hf_stride_on_long_text(ner, aggregation, long_texts, hf_ner):
+    want = [hf_ner(t, aggregation_strategy=aggregation, stride=STRIDE) for t in long_texts]
+    got = ner(long_texts, aggregation=aggregation, stride=STRIDE)
+    assert min(len(g) for g in got) > 50
+    assert_same_entities(got, want)
+
+
+def test_ner_windows_give_whole_text_token_indices(ner, long_texts):
+    """aggregation=none over windows: one result per token of the whole text, index = its position."""
+    text = long_texts[0]
+    tokens = ner.encoder.windows([text], 0)  # no overlap: concatenated windows = the whole text
+    assert len(tokens[0]) > 2
+    got = ner(text, aggregation="none", stride=STRIDE, ignore_labels=())
+    content = [t for w in tokens[0] for t, s in zip(w.tokens, w.special_tokens_mask) if not s]
+    assert [e["index"] for e in got] == list(range(1, len(content) + 1))
+    assert [e["word"] for e in got] == content
+
+
+@pytest.fixture(scope="module")
+def sst2(sst2_sentences) -> list[str]:
+    return sst2_sentences[::4]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_classification_matches_hf_pipeline_on_sst2(cls_bundle, checkpoints, backend, sst2):
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoints["distilbert"]["classification"]).eval()
+    hf = pipeline("text-classification", model=model, tokenizer=hf_tokenizer(cls_bundle, 128))
+    clf = runtime.load(cls_bundle, backend=backend, precision="fp32")
+    _assert_same_labels(clf(sst2, top_k=None), hf(sst2, top_k=None))
+    _assert_same_labels([[r] for r in clf(sst2)], [[r] for r in hf(sst2)])
+
+
+def _assert_same_labels(got: list[list[dict]], want: list[list[dict]]) -> float:
+    assert [[r["label"] for r in g] for g in got] == [[r["label"] for r in w] for w in want]
+    worst = max(abs(g["score"] - w["score"]) for gs, ws in zip(got, want) for g, w in zip(gs, ws))
+    assert worst <= SCORE_TOLERANCE
+    return worst
+
+
+@pytest.fixture(scope="module")
+def hf_minilm(minilm_bundle):
+    model = load_checkpoint("minilm", task="classification", labels=["negative", "positive"], seed=0).model.eval()
+    return pipeline("text-classification", model=model, tokenizer=hf_tokenizer(minilm_bundle, 512))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_real_minilm_matches_hf_pipeline_on_sst2(minilm_bundle, hf_minilm, backend, sst2):
+    clf = runtime.load(minilm_bundle, backend=backend)
+    assert clf.artifact.precision == "fp32"
+    got, want = clf(sst2, top_k=None), hf_minilm(sst2, top_k=None)
+    _assert_same_labels(got, want)
+    assert 0.2 < sum(g[0]["label"] == "positive" for g in got) / len(got) < 0.8  # not one constant answer
+
+
+def test_real_minilm_sentence_pairs_match_hf(minilm_bundle, hf_minilm):
+    pairs = read_texts(DATA / "glue" / "MRPC" / "dev.tsv")[:64]
+    clf = runtime.load(minilm_bundle, backend="onnx")
+    got = clf(pairs, top_k=None)
+    want = hf_minilm([{"text": a, "text_pair": b} for a, b in pairs], top_k=None)
+    _assert_same_labels(got, want)
+    assert clf([{"text": a, "text_pair": b} for a, b in pairs[:4]], top_k=None) == got[:4]
+    # the pair changes the answer: token_type_ids and the second text reach the model
+    assert clf([a for a, _ in pairs[:8]], top_k=None) != got[:8]
+
+
+@pytest.mark.parametrize("problem_type", ["multi_label_classification", "regression"])
+def test_problem_types_match_hf(problem_type_bundles, problem_type, sst2):
+    checkpoint, bundle = problem_type_bundles[problem_type]
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).eval()
+    hf = pipeline("text-classification", model=model, tokenizer=hf_tokenizer(bundle, 128))
+    clf = runtime.load(bundle)
+    assert clf.function == ("sigmoid" if problem_type.startswith("multi") else "none")
+    _assert_same_labels(clf(sst2[:100], top_k=None), hf(sst2[:100], top_k=None))
