@@ -16,7 +16,7 @@ from rich.table import Table
 
 from . import errors, quiet
 from .builtin import BUILTIN, DEFAULT_MODEL
-from .recipes import OPT_HELP, RECIPES, TASKS
+from .recipes import DEFAULT_FORMATS, INT8_CHOICES, OPT_HELP, RECIPES, TASKS
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
 # quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow.
@@ -97,12 +97,16 @@ def _int_list(value):
 @click.option("--labels", callback=_split_labels, metavar="A,B,…",
               help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
 @click.option("--num-labels", type=click.IntRange(1, 10_000), help="Head size for a bare encoder, without names.")
-@click.option("--int8", "int8", type=click.Choice(["dynamic", "static", "all"]), default="dynamic",
-              show_default=True, help="int8 method for --opt int8: dynamic (int8 weights, fastest on CPUs), "
-              "static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
-@click.option("--format", "formats", default="onnx", show_default=True, metavar="LIST",
-              help="Export formats, comma-separated: onnx (dynamic shapes), tflite (LiteRT, batch 1, one "
-                   "signature per --buckets length).")
+@click.option("--int8", "int8", type=click.Choice(INT8_CHOICES), default="auto",
+              show_default=True, help="int8 method for --opt int8, per format: auto (build dynamic and static, "
+              "keep the fastest that passes verification on this machine), dynamic (int8 weights, float "
+              "activations), static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
+@click.option("--format", "formats", metavar="LIST",
+              help="Export formats, comma-separated: tflite (LiteRT, batch 1, one signature per --buckets "
+                   f"length), onnx (dynamic shapes) [default: {DEFAULT_FORMATS}].")
+@click.option("--recipe", "recipes", metavar="LIST",
+              help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
+                   "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
 @click.option("--buckets", metavar="N,N,…", callback=lambda ctx, p, v: _int_list(v),
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
@@ -126,7 +130,7 @@ def _int_list(value):
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="int8 verification: minimum top-1 agreement with PyTorch.")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
-def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, buckets, calibration,
+def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, recipes, buckets, calibration,
             calibration_samples, data_dir, verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed,
             int8_min_cosine, int8_min_agreement, no_latency):
     from .pipeline import ConvertOptions
@@ -136,7 +140,7 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, buck
         name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint
         out = Path("bundles") / "-".join([name] + [o.strip() for o in (opts or "").split(",") if o.strip()])
     options = ConvertOptions(checkpoint=checkpoint, out=out, task=task, opts=opts, labels=labels,
-                             num_labels=num_labels, int8=int8, formats=formats, buckets=buckets,
+                             num_labels=num_labels, int8=int8, formats=formats, recipes=recipes, buckets=buckets,
                              calibration=calibration,
                              calibration_samples=calibration_samples, verify_samples=verify_samples,
                              data_dir=data_dir, max_length=max_length, overwrite=overwrite,

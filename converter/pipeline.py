@@ -23,9 +23,10 @@ from . import texts as textdata
 from .bundle import SCHEMA_VERSION, Staging, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
-from .recipes import Recipe, parse_formats, parse_opts, select
+from .quantization import QuantizeStage
+from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_opts, parse_recipes, select
 from .transforms import TRANSFORMS, TransformReport
-from .transforms.smoothquant import DEFAULT_ALPHA, activation_maxima, smooth
+from .transforms.smoothquant import DEFAULT_ALPHA
 
 LATENCY_SEQ = 128
 
@@ -38,8 +39,9 @@ class ConvertOptions:
     opts: str | None = None
     labels: list[str] | None = None
     num_labels: int | None = None
-    int8: str = "dynamic"  # dynamic | static | all
-    formats: str = "onnx"  # comma-separated: onnx, tflite
+    int8: str = "auto"  # auto | dynamic | static | all
+    formats: str | None = None  # comma-separated: onnx, tflite; None: tflite,onnx (or the --recipe backends)
+    recipes: str | None = None  # comma-separated recipe names (e.g. tflite:fp16), instead of --opt int8/--int8
     buckets: list[int] | None = None  # TFLite sequence-length buckets; default 32, 64, 128, 256 up to the max
     calibration: Path | None = None
     calibration_samples: int = 256
@@ -178,29 +180,45 @@ def _damage_message(comparison: verify.Comparison, changed: list[TransformReport
             f"{comparison.rel_drift:.1%}, max |Δlogit| {comparison.max_abs:.3g}")
 
 
-def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe], list | None]:
+def _backends(plan: list[Recipe | Choice]) -> set[str]:
+    return {r.candidates[0].backend if isinstance(r, Choice) else r.backend for r in plan}
+
+
+def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Choice], list | None]:
     """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
-    if options.int8 not in ("dynamic", "static", "all"):
-        raise InputError(f"unknown --int8 {options.int8!r}", "use dynamic, static or all")
-    if "int8" not in opts and options.int8 != "dynamic":
+    if options.int8 not in INT8_CHOICES:
+        raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
+    if "int8" not in opts and options.int8 != "auto":
         raise InputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
-    if options.calibration is not None and "int8" not in opts:
-        raise InputError("--calibration was given but --opt has no int8; only int8 uses calibration text",
-                         "add int8 to --opt, or drop --calibration")
+    named = parse_recipes(options.recipes)
+    if named:
+        given = {"--opt int8": "int8" in opts, f"--int8 {options.int8}": options.int8 != "auto",
+                 "--format": options.formats is not None}
+        clash = [flag for flag, present in given.items() if present]
+        if clash:
+            raise InputError(f"--recipe and {' and '.join(clash)} both choose what to build",
+                             "name every recipe with --recipe (e.g. --recipe tflite:int8-static,onnx:int8-dynamic), "
+                             "or use --opt int8 --int8 … --format …")
     formats = parse_formats(options.formats)
-    if options.buckets and "tflite" not in formats:
-        raise InputError("--buckets was given but --format has no tflite; only TFLite has static sequence buckets",
-                         "add tflite to --format, or drop --buckets")
+    plan = select(opts, options.int8, formats, named)
+    backends_planned = _backends(plan)
+    int8_planned = any(isinstance(r, Choice) or r.kind == "int8" for r in plan)
+    if options.buckets and "tflite" not in backends_planned:
+        raise InputError("--buckets was given but nothing is exported to tflite; only TFLite has static sequence "
+                         "buckets", "add tflite to --format, or drop --buckets")
+    if options.calibration is not None and not int8_planned:
+        raise InputError("--calibration was given but no int8 recipe is built; only int8 uses calibration text",
+                         "add int8 to --opt (or an int8 --recipe), or drop --calibration")
     calibration_texts = None
-    if "int8" in opts:
+    if int8_planned:
         source = options.calibration or textdata.BUILTIN_CALIBRATION
         calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
     checkpoint_dir, _ = loading.resolve(options.checkpoint)
     if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
         raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
                           "choose an --out path outside the checkpoint directory")
-    return opts, select(opts, options.int8, formats), calibration_texts
+    return opts, plan, calibration_texts
 
 
 def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,
@@ -241,43 +259,6 @@ def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], opti
     return reports, damage
 
 
-def _int8_judge(backend, calibration: list, reference: list, options: ConvertOptions):
-    """accept(path) -> (passes the int8 bar?, figures), judged on the calibration text, so that the
-    verification sentences stay unseen by every choice the quantiser makes."""
-    masks = [b["attention_mask"] for b in calibration]
-
-    def accept(path: Path) -> tuple[bool, dict]:
-        got = verify.runner_logits(backend.load(path, threads=options.threads), calibration)
-        c = verify.compare(reference, got, masks)
-        ok = c.cosine >= options.int8_min_cosine and c.top1_agreement >= options.int8_min_agreement
-        return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
-
-    return accept
-
-
-def _quantize(loaded: loading.Loaded, spec: backends.ExportSpec, backend, recipe: Recipe, dest: Path,
-              calibration: list, accept, options: ConvertOptions, cache: dict, float_export: Path | None):
-    """Cheapest first: plain int8; then with activation smoothing (one extra Mul per Linear, so only
-    when plain int8 misses the bar); then, smoothed, with the most sensitive Linears in float."""
-    artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept, float_fallback=False,
-                                float_export=float_export)
-    if artifact.details["float_fallback"]["accepted"] or options.smooth_alpha is None:
-        artifact.details["smoothing"] = None
-        return artifact
-    if "smoothed" not in cache:
-        maxima = activation_maxima(loaded.model, loaded.family, calibration)
-        smoothed, count = smooth(loaded.model, loaded.family, maxima, alpha=options.smooth_alpha)
-        cache["smoothed"] = (backends.ExportSpec(**{**spec.__dict__,
-                                                    "model": LogitsModel(smoothed, spec.input_names).eval()}),
-                             {"method": "smoothquant", "alpha": options.smooth_alpha, "linears": count})
-    smoothed_spec, smoothing = cache["smoothed"]
-    unsmoothed = artifact.details["float_fallback"]["search"][0]
-    artifact = backend.quantize(smoothed_spec, recipe.precision, dest, calibration, accept)
-    artifact.details["smoothing"] = smoothing
-    artifact.details["unsmoothed_attempt"] = unsmoothed
-    return artifact
-
-
 def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
     reporter = reporter or Reporter()
     opts, recipes, calibration_texts = _check_options(options)
@@ -302,7 +283,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     max_length = _max_length(loaded, options.max_length)
     buckets = _buckets(options.buckets, max_length)
     # Inputs every artifact can take: static-shape formats stop at their largest bucket.
-    verify_length = min(max_length, max(buckets)) if any(r.backend == "tflite" for r in recipes) else max_length
+    verify_length = min(max_length, max(buckets)) if "tflite" in _backends(recipes) else max_length
     input_names = ["input_ids", "attention_mask"] + (["token_type_ids"] if family.uses_token_type_ids else [])
 
     def encode_fn(batch, max_length=verify_length, pad_to=None):
@@ -334,42 +315,46 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     latency_feeds = encode_fn(["x"], pad_to=min(LATENCY_SEQ, verify_length))
 
     results: list[ArtifactResult] = []
+    quantizer = None
+    if any(isinstance(r, Choice) or r.quantized for r in recipes):
+        calibration = make_batches(calibration_texts or [], batch_size=16, pad_to=min(64, verify_length))
+        quantizer = QuantizeStage(loaded, spec, calibration, verify.torch_logits(model, calibration),
+                                  options.threads, options.int8_min_cosine, options.int8_min_agreement,
+                                  options.smooth_alpha)
     with staging:
-        int8_cache: dict = {}
-        float_exports: dict[str, Path] = {}
-        for recipe in recipes:
-            backend = backends.get(recipe.backend)
-            dest = staging.path / backend.filename(recipe.precision)
+        for planned in recipes:
             start = time.perf_counter()
-            if not recipe.quantized:
+            if isinstance(planned, Choice):
+                with stage("quantize", f"Choosing {planned.name} ({', '.join(r.name for r in planned.candidates)})"):
+                    recipe, artifact = quantizer.choose(planned, staging.path, latency_feeds)
+                    reporter.info("  " + _selection_line(artifact.details["selection"]))
+            elif not planned.quantized:
+                recipe = planned
                 with stage("export", f"Exporting {recipe.name}"):
-                    artifact = backend.export(spec, dest)
+                    artifact = backends.get(recipe.backend).export(spec, staging.path / _filename(recipe))
                     # the plain float export can be quantised as it is (not after graph fusion)
-                    if not artifact.details.get("graph_optimization", {}).get("applied"):
-                        float_exports[recipe.backend] = dest
+                    if quantizer and not artifact.details.get("graph_optimization", {}).get("applied"):
+                        quantizer.float_exports[recipe.backend] = artifact.path
             else:
+                recipe = planned
                 with stage("quantize", f"Quantising {recipe.name}"):
-                    if "calibration" not in int8_cache:
-                        int8_cache["calibration"] = make_batches(calibration_texts, batch_size=16,
-                                                                 pad_to=min(64, verify_length))
-                        int8_cache["reference"] = verify.torch_logits(model, int8_cache["calibration"])
-                    accept = _int8_judge(backend, int8_cache["calibration"], int8_cache["reference"], options)
-                    artifact = _quantize(loaded, spec, backend, recipe, dest, int8_cache["calibration"],
-                                         accept, options, int8_cache, float_exports.get(recipe.backend))
-                    fallback = artifact.details["float_fallback"]
-                    if fallback.get("roles"):
-                        reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
-                                      f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
-                    artifact.details.update(calibration_source=textdata.describe(options.calibration),
-                                            calibration_texts=len(calibration_texts))
+                    artifact = quantizer.build(recipe, staging.path / _filename(recipe))
+            fallback = artifact.details.get("float_fallback") or {}
+            if fallback.get("roles"):
+                reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
+                              f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
+            if recipe.kind == "int8":
+                artifact.details.update(calibration_source=textdata.describe(options.calibration),
+                                        calibration_texts=len(calibration_texts))
             with stage("verify", f"Verifying {recipe.name}"):
-                runner = backend.load(dest, threads=options.threads)
-                result = _verify(recipe, runner, artifact, dest, parity_batches, parity_ref, parity_masks,
+                backend = backends.get(recipe.backend)
+                runner = backend.load(artifact.path, threads=options.threads)
+                result = _verify(recipe, runner, artifact, artifact.path, parity_batches, parity_ref, parity_masks,
                                  verify_batches, verify_ref, verify_masks, options)
                 result.seconds = time.perf_counter() - start
                 reporter.info(f"  {recipe.name}: {_figures_line(result.verification)}")
                 if options.measure_latency:
-                    result.latency_ms = backends.onnx.median_latency_ms(runner, latency_feeds)
+                    result.latency_ms = backends.median_latency_ms(runner, latency_feeds)
                 results.append(result)
         failed = [r for r in results if not r.passed]
         if failed:
@@ -398,13 +383,19 @@ def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity
             verify_batches, verify_ref, verify_masks, options: ConvertOptions) -> ArtifactResult:
     real = verify.compare(verify_ref, verify.runner_logits(runner, verify_batches), verify_masks)
     figures: dict = {"real_sentences": real.to_json()}
-    if not recipe.quantized:
+    if recipe.kind in ("fp32", "fp16"):
         fixed = verify.compare(parity_ref, verify.runner_logits(runner, parity_batches), parity_masks)
-        tolerance = verify.fp32_tolerance(parity_ref)
+        tolerance = (verify.fp32_tolerance if recipe.kind == "fp32" else verify.fp16_tolerance)(parity_ref)
         figures.update(fixed_inputs=fixed.to_json(), tolerance={"max_abs": tolerance})
         passed = fixed.max_abs <= tolerance and real.max_abs <= tolerance
         if not passed:
             figures["failure"] = f"max |Δlogit| {max(fixed.max_abs, real.max_abs):.3g} > {tolerance:.3g}"
+        if recipe.kind == "fp16":
+            figures["tolerance"]["min_cosine"] = verify.FP16_MIN_COSINE
+            if min(fixed.cosine, real.cosine) < verify.FP16_MIN_COSINE:
+                passed = False
+                figures["failure"] = (f"cosine {min(fixed.cosine, real.cosine):.6f} < {verify.FP16_MIN_COSINE}; "
+                                      + figures.get("failure", ""))
     else:
         figures["tolerance"] = {"min_cosine": options.int8_min_cosine, "min_top1_agreement": options.int8_min_agreement}
         passed = real.cosine >= options.int8_min_cosine and real.top1_agreement >= options.int8_min_agreement
@@ -414,6 +405,19 @@ def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity
     figures["passed"] = passed
     return ArtifactResult(recipe=recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
                           passed=passed, details=artifact.details)
+
+
+def _filename(recipe: Recipe) -> str:
+    return backends.get(recipe.backend).filename(recipe.precision)
+
+
+def _selection_line(selection: dict) -> str:
+    parts = []
+    for c in selection["candidates"]:
+        ms = c["latency_ms"] if c["latency_ms"] is not None else c["plain_latency_ms"]
+        parts.append(f"{'[bold]' if c['chosen'] else ''}{c['recipe']} {ms:.1f} ms"
+                     f"{'[/]' if c['chosen'] else ''} ({c['outcome']})")
+    return "int8 auto: " + "; ".join(parts)
 
 
 def _figures_line(figures: dict) -> str:

@@ -20,6 +20,9 @@ import torch
 
 # fp32: |Δ| ≤ FP32_TOLERANCE · max(1, max|logit|): float re-association across kernels is ~1e-6.
 FP32_TOLERANCE = 1e-4
+# fp16 weights: a |Δlogit| bound scaled like fp32's, and a scale-free cosine bar beside it
+FP16_TOLERANCE = 1e-2
+FP16_MIN_COSINE = 0.9999
 INT8_MIN_COSINE = 0.99
 INT8_MIN_AGREEMENT = 0.95
 
@@ -103,3 +106,9 @@ def parity_inputs(encode: Callable, texts: Sequence, *, max_length: int, vocab_s
 def fp32_tolerance(ref_batches: Sequence[np.ndarray]) -> float:
     scale = max(float(np.abs(r).max()) for r in ref_batches)
     return FP32_TOLERANCE * max(1.0, scale)
+
+
+def fp16_tolerance(ref_batches: Sequence[np.ndarray]) -> float:
+    """fp16 weights round each weight by up to 2^-11 relative: logits move by ~1e-3 relative."""
+    scale = max(float(np.abs(r).max()) for r in ref_batches)
+    return FP16_TOLERANCE * max(1.0, scale)

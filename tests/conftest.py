@@ -81,6 +81,12 @@ def options(tmp_path):
         kwargs.setdefault("calibration_samples", 64)
         kwargs.setdefault("measure_latency", False)
         kwargs.setdefault("data_dir", DATA)
+        # One format and one int8 method unless a test asks: the defaults (tflite,onnx; int8 auto)
+        # build several artifacts and have tests of their own.
+        if "recipes" not in kwargs:
+            kwargs.setdefault("formats", "onnx")
+            if "int8" in (kwargs.get("opts") or ""):
+                kwargs.setdefault("int8", "dynamic")
         return ConvertOptions(checkpoint=str(checkpoint), **kwargs)
     return make
 

@@ -114,3 +114,117 @@ def test_tflite_int8_static_is_full_integer_and_dequantised(checkpoints, options
     outputs = interpreter.get_signature_runner("seq_32").get_output_details()
     assert outputs["logits"]["dtype"] == np.int8  # full integer down to the logits
     assert "FULLY_CONNECTED" in static["details"]["op_histogram"]
+
+
+def test_tflite_fp16_halves_the_weights_and_stays_near_parity(checkpoints, options):
+    result = convert(options(checkpoints["bert"]["ner"], recipes="tflite:fp16", buckets=[32]))
+    manifest = read_manifest(result.bundle)
+    fp32, fp16 = manifest["artifacts"]
+    assert [fp32["recipe"], fp16["recipe"]] == ["tflite:fp32", "tflite:fp16"]
+    v = fp16["verification"]
+    assert v["passed"] and v["tolerance"]["min_cosine"] == 0.9999
+    assert 0 < v["fixed_inputs"]["max_abs"] <= v["tolerance"]["max_abs"]  # changed, but within tolerance
+    assert "DEQUANTIZE" in fp16["details"]["op_histogram"] and "float_fallback" not in fp16["details"]
+    ratio = (result.bundle / fp16["file"]).stat().st_size / (result.bundle / fp32["file"]).stat().st_size
+    assert 0.45 < ratio < 0.6
+
+
+def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options):
+    """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
+    from converter import loading
+    from converter.backends.tflite import _linear_roles
+    from converter.pipeline import LogitsModel
+
+    ckpt = checkpoints["bert"]["classification"]
+    result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))
+    loaded = loading.load(str(ckpt))
+    from converter.transforms import TRANSFORMS
+
+    for name in ("nonorm", "relu"):
+        TRANSFORMS[name](loaded.model, loaded.family)
+    roles = _linear_roles(result.bundle / "model.tflite", LogitsModel(loaded.model, ["input_ids"]))
+    per_layer = ["query", "key", "value"]
+    expected = {f"bert.encoder.layer.*.attention.self.{n}" for n in per_layer} | {
+        "bert.encoder.layer.*.attention.output.dense", "bert.encoder.layer.*.intermediate.dense",
+        "bert.encoder.layer.*.output.dense", "bert.pooler.dense", "classifier"}
+    assert set(roles) == expected  # no "other": every op was matched
+    assert len(roles["bert.encoder.layer.*.output.dense"]) == 2 * 2  # 2 layers x 2 signatures
+    assert len(roles["classifier"]) == 2
+
+
+def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints, tmp_path):
+    """The shared search on TFLite: a judge that wants every FFN output projection in float."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    from converter import loading
+    from converter.backends import ExportSpec, get
+    from converter.encoding import encode
+    from converter.pipeline import LogitsModel
+
+    loaded = loading.load(str(checkpoints["bert"]["classification"]))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    spec = ExportSpec(model=LogitsModel(loaded.model, names).eval(), family=loaded.family, input_names=names,
+                      output_name="logits", max_length=128, buckets=[16, 32],
+                      make_batches=lambda texts, pad_to=None, **kw: [encode(loaded.tokenizer, texts, input_names=names,
+                                                                             max_length=128, pad_to=pad_to)])
+    calibration = spec.make_batches(TEXTS * 4, pad_to=16)
+    ffn_out = loaded.model.bert.encoder.layer[0].output.dense.weight.shape  # (hidden, intermediate): unique
+
+    def float_ffn_outputs(path):
+        model = tfl.read_model(str(path))
+        found = []
+        for subgraph in model.subgraphs:
+            for op in subgraph.operators:
+                if len(op.inputs) > 1 and list(subgraph.tensors[op.inputs[1]].shape) == list(ffn_out):
+                    found.append(subgraph.tensors[op.inputs[1]].type == 0)  # 0 = FLOAT32
+        return found
+
+    judged = []
+
+    def accept(path):
+        found = float_ffn_outputs(path)
+        judged.append(sum(found))
+        return all(found), {"cosine": sum(found) / len(found)}
+
+    artifact = get("tflite").quantize(spec, "int8-static", tmp_path / "q.tflite", calibration, accept)
+    fallback = artifact.details["float_fallback"]
+    assert judged[0] == 0 and fallback["accepted"]  # all-int8 first
+    assert fallback["roles"] == ["bert.encoder.layer.*.output.dense"]
+    assert fallback["linears_in_float"] == 2 * 2 and fallback["linears"] == (2 * 6 + 2) * 2
+    assert len(fallback["search"]) == 1 + 8 + 1
+    assert all(float_ffn_outputs(tmp_path / "q.tflite"))
+    assert not (tmp_path / "q.tflite.candidate.tflite").exists()
+
+
+def test_int8_auto_ships_the_fastest_recipe_that_passes(checkpoints, options):
+    opts = options(checkpoints["mobilebert"]["classification"], formats="tflite", opts="int8", int8="auto",
+                   buckets=[32], int8_min_cosine=0.95)
+    result = convert(opts)
+    manifest = read_manifest(result.bundle)
+    fp32, int8 = manifest["artifacts"]
+    selection = int8["details"]["selection"]
+    candidates = {c["recipe"]: c for c in selection["candidates"]}
+    assert set(candidates) == {"tflite:int8-dynamic", "tflite:int8-static"}
+    (chosen,) = [c for c in selection["candidates"] if c["chosen"]]
+    assert int8["recipe"] == chosen["recipe"] and chosen["accepted"]
+    for other in candidates.values():
+        if other is not chosen and other["latency_ms"] is not None:
+            assert other["latency_ms"] >= chosen["latency_ms"]
+        if other is not chosen and other["latency_ms"] is None:  # skipped or failed: never faster when built plain
+            assert other["plain_latency_ms"] >= chosen["latency_ms"] or not other["accepted"]
+    files = sorted(p.name for p in result.bundle.iterdir() if p.suffix == ".tflite")
+    assert files == sorted(["model.tflite", int8["file"]])  # the losing candidate is gone
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"recipes": "tflite:int4"}, "tflite:int4"),
+    ({"recipes": "tflite:fp16", "formats": "onnx"}, "--format"),
+    ({"recipes": "tflite:fp16", "opts": "int8"}, "--opt int8"),
+    ({"recipes": "tflite:fp16", "calibration": "x.txt"}, "--calibration"),
+    ({"recipes": "onnx:fp32", "buckets": [32]}, "--buckets"),
+])
+def test_contradictory_or_unknown_recipes_are_refused(kwargs, needle, checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], **kwargs)
+    with pytest.raises(InputError, match=needle.replace("-", r"\-")):
+        convert(opts)
+    assert not opts.out.exists()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Artifact, Backend, ExportSpec, Runner
+from .base import Artifact, Backend, ExportSpec, Runner, median_latency_ms
 
 _BACKENDS: dict[str, Backend] = {}
 
@@ -18,4 +18,4 @@ def get(name: str) -> Backend:
 
 from . import onnx, tflite  # noqa: E402,F401  (importing registers them)
 
-__all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "register", "get"]
+__all__ = ["Artifact", "Backend", "ExportSpec", "Runner", "median_latency_ms", "register", "get"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,3 +78,50 @@ class Backend(ABC):
 
     def filename(self, precision: str) -> str:
         return f"model.{precision}.{self.name}" if precision != "fp32" else f"model.{self.name}"
+
+
+def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], bool], tuple[bool, dict]],
+                          enabled: bool = True) -> dict:
+    """The accuracy-driven float-fallback search both backends share.
+
+    ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
+    projection) to its ops; ``attempt(float_roles, final)`` quantises with those roles kept in float
+    and judges the result (``final``: write it to the destination, else to a scratch file).
+    All-int8 first; if it fails, each role's sensitivity is measured alone, then roles go back to
+    float, most helpful first, until the result passes.  Returns ``details["float_fallback"]``.
+    """
+    excluded: list[str] = []
+    ok, score = attempt(excluded, True)
+    search = [{"float_roles": [], **score}]
+    if not ok and roles and enabled:
+        sensitivity = {}
+        for role in roles:
+            sensitivity[role] = attempt([role], False)[1]
+            search.append({"float_roles": [role], **sensitivity[role]})
+        for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
+            excluded.append(role)
+            ok, score = attempt(excluded, True)
+            search.append({"float_roles": list(excluded), **score})
+            if ok:
+                break
+    return {"roles": excluded, "linears_in_float": sum(len(roles[r]) for r in excluded),
+            "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "search": search}
+
+
+def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:
+    """Median latency of several runners measured in alternation, so that machine noise (other
+    processes, frequency changes) hits all of them alike and their ratio is meaningful."""
+    for runner in runners:
+        for _ in range(3):
+            runner(feeds)
+    times: list[list[float]] = [[] for _ in runners]
+    for _ in range(rounds):
+        for i, runner in enumerate(runners):
+            start = time.perf_counter()
+            runner(feeds)
+            times[i].append(time.perf_counter() - start)
+    return [float(np.median(t) * 1000) for t in times]
+
+
+def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 30) -> float:
+    return interleaved_latency_ms([runner], feeds, rounds=runs)[0]

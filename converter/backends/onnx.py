@@ -24,7 +24,6 @@ import contextlib
 import io
 import re
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +42,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, Runner
+from .base import Artifact, Backend, ExportSpec, Runner, float_fallback_search, interleaved_latency_ms
 
 OPSET = 20
 # Keep an optimised graph only if it is at least this much faster: below that, noise decides.
@@ -61,25 +60,6 @@ class OrtRunner(Runner):
 
     def __call__(self, feeds):
         return self.session.run(None, {name: feeds[name] for name in self.input_names})[0]
-
-
-def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:
-    """Median latency of several runners measured in alternation, so that machine noise (other
-    processes, frequency changes) hits all of them alike and their ratio is meaningful."""
-    for runner in runners:
-        for _ in range(3):
-            runner(feeds)
-    times: list[list[float]] = [[] for _ in runners]
-    for _ in range(rounds):
-        for i, runner in enumerate(runners):
-            start = time.perf_counter()
-            runner(feeds)
-            times[i].append(time.perf_counter() - start)
-    return [float(np.median(t) * 1000) for t in times]
-
-
-def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 30) -> float:
-    return interleaved_latency_ms([runner], feeds, rounds=runs)[0]
 
 
 def _strip_initializer_value_info(model: onnx.ModelProto) -> None:
@@ -195,7 +175,8 @@ class OnnxBackend(Backend):
                 source = prepared
             roles = _roles(onnx.load(str(source)))
 
-            def attempt(excluded_roles: list[str], out: Path) -> tuple[bool, dict]:
+            def attempt(excluded_roles: list[str], final: bool) -> tuple[bool, dict]:
+                out = dest if final else tmp / "candidate.onnx"
                 nodes = [n for role in excluded_roles for n in roles[role]]
                 if precision == "int8-dynamic":
                     _quantize_dynamic(source, out, nodes)
@@ -203,24 +184,7 @@ class OnnxBackend(Backend):
                     _quantize_static(source, out, calibration, nodes, tmp / "calibration-cache.json")
                 return accept(out) if accept else (True, {})
 
-            excluded: list[str] = []
-            ok, score = attempt(excluded, dest)
-            search = [{"float_roles": [], **score}]
-            if not ok and roles and float_fallback:
-                candidate = tmp / "candidate.onnx"
-                sensitivity = {}
-                for role in roles:
-                    sensitivity[role] = attempt([role], candidate)[1]
-                    search.append({"float_roles": [role], **sensitivity[role]})
-                ranked = sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True)
-                for role in ranked:
-                    excluded.append(role)
-                    ok, score = attempt(excluded, dest)
-                    search.append({"float_roles": list(excluded), **score})
-                    if ok:
-                        break
-        total = sum(len(nodes) for nodes in roles.values())
-        in_float = sum(len(roles[r]) for r in excluded)
+            fallback = float_fallback_search(roles, attempt, float_fallback)
         details = {
             "method": "dynamic" if precision == "int8-dynamic" else "static QDQ",
             "weights": "int8 per-channel",
@@ -228,8 +192,7 @@ class OnnxBackend(Backend):
                            f"uint8, calibrated (percentile {PERCENTILE})",
             # Embedding tables (Gather) too in dynamic: int8 rows are looked up, then dequantised.
             "quantized_ops": ["MatMul", "Gemm", "Gather"] if precision == "int8-dynamic" else ["MatMul", "Gemm"],
-            "float_fallback": {"roles": excluded, "linears_in_float": in_float, "linears": total,
-                               "accepted": ok, "search": search},
+            "float_fallback": fallback,
         }
         if precision == "int8-static":
             details["calibration_batches"] = len(calibration)

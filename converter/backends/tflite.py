@@ -17,6 +17,7 @@ import collections
 import contextlib
 import io
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import torch
 
 from ..errors import InputError, VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, Runner
+from .base import Artifact, Backend, ExportSpec, Runner, float_fallback_search
 
 SIGNATURE_PREFIX = "seq_"
 
@@ -127,7 +128,7 @@ class TfliteRunner(Runner):
 
 class TfliteBackend(Backend):
     name = "tflite"
-    precisions = ("fp32", "int8-dynamic", "int8-static")
+    precisions = ("fp32", "fp16", "int8-dynamic", "int8-static")
 
     def filename(self, precision):
         return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
@@ -157,42 +158,129 @@ class TfliteBackend(Backend):
                 "input_dtype": "int32", "op_histogram": check_builtin_only(path)}
 
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
-        from ai_edge_quantizer import quantizer, recipe
-
-        if precision not in ("int8-dynamic", "int8-static"):
+        """fp16 weights, or int8 (dynamic, static) with the shared float-fallback search over Linear roles."""
+        if precision not in QUANTIZER_RECIPES:
             raise ValueError(f"tflite backend has no precision {precision!r}")
         if precision == "int8-static" and not calibration:
             raise VerificationError("static int8 needs calibration text", "give --calibration")
         float_path = float_export or dest.with_name(dest.name + ".float.tflite")
+        candidate = dest.with_name(dest.name + ".candidate.tflite")
         try:
             if float_export is None:
                 self._convert(spec, float_path)
             logging.getLogger("absl").setLevel(logging.ERROR)
-            with _quiet():
-                if precision == "int8-dynamic":
-                    name = "dynamic_wi8_afp32"
-                    qt = quantizer.Quantizer(str(float_path), recipe.dynamic_wi8_afp32())
-                    result = qt.quantize(enable_progress_report=False)
-                else:
-                    name = "static_wi8_ai8"
-                    qt = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
-                    # every signature is calibrated, on the calibration rows fitted to its length
-                    rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
-                            for batch in calibration for i in range(batch["input_ids"].shape[0])]
-                    data = {f"{SIGNATURE_PREFIX}{b}": [{n: _fit(r[n], b) for n in r} for r in rows]
-                            for b in spec.buckets}
-                    result = qt.quantize(qt.calibrate(data), enable_progress_report=False)
-                result.export_model(str(dest), overwrite=True)
+            roles = _linear_roles(float_path, spec.model) if precision.startswith("int8") else {}
+            calibrated = self._calibrate(spec, float_path, calibration) if precision == "int8-static" else None
+
+            def attempt(float_roles: list[str], final: bool) -> tuple[bool, dict]:
+                out = dest if final else candidate
+                scopes = [scope for role in float_roles for scope in roles[role]]
+                _quantize(float_path, out, precision, scopes, calibrated)
+                return accept(out) if accept else (True, {})
+
+            fallback = float_fallback_search(roles, attempt, float_fallback and precision.startswith("int8"))
         finally:
+            candidate.unlink(missing_ok=True)
             if float_export is None:
                 float_path.unlink(missing_ok=True)
-        ok, score = accept(dest) if accept else (True, {})
         details = self._describe(spec, dest, {"method": precision.removeprefix("int8-"),
-                                              "quantizer": f"ai-edge-quantizer {name}"})
-        # No per-role float fallback on TFLite yet: the ONNX backend has it (see onnx.py).
-        details["float_fallback"] = {"roles": [], "linears_in_float": 0, "linears": None, "accepted": ok,
-                                     "search": [{"float_roles": [], **score}]}
+                                              "quantizer": f"ai-edge-quantizer {QUANTIZER_RECIPES[precision]}"})
+        if precision == "int8-static":
+            details["calibration_rows"] = sum(b["input_ids"].shape[0] for b in calibration)
+        if precision.startswith("int8"):
+            details["float_fallback"] = fallback
         return Artifact(f"tflite:{precision}", dest, details)
+
+    def _calibrate(self, spec: ExportSpec, float_path: Path, calibration: list):
+        """Activation ranges for every signature, on the calibration rows fitted to its length; computed
+        once and reused by every float-fallback attempt (keeping ops in float needs no new ranges)."""
+        from ai_edge_quantizer import quantizer
+
+        rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
+                for batch in calibration for i in range(batch["input_ids"].shape[0])]
+        data = {f"{SIGNATURE_PREFIX}{b}": [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
+        qt = quantizer.Quantizer(str(float_path), _recipe("int8-static", []))
+        with _quiet():
+            return qt.calibrate(data, num_threads=max(1, spec.threads))
+
+
+#: our precision -> the ai-edge-quantizer recipe it starts from
+QUANTIZER_RECIPES = {"fp16": "weight_only_wf16 (float casting)", "int8-dynamic": "dynamic_wi8_afp32",
+                     "int8-static": "static_wi8_ai8"}
+
+
+def _recipe(precision: str, float_scopes: list[str]):
+    """The ai-edge-quantizer recipe for ``precision``, with the ops of ``float_scopes`` left in float."""
+    from ai_edge_quantizer import qtyping, recipe
+    from ai_edge_quantizer.recipe_manager import RecipeManager
+
+    manager = RecipeManager()
+    if precision == "fp16":
+        # fp16 weights, dequantised to float at load: half the size, float arithmetic
+        for op in (qtyping.TFLOperationName.FULLY_CONNECTED, qtyping.TFLOperationName.EMBEDDING_LOOKUP):
+            manager.add_weight_only_config(regex=".*", operation_name=op, num_bits=16,
+                                           algorithm_key=recipe.AlgorithmName.FLOAT_CASTING)
+    else:
+        manager.load_quantization_recipe(getattr(recipe, QUANTIZER_RECIPES[precision])())
+    if float_scopes:
+        # the latest matching entry wins: these ops stay float
+        manager.add_quantization_config(regex="^(?:" + "|".join(re.escape(s) for s in float_scopes) + ")$",
+                                        operation_name=qtyping.TFLOperationName.FULLY_CONNECTED,
+                                        algorithm_key=recipe.AlgorithmName.NO_QUANTIZE)
+    return manager.get_quantization_recipe()
+
+
+def _quantize(float_path: Path, dest: Path, precision: str, float_scopes: list[str], calibrated=None) -> None:
+    from ai_edge_quantizer import quantizer
+
+    qt = quantizer.Quantizer(str(float_path), _recipe(precision, float_scopes))
+    with _quiet():
+        qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
+
+
+def _linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
+    """FULLY_CONNECTED ops with a constant weight, grouped by role across layers and signatures.
+
+    Each op is matched to the PyTorch Linear it came from by its weight: tensor names are fused
+    location lists that do not say which Linear an op is.  The converter folds a preceding
+    LayerNorm's γ into the weight (W·diag(γ)), so a match is "equal up to a per-column scale".
+    The role is the Linear's module path with layer indices starred
+    (``bert.encoder.layer.*.output.dense``).  An op is identified by its scope: the key
+    ai-edge-quantizer's recipes match.
+    """
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    linears = [(re.sub(r"\.\d+\.", ".*.", name.removeprefix("model.")), module.weight.detach().float().numpy())
+               for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    flatbuffer = tfl.read_model(str(path))
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
+    fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
+    roles: dict[str, list[str]] = {}
+    for subgraph in flatbuffer.subgraphs:
+        for op in subgraph.operators:
+            if codes[op.opcodeIndex] != fully_connected or len(op.inputs) < 2:
+                continue
+            tensor = subgraph.tensors[op.inputs[1]]
+            data = flatbuffer.buffers[tensor.buffer].data
+            if data is None:  # activation x activation
+                continue
+            weight = np.frombuffer(np.asarray(data, dtype=np.uint8).tobytes(), dtype=np.float32).reshape(tensor.shape)
+            roles.setdefault(_role_of(weight, linears), []).append(tfl.get_op_scope(op, subgraph.tensors))
+    return roles
+
+
+def _role_of(weight: np.ndarray, linears: list[tuple[str, np.ndarray]]) -> str:
+    """The role of the Linear whose weight equals ``weight`` up to a per-column scale (else "other")."""
+    best, best_residual = "other", 1e-3
+    for role, candidate in linears:
+        if candidate.shape != weight.shape:
+            continue
+        # least-squares column scale c_j = <w_j, W_j> / <W_j, W_j>, then the relative residual
+        scale = (weight * candidate).sum(0) / np.maximum((candidate * candidate).sum(0), 1e-30)
+        residual = np.linalg.norm(weight - candidate * scale) / max(np.linalg.norm(weight), 1e-30)
+        if residual < best_residual:
+            best, best_residual = role, residual
+    return best
 
 
 def _fit(ids: np.ndarray, length: int) -> np.ndarray:

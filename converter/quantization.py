@@ -1,0 +1,133 @@
+"""The quantize stage: the accuracy ladder for one recipe, and ``--int8 auto``'s choice of recipe.
+
+Every int8 candidate is judged on the calibration text, so that the verification sentences stay
+unseen by every choice made here (smoothing, float fallback, which recipe ships).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import backends, loading, verify
+from .backends import Artifact, ExportSpec
+from .errors import VerificationError
+from .recipes import Choice, Recipe
+from .transforms.smoothquant import activation_maxima, smooth
+
+
+@dataclass
+class QuantizeStage:
+    loaded: loading.Loaded
+    spec: ExportSpec
+    calibration: list[dict[str, np.ndarray]]  # fixed-length batches of calibration text
+    reference: list[np.ndarray]  # PyTorch logits on them
+    threads: int
+    min_cosine: float
+    min_agreement: float
+    smooth_alpha: float | None
+    #: backend name -> its plain float export, quantised instead of exporting again
+    float_exports: dict[str, Path] = field(default_factory=dict)
+    _smoothed: tuple[ExportSpec, dict] | None = None
+
+    def judge(self, backend):
+        """accept(path) -> (meets the int8 bar on the calibration text?, figures)."""
+        masks = [b["attention_mask"] for b in self.calibration]
+
+        def accept(path: Path) -> tuple[bool, dict]:
+            got = verify.runner_logits(backend.load(path, threads=self.threads), self.calibration)
+            c = verify.compare(self.reference, got, masks)
+            ok = c.cosine >= self.min_cosine and c.top1_agreement >= self.min_agreement
+            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
+
+        return accept
+
+    def plain(self, recipe: Recipe, dest: Path) -> Artifact:
+        """The recipe as the quantiser makes it: no smoothing, no float fallback."""
+        backend = backends.get(recipe.backend)
+        accept = self.judge(backend) if recipe.kind == "int8" else None
+        artifact = backend.quantize(self.spec, recipe.precision, dest, self.calibration, accept,
+                                    float_fallback=False, float_export=self.float_exports.get(recipe.backend))
+        artifact.details["smoothing"] = None
+        return artifact
+
+    def build(self, recipe: Recipe, dest: Path, plain: Artifact | None = None) -> Artifact:
+        """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
+        when plain int8 misses the bar); then, smoothed, with the most sensitive Linears in float."""
+        artifact = plain or self.plain(recipe, dest)
+        if recipe.kind != "int8" or artifact.details["float_fallback"]["accepted"] or self.smooth_alpha is None:
+            return artifact
+        smoothed_spec, smoothing = self._smoothed_spec()
+        unsmoothed = artifact.details["float_fallback"]["search"][0]
+        backend = backends.get(recipe.backend)
+        artifact = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration, self.judge(backend))
+        artifact.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
+        return artifact
+
+    def _smoothed_spec(self) -> tuple[ExportSpec, dict]:
+        if self._smoothed is None:
+            from .pipeline import LogitsModel
+
+            maxima = activation_maxima(self.loaded.model, self.loaded.family, self.calibration)
+            smoothed, count = smooth(self.loaded.model, self.loaded.family, maxima, alpha=self.smooth_alpha)
+            spec = ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(smoothed, self.spec.input_names).eval()})
+            self._smoothed = spec, {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count}
+        return self._smoothed
+
+    def choose(self, choice: Choice, directory: Path, feeds: dict[str, np.ndarray]) -> tuple[Recipe, Artifact]:
+        """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine.
+
+        Every candidate is first built plain and timed.  Then, fastest first, a candidate that failed
+        goes through the accuracy ladder (smoothing, float fallback); a candidate whose plain build is
+        already slower than the best passing one is skipped, since the ladder only adds work.
+        """
+        backend = backends.get(choice.candidates[0].backend)
+        trials = []
+        for recipe in choice.candidates:
+            path = directory / f".candidate-{backend.filename(recipe.precision)}"
+            artifact = self.plain(recipe, path)
+            trials.append({"recipe": recipe, "path": path, "artifact": artifact,
+                           "plain_ms": backends.median_latency_ms(backend.load(path, self.threads), feeds)})
+        best = None
+        for trial in sorted(trials, key=lambda t: t["plain_ms"]):
+            if best is not None and trial["plain_ms"] >= best["ms"]:
+                trial["outcome"] = f"skipped: plain build already slower than {best['recipe'].name}"
+                continue
+            artifact = trial["artifact"]
+            if artifact.details["float_fallback"]["accepted"]:
+                trial["ms"] = trial["plain_ms"]
+            else:
+                artifact = trial["artifact"] = self.build(trial["recipe"], trial["path"], plain=artifact)
+                if artifact.details["float_fallback"]["accepted"]:
+                    trial["ms"] = backends.median_latency_ms(backend.load(trial["path"], self.threads), feeds)
+            if "ms" not in trial:
+                trial["outcome"] = "failed the int8 bar"
+            elif best is None or trial["ms"] < best["ms"]:
+                best = trial
+        for trial in trials:
+            if trial is not best:
+                trial["path"].unlink(missing_ok=True)
+                trial.setdefault("outcome", f"slower than {best['recipe'].name}" if best else "failed the int8 bar")
+        record = [{"recipe": t["recipe"].name, "plain_latency_ms": round(t["plain_ms"], 3),
+                   "latency_ms": round(t["ms"], 3) if "ms" in t else None,
+                   "accepted": t["artifact"].details["float_fallback"]["accepted"],
+                   "chosen": t is best, "outcome": t.get("outcome", "chosen"),
+                   **t["artifact"].details["float_fallback"]["search"][-1]} for t in trials]
+        if best is None:
+            raise VerificationError(
+                f"no int8 recipe for {backend.name} met the int8 bar on the calibration text: "
+                + "; ".join(f"{r['recipe']} cosine {r.get('cosine')}, top-1 {r.get('top1_agreement')}"
+                            for r in record),
+                "convert without int8, lower --int8-min-cosine/--int8-min-agreement knowingly, or give "
+                "--calibration text closer to your inputs")
+        dest = directory / backend.filename(best["recipe"].precision)
+        best["path"].rename(dest)
+        artifact = best["artifact"]
+        artifact.path = dest
+        artifact.details["selection"] = {
+            "rule": "--int8 auto: the fastest int8 recipe meeting the int8 bar on the calibration text "
+                    f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine)",
+            "candidates": record}
+        return best["recipe"], artifact
