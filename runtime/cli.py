@@ -105,7 +105,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     Exit codes: 0 ok; 2 bad command line; 3 unusable bundle; 4 model file refused or not matching
     its tokenizer/labels; 5 unusable input; 6 backend package not installed.
     """
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
         if texts and file is not None:
             raise click.UsageError("give texts as arguments or with --file, not both")
