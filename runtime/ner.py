@@ -20,6 +20,7 @@ Long texts run in overlapping windows whose entities are merged (:mod:`runtime.w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,53 +60,68 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-def pre_entities(text: str, window: TokenizedWindow, scores: np.ndarray, how: Decoding) -> list[dict]:
-    """One entry per non-special token: its scores, span, vocabulary form and whether it is a subword."""
+@dataclass
+class _Token:
+    """A non-special token: its best label and score (per-token argmax, done for all tokens at once)."""
+
+    index: int
+    word: str
+    start: int
+    end: int
+    is_subword: bool
+    label: int
+    score: float
+
+
+def tokens_of(text: str, window: TokenizedWindow, best: list[int], best_scores: list[float],
+              how: Decoding) -> list[_Token]:
+    """Non-special tokens with their text span and whether each continues the previous word."""
     out = []
-    for idx, token_scores in enumerate(scores):
-        if window.special[idx]:
+    for idx, special in enumerate(window.special):
+        if special:
             continue
         word = window.tokens[idx]
         start, end = window.offsets[idx]
-        reference = text[start:end]
-        if how.word_aware:
-            is_subword = len(word) != len(reference)
+        if how.unk_id is not None and window.ids[idx] == how.unk_id:
+            word, is_subword = text[start:end], False
+        elif how.word_aware:
+            is_subword = len(word) != end - start
         else:
             is_subword = start > 0 and " " not in text[start - 1:start + 1]
-        if how.unk_id is not None and window.ids[idx] == how.unk_id:
-            word, is_subword = reference, False
-        out.append({"word": word, "scores": token_scores, "start": start, "end": end, "index": idx,
-                    "is_subword": is_subword})
+        out.append(_Token(idx, word, start, end, is_subword, best[idx], best_scores[idx]))
     return out
 
 
-def _word(group: list[dict], aggregation: str, how: Decoding) -> dict:
+def _word(group: list[_Token], aggregation: str, probs: np.ndarray, how: Decoding) -> dict:
     """The tokens of one word -> one labelled word (``first``/``average``/``max``)."""
-    if aggregation == "first":
-        row = group[0]["scores"]
+    if aggregation == "first" or len(group) == 1:
+        label, score = group[0].label, group[0].score
     elif aggregation == "max":
-        row = max(group, key=lambda e: e["scores"].max())["scores"]
+        top = max(group, key=lambda t: t.score)  # the first of equally confident tokens, as max() picks
+        label, score = top.label, top.score
     elif aggregation == "average":
-        row = np.nanmean(np.stack([e["scores"] for e in group]), axis=0)
+        mean = np.nanmean(probs[[t.index for t in group]], axis=0)
+        label = int(mean.argmax())
+        score = float(mean[label])
     else:
         raise ValueError(f"not a word aggregation: {aggregation!r}")
-    best = int(row.argmax())
-    return {"entity": how.labels[best], "score": row[best], "word": how.detokenize([e["word"] for e in group]),
-            "start": group[0]["start"], "end": group[-1]["end"]}
+    return {"entity": how.labels[label], "score": score, "word": how.detokenize([t.word for t in group]),
+            "start": group[0].start, "end": group[-1].end}
 
 
-def _words(pre: list[dict], aggregation: str, how: Decoding) -> list[dict]:
+def _words(tokens: list[_Token], aggregation: str, probs: np.ndarray, how: Decoding) -> list[dict]:
     words, group = [], []
-    for entity in pre:
-        if group and not entity["is_subword"]:
-            words.append(_word(group, aggregation, how))
+    for token in tokens:
+        if group and not token.is_subword:
+            words.append(_word(group, aggregation, probs, how))
             group = []
-        group.append(entity)
+        group.append(token)
     if group:
-        words.append(_word(group, aggregation, how))
+        words.append(_word(group, aggregation, probs, how))
     return words
 
 
+@functools.lru_cache(maxsize=4096)
 def split_tag(label: str) -> tuple[str, str]:
     """``B-PER`` -> (B, PER); ``I-PER`` -> (I, PER); a label without prefix continues, like ``I-``."""
     if label.startswith("B-"):
@@ -116,23 +132,29 @@ def split_tag(label: str) -> tuple[str, str]:
 
 
 def _group(entities: list[dict], how: Decoding) -> dict:
-    scores = np.array([e["score"] for e in entities])
-    return {"entity_group": entities[0]["entity"].split("-", 1)[-1], "score": np.nanmean(scores),
+    return {"entity_group": entities[0]["entity"].split("-", 1)[-1],
+            "score": sum(e["score"] for e in entities) / len(entities),
             "word": how.detokenize([e["word"] for e in entities]),
             "start": entities[0]["start"], "end": entities[-1]["end"]}
 
 
-def group_entities(entities: list[dict], how: Decoding) -> list[dict]:
+def group_entities(entities: list[dict], how: Decoding, ignore_labels: Sequence[str] = ()) -> list[dict]:
+    """Adjacent entities of one tag -> groups; groups whose tag is ignored (``O``) are never built."""
     groups, current = [], []
+
+    def close():
+        if current[0]["entity"].split("-", 1)[-1] not in ignore_labels:
+            groups.append(_group(current, how))
+
     for entity in entities:
         if current:
             bi, tag = split_tag(entity["entity"])
             if tag != split_tag(current[-1]["entity"])[1] or bi == "B":
-                groups.append(_group(current, how))
+                close()
                 current = []
         current.append(entity)
     if current:
-        groups.append(_group(current, how))
+        close()
     return groups
 
 
@@ -140,24 +162,18 @@ def decode(text: str, window: TokenizedWindow, logits: np.ndarray, aggregation: 
            ignore_labels: Sequence[str] = ("O",), index_offset: int = 0) -> list[dict]:
     """Logits ``[tokens, labels]`` of one window -> entities (``index_offset`` shifts ``index`` for
     windows after the first, so it counts tokens of the whole text)."""
-    pre = pre_entities(text, window, softmax(logits), how)
+    probs = softmax(logits)
+    best = probs.argmax(axis=-1)
+    best_scores = probs[np.arange(len(best)), best]
+    tokens = tokens_of(text, window, best.tolist(), best_scores.tolist(), how)
     if aggregation in ("none", "simple"):
-        entities = []
-        for p in pre:
-            best = int(p["scores"].argmax())
-            entities.append({"entity": how.labels[best], "score": p["scores"][best], "index": p["index"] + index_offset,
-                             "word": p["word"], "start": p["start"], "end": p["end"]})
+        entities = [{"entity": how.labels[t.label], "score": t.score, "index": t.index + index_offset,
+                     "word": t.word, "start": t.start, "end": t.end} for t in tokens]
     else:
-        entities = _words(pre, aggregation, how)
+        entities = _words(tokens, aggregation, probs, how)
     if aggregation != "none":
-        entities = group_entities(entities, how)
-    out = []
-    for e in entities:
-        if e.get("entity") in ignore_labels or e.get("entity_group") in ignore_labels:
-            continue
-        e["score"] = float(e["score"])
-        out.append(e)
-    return out
+        entities = group_entities(entities, how, ignore_labels)
+    return [e for e in entities if e.get("entity") not in ignore_labels and e.get("entity_group") not in ignore_labels]
 
 
 def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[np.ndarray], aggregation: str,

@@ -154,6 +154,9 @@ class TextEncoder:
         """Texts or pairs -> one encoding each, truncated to the maximum (``overflowing`` non-empty if cut)."""
         if not items:
             return []
+        if len(items) == 1:  # encode_batch's thread-pool hand-off costs more than one short text
+            a, b = items[0]
+            return [self._truncating.encode(a, b)]
         if all(b is None for _, b in items):
             return self._truncating.encode_batch([a for a, _ in items])
         return self._truncating.encode_batch([a if b is None else (a, b) for a, b in items])
@@ -171,7 +174,12 @@ class TextEncoder:
             tok = self._windowing.get(stride)
             if tok is None:
                 tok = self._windowing[stride] = self._configured(self.max_length, stride)
-        return [[enc, *enc.overflowing] for enc in tok.encode_batch(texts)]
+        encodings = [tok.encode(texts[0])] if len(texts) == 1 else tok.encode_batch(texts)
+        return [[enc, *enc.overflowing] for enc in encodings]
+
+    def length(self, text: str) -> int:
+        """Tokens ``text`` has before any truncation, specials included."""
+        return len(self._base.encode(text).ids)
 
     # --- tokens back to text ---------------------------------------------------------------
     def detokenize(self, tokens: list[str]) -> str:
