@@ -228,3 +228,19 @@ def test_contradictory_or_unknown_recipes_are_refused(kwargs, needle, checkpoint
     with pytest.raises(InputError, match=needle.replace("-", r"\-")):
         convert(opts)
     assert not opts.out.exists()
+
+
+def test_an_op_without_builtin_lowering_is_named_with_the_transform_that_avoids_it(tokenizer, options, tmp_path):
+    """xIELU (transformers' "xielu" activation) does not lower to builtin TFLite ops: the error names
+    the activation and the op, suggests relu, writes nothing, and --opt relu then converts."""
+    from .conftest import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "xielu", "bert", tokenizer, hidden_act="xielu")
+    opts = options(ckpt, formats="tflite", buckets=[16])
+    with pytest.raises(InputError, match="'xielu'.*no builtin TFLite lowering") as info:
+        convert(opts)
+    assert "activations.py" in info.value.problem and "relu" in info.value.fix
+    assert not opts.out.exists()
+    result = convert(options(ckpt, formats="tflite", buckets=[16], opts="relu", allow_accuracy_loss=True,
+                             out=tmp_path / "relu"))
+    assert read_manifest(result.bundle)["artifacts"][0]["verification"]["passed"]

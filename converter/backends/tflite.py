@@ -85,6 +85,29 @@ def check_builtin_only(path: Path) -> dict[str, int]:
     return histogram
 
 
+def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
+    """litert-torch fails on ops with no builtin TFLite lowering ("Lowering not found: aten.X", or an
+    op the legaliser must reject): name the op, where it comes from and the transform that avoids it."""
+    text = str(exc)
+    op = (re.search(r"Lowering not found: (aten\.[\w.]+)", text)
+          or re.search(r"failed to legalize operation '([\w.]+)'", text))
+    where = re.search(r"([\w/.-]+\.py):(\d+)", text)
+    if op is None:
+        raise exc  # not an unsupported-op failure: a bug to report as it is
+    source = f" (from {Path(where.group(1)).name}:{where.group(2)})" if where else ""
+    config = getattr(spec.model, "config", None)
+    activation = getattr(config, "hidden_act", None) or getattr(config, "activation", None)
+    from_activation = (where and where.group(1).endswith("activations.py")) or "erf" in op.group(1)
+    if from_activation and activation is not None:
+        problem = (f"the model's activation {activation!r} has no builtin TFLite lowering: {op.group(1)}{source}; "
+                   "phones' builtin-only interpreters could not run it")
+        fix = "add relu to --opt (GELU-style activations -> ReLU; measure the cost), or convert with --format onnx"
+    else:
+        problem = f"the model needs {op.group(1)}{source}, which has no builtin TFLite lowering"
+        fix = "convert with --format onnx, or change the model so that it avoids this op"
+    return InputError(problem, fix)
+
+
 def smallest_bucket(buckets: list[int], length: int) -> int:
     """The runtime's rule: the smallest bucket that holds ``length`` tokens."""
     for bucket in sorted(buckets):
@@ -145,8 +168,11 @@ class TfliteBackend(Backend):
             example = spec.make_batches(["x"], pad_to=bucket)[0]
             kwargs = {name: torch.from_numpy(example[name].astype(np.int32)) for name in spec.input_names}
             converter = converter.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
-        with _quiet(), torch.no_grad():
-            converter.convert().export(str(dest))
+        try:
+            with _quiet(), torch.no_grad():
+                converter.convert().export(str(dest))
+        except (RuntimeError, ValueError) as exc:
+            raise _unconvertible(exc, spec) from exc
 
     def export(self, spec: ExportSpec, dest: Path) -> Artifact:
         self._convert(spec, dest)
