@@ -61,12 +61,23 @@ def test_tflite_int8_dynamic(family, checkpoints, options):
     assert not [op for op in int8["details"]["op_histogram"] if op.startswith("CUSTOM")]
 
 
-def test_both_formats_in_one_bundle(checkpoints, options):
-    result = convert(options(checkpoints["distilbert"]["classification"], formats="tflite,onnx", opts="int8",
-                             buckets=[32]))
-    recipes = [a["recipe"] for a in read_manifest(result.bundle)["artifacts"]]
-    assert recipes == ["onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic"]
-    assert {p.name for p in result.bundle.iterdir()} >= {"model.onnx", "model.tflite", "model.int8-dynamic.tflite"}
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_the_default_formats_with_every_optimisation(family, checkpoints, options):
+    """The issue's done-when: --opt nonorm,relu,int8 with the default formats (tflite,onnx) and --int8 auto."""
+    opts = options(checkpoints[family]["classification"], opts="nonorm,relu,int8", int8="auto",
+                   allow_accuracy_loss=True, buckets=[32])
+    opts.formats = None  # the converter's default
+    manifest = read_manifest(convert(opts).bundle)
+    by_backend = {}
+    for art in manifest["artifacts"]:
+        assert art["verification"]["passed"]
+        by_backend.setdefault(art["backend"], []).append(art)
+    assert sorted(by_backend) == ["onnx", "tflite"]
+    for backend, (fp32, int8) in by_backend.items():
+        assert fp32["recipe"] == f"{backend}:fp32" and int8["precision"].startswith("int8-")
+        assert [c["recipe"] for c in int8["details"]["selection"]["candidates"]] == [
+            f"{backend}:int8-dynamic", f"{backend}:int8-static"]
+        assert (opts.out / int8["file"]).exists()
 
 
 def test_bucket_longer_than_positions_is_refused(checkpoints, options):
