@@ -94,9 +94,11 @@ def build_bundles(root: Path, threads: int) -> list[Path]:
     common = dict(formats="onnx,tflite", opts="int8", buckets=[32, 64, 128], verify_samples=300,
                   measure_latency=False, threads=threads)
     return [convert(ConvertOptions(checkpoint="minilm", out=root / "minilm-cls", **common)).bundle,
+            # A fresh random head's token logits are near-ties, so int8 flips more argmaxes than a trained
+            # head would; speed does not depend on it, so accept the bundle at 90% agreement.
             convert(ConvertOptions(checkpoint="minilm", out=root / "minilm-ner", task="ner",
                                    labels=["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC",
-                                           "I-MISC"], **common)).bundle]
+                                           "I-MISC"], int8_min_agreement=0.9, **common)).bundle]
 
 
 def main() -> None:
@@ -111,6 +113,8 @@ def main() -> None:
     sst2 = read_texts(data / "glue" / "SST-2" / "dev.tsv")
     conll = read_texts(data / "conll2003" / "dev.txt")
     with tempfile.TemporaryDirectory() as tmp:
+        if not args.bundle:
+            print("converting all-MiniLM-L6-v2 (classification and NER bundles, a few minutes)…", flush=True)
         bundles = args.bundle or build_bundles(Path(tmp), args.threads)
         overhead, speed = [], []
         for bundle in bundles:
