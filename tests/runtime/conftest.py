@@ -4,7 +4,7 @@
   tags most tokens as some entity, so the real sentences yield thousands of B-/I- tags, stray I- tags,
   B-B neighbours and multi-piece words: every branch of the decoding.
 * ``cls_bundle``: tiny random DistilBERT (no token_type_ids input), 3 labels, ONNX + TFLite, fp32 and
-  int8-dynamic.
+  int8-dynamic (`--int8 dynamic`: `auto` would ship whichever int8 method is fastest on the machine).
 * ``minilm_bundle``: the real all-MiniLM-L6-v2 with the converter's seeded 2-label head, ONNX + TFLite
   (bucket 64: SST-2 dev sentences are at most 55 tokens).
 """
@@ -36,7 +36,7 @@ def ner_bundle(checkpoints, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def cls_bundle(checkpoints, tmp_path_factory) -> Path:
     return convert_bundle(checkpoints["distilbert"]["classification"], tmp_path_factory.mktemp("rt") / "cls",
-                          formats="onnx,tflite", opts="int8")
+                          formats="onnx,tflite", opts="int8", int8="dynamic")
 
 
 @pytest.fixture(scope="session")

@@ -157,3 +157,24 @@ def test_labels_that_do_not_match_the_model(ner_bundle, tmp_path):
     edit_manifest(bundle, lambda m: m.__setitem__("labels", ["O", "B-PER", "I-PER"]))
     with pytest.raises(ModelError, match=r"shape \[1, 3, 9\], but a ner model with 3 labels"):
         runtime.load(bundle)
+
+
+def _artifact(recipe: str, passed: bool = True) -> dict:
+    backend, precision = recipe.split(":")
+    return {"recipe": recipe, "backend": backend, "precision": precision, "file": f"{recipe}.bin",
+            "verification": {"passed": passed}}
+
+
+@pytest.mark.parametrize("recipes, backend, precision, chosen", [
+    (["onnx:fp32", "onnx:int8-static", "tflite:fp32"], "auto", None, "onnx:int8-static"),  # --int8 auto shipped static
+    (["onnx:fp32", "onnx:int8-static", "onnx:int8-dynamic"], "auto", None, "onnx:int8-dynamic"),
+    (["tflite:fp32", "tflite:fp16", "onnx:fp32"], "tflite", None, "tflite:fp16"),
+    (["coreml:fp32", "tflite:fp32", "onnx:int8-dynamic"], "auto", "fp32", "tflite:fp32"),  # unknown backends ignored
+    (["onnx:fp32", "onnx:int8-dynamic!"], "auto", None, "onnx:fp32"),  # "!": failed verification, never chosen
+])
+def test_artifact_choice_rule(tmp_path, monkeypatch, recipes, backend, precision, chosen):
+    monkeypatch.setattr(runtime.bundle, "backend_installed", lambda name: True)
+    artifacts = [_artifact(r.rstrip("!"), passed=not r.endswith("!")) for r in recipes]
+    bundle = runtime.Bundle(tmp_path, {"task": "classification", "labels": ["a", "b"], "max_sequence_length": 8,
+                                       "inputs": [{"name": "input_ids"}], "tokenizer": {}, "artifacts": artifacts})
+    assert bundle.select(backend, precision=precision).recipe == chosen
