@@ -8,8 +8,10 @@ endless pipe streams.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 
@@ -22,6 +24,24 @@ from .errors import Error, InputError
 from .ner import AGGREGATIONS
 
 CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
+
+
+@contextlib.contextmanager
+def _native_logs_silenced():
+    """LiteRT's C++ side prints "INFO: Created TensorFlow Lite XNNPACK delegate" on file descriptor 2
+    while a model loads; keep the CLI's stderr for its own messages (POCKETBERT_VERBOSE=1 shows it)."""
+    if os.environ.get("POCKETBERT_VERBOSE") == "1":
+        yield
+        return
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _lines(stream) -> Iterator[str]:
@@ -117,8 +137,9 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
             source = _lines(sys.stdin.buffer)
         else:
             raise click.UsageError("no input: give texts as arguments, --file FILE, or pipe text into stdin")
-        pipe = load(bundle, backend, threads=threads, precision=precision, recipe=recipe, batch_size=batch_size,
-                    verify=not no_verify)
+        with _native_logs_silenced():
+            pipe = load(bundle, backend, threads=threads, precision=precision, recipe=recipe,
+                        batch_size=batch_size, verify=not no_verify)
         if err.is_terminal:
             for note in pipe.bundle.notes:
                 err.print(f"[yellow]note:[/] {note}", highlight=False)
