@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .errors import InputError
-from .pipeline import Pipeline
+from .pipeline import Pipeline, softmax
 from .tokenization import Texts, validate
 
 _UNSET = object()
@@ -36,8 +36,7 @@ def scores(logits: np.ndarray, function: str) -> np.ndarray:
     """Logits ``[..., labels]`` -> scores, in float32 as Hugging Face computes them."""
     logits = logits.astype(np.float32, copy=False)
     if function == "softmax":
-        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return shifted / shifted.sum(axis=-1, keepdims=True)
+        return softmax(logits)
     if function == "sigmoid":
         return 1.0 / (1.0 + np.exp(-logits))
     if function == "none":
@@ -85,6 +84,8 @@ class TextClassificationPipeline(Pipeline):
         """
         if top_k is not _UNSET and top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise InputError(f"top_k must be a positive integer or None, not {top_k!r}", "pass e.g. top_k=2")
+        if function_to_apply not in (None, "softmax", "sigmoid", "none"):
+            raise InputError(f"unknown function_to_apply {function_to_apply!r}", "use softmax, sigmoid or none")
         texts = validate(inputs, pairs=True)
         if not texts.items:
             return []

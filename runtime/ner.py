@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
-from .pipeline import Pipeline
+from .pipeline import Pipeline, softmax
 from .tokenization import validate
 from .windows import default_stride, merge_overlapping
 
@@ -52,12 +52,6 @@ class Decoding:
     unk_id: int | None
     word_aware: bool
     detokenize: Callable[[list[str]], str]
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    logits = logits.astype(np.float32, copy=False)
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 @dataclass

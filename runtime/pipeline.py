@@ -15,6 +15,13 @@ from .tokenization import TextEncoder
 DEFAULT_BATCH_SIZE = 16
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Over the last axis, in float32, as Hugging Face's pipelines compute it (max-shifted exp)."""
+    logits = logits.astype(np.float32, copy=False)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
 class Pipeline:
     """A loaded bundle, callable on texts.  Create with :func:`runtime.load`; safe to share between threads."""
 

@@ -115,6 +115,8 @@ def test_bad_options_are_clear_errors(ner, clf):
         ner("x", stride=126)
     with pytest.raises(InputError, match="top_k must be a positive integer"):
         clf("x", top_k=0)
+    with pytest.raises(InputError, match="unknown function_to_apply 'relu'"):
+        clf("x", function_to_apply="relu")
 
 
 def test_result_shapes_follow_hugging_face(clf, ner):
@@ -122,5 +124,7 @@ def test_result_shapes_follow_hugging_face(clf, ner):
     assert len(clf(["x", "y"])) == 2 and isinstance(clf(["x", "y"])[0], dict)
     assert len(clf("x", top_k=2)) == 2 and len(clf(["x", "y"], top_k=2)[1]) == 2
     assert len(clf("x", top_k=None)) == len(clf.labels)
+    assert clf.logits(["x", ("y", "z")]).shape == (2, len(clf.labels)) and clf.logits([]).shape == (0, 3)
+    assert clf("x", function_to_apply="none")[0]["score"] == pytest.approx(clf.logits("x").max())
     assert isinstance(ner("Peter Blackburn"), list) and isinstance(ner(["Peter Blackburn"])[0], list)
     assert set(ner("Peter Blackburn", aggregation="none")[0]) == {"entity", "score", "index", "word", "start", "end"}
