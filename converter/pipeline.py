@@ -322,6 +322,9 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                   options.threads, options.int8_min_cosine, options.int8_min_agreement,
                                   options.smooth_alpha)
     with staging:
+        # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
+        _write_tokenizer(tokenizer, staging.path)
+        (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels), encoding="utf-8")
         for planned in recipes:
             start = time.perf_counter()
             if isinstance(planned, Choice):
@@ -339,6 +342,9 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                 recipe = planned
                 with stage("quantize", f"Quantising {recipe.name}"):
                     artifact = quantizer.build(recipe, staging.path / _filename(recipe))
+            if recipe.backend == "tflite":
+                # last, after quantising: the quantiser drops metadata (see tflite_metadata)
+                artifact.details["metadata"] = _embed_metadata(artifact.path, loaded, input_names, staging.path)
             fallback = artifact.details.get("float_fallback") or {}
             if fallback.get("roles"):
                 reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
@@ -369,9 +375,6 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             for entry in manifest["artifacts"]:
                 if entry["latency_ms"]:
                     entry["latency_ms"]["sequence"] = int(latency_feeds["input_ids"].shape[1])
-            _write_tokenizer(tokenizer, staging.path)
-            (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels),
-                                                     encoding="utf-8")
             manifest["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             manifest["stage_seconds"] = {k: round(v, 2) for k, v in timings.items()}
             write_manifest(staging.path, manifest)
@@ -405,6 +408,19 @@ def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity
     figures["passed"] = passed
     return ArtifactResult(recipe=recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
                           passed=passed, details=artifact.details)
+
+
+def _embed_metadata(path: Path, loaded: loading.Loaded, input_names: list[str], directory: Path) -> dict:
+    """Labels, vocabulary and tokenizer options inside the .tflite (the TFLite metadata schema), so
+    that Task-Library-style consumers (MediaPipe TextClassifier) run it on raw text."""
+    from .backends import tflite_metadata
+
+    settings = _tokenizer_settings(loaded.tokenizer, 0)
+    source = loaded.builtin or Path(loaded.checkpoint).name
+    return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels, vocab_file=directory / "vocab.txt",
+                                 do_lower_case=settings["do_lower_case"], input_names=input_names,
+                                 name=f"{source} ({loaded.task})", version=__version__,
+                                 description=f"{loaded.config.model_type} {loaded.task} model converted by PocketBERT")
 
 
 def _filename(recipe: Recipe) -> str:

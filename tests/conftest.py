@@ -94,3 +94,21 @@ def options(tmp_path):
 def copy_checkpoint(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def export_spec(checkpoint: Path, buckets=(32,)):
+    """(loaded checkpoint, ExportSpec) as the pipeline builds them, for tests that call a backend directly."""
+    from converter import loading
+    from converter.backends import ExportSpec
+    from converter.encoding import encode
+    from converter.pipeline import LogitsModel
+
+    loaded = loading.load(str(checkpoint))
+    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if loaded.family.uses_token_type_ids else [])
+
+    def make_batches(texts, pad_to=None, **kwargs):
+        return [encode(loaded.tokenizer, texts, input_names=names, max_length=128, pad_to=pad_to)]
+
+    spec = ExportSpec(model=LogitsModel(loaded.model, names).eval(), family=loaded.family, input_names=names,
+                      output_name="logits", max_length=128, make_batches=make_batches, buckets=list(buckets))
+    return loaded, spec

@@ -167,17 +167,11 @@ def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints
     """The shared search on TFLite: a judge that wants every FFN output projection in float."""
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
-    from converter import loading
-    from converter.backends import ExportSpec, get
-    from converter.encoding import encode
-    from converter.pipeline import LogitsModel
+    from converter.backends import get
 
-    loaded = loading.load(str(checkpoints["bert"]["classification"]))
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    spec = ExportSpec(model=LogitsModel(loaded.model, names).eval(), family=loaded.family, input_names=names,
-                      output_name="logits", max_length=128, buckets=[16, 32],
-                      make_batches=lambda texts, pad_to=None, **kw: [encode(loaded.tokenizer, texts, input_names=names,
-                                                                             max_length=128, pad_to=pad_to)])
+    from .conftest import export_spec
+
+    loaded, spec = export_spec(checkpoints["bert"]["classification"], buckets=[16, 32])
     calibration = spec.make_batches(TEXTS * 4, pad_to=16)
     ffn_out = loaded.model.bert.encoder.layer[0].output.dense.weight.shape  # (hidden, intermediate): unique
 

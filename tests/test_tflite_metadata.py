@@ -1,7 +1,7 @@
 """TFLite model metadata: labels, vocabulary and tokenizer embedded, read back, and run on raw text by MediaPipe.
 
-Bundles come from the real converter; ``embed`` is called on copies of their .tflite files the way
-the pipeline calls it.  MediaPipe Tasks (mediapipe 1.2.2) is the real consumer: its TextClassifier
+Bundles come from the real converter, which embeds the metadata into every .tflite it writes; tests
+of ``embed`` itself start from the backend's raw export (no metadata yet).  MediaPipe Tasks (mediapipe 1.2.2) is the real consumer: its TextClassifier
 must classify raw strings with our labels and exactly our logits, and refuse what
 ``mediapipe_blockers`` says it cannot run.
 """
@@ -20,10 +20,10 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoTokenizer
 
-from converter.backends import tflite_metadata
+from converter.backends import get, tflite_metadata
 from converter.pipeline import ConvertOptions, convert
 
-from .conftest import DATA
+from .conftest import DATA, export_spec
 
 LONG = " ".join(["the movie was long and the plot was thin but the actors tried hard"] * 5)  # > 32 tokens
 # Capitals, punctuation, a contraction, CJK and truncation: MediaPipe's tokenizer must agree on all.
@@ -108,23 +108,33 @@ def _metadata_entries(path: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("name", ["bert-2buckets", "ner"])
-def test_embed_keeps_the_model_and_reads_back(name, bundles, tmp_path):
+def test_embed_keeps_the_model_and_reads_back(name, bundles, checkpoints, tmp_path):
     bundle = bundles[name]
     manifest = _manifest(bundle)
-    before = _logits(bundle / "model.tflite", bundle, SENTENCES[:2])
-    model, summary = _embedded(bundle, tmp_path)
+    # The backend's export before the pipeline embeds anything: litert-torch's own metadata only.
+    raw = tmp_path / "raw" / "model.tflite"
+    raw.parent.mkdir()
+    checkpoint = checkpoints["bert"]["ner" if name == "ner" else "classification"]
+    buckets = [a for a in manifest["artifacts"] if a["recipe"] == "tflite:fp32"][0]["details"]["buckets"]
+    get("tflite").export(export_spec(checkpoint, buckets)[1], raw)
+    before = _logits(raw, bundle, SENTENCES[:2])
+    model = tmp_path / "model.tflite"
+    shutil.copy2(raw, model)
+    summary = _embed(bundle, model)
 
     # Same signatures, bit-identical logits: the metadata and the zip change nothing the interpreter runs.
     after = _logits(model, bundle, SENTENCES[:2])
     assert list(after) == list(before)
     for key in before:
         np.testing.assert_array_equal(after[key], before[key])
-    original = _metadata_entries(bundle / "model.tflite")
+    original = _metadata_entries(raw)
     entries = _metadata_entries(model)
-    assert set(entries) == set(original) | {"TFLITE_METADATA"}
+    assert "TFLITE_METADATA" not in original and set(entries) == set(original) | {"TFLITE_METADATA"}
     assert all(entries[k] == v for k, v in original.items())  # litert-torch's min_runtime_version etc. kept
-    assert stat.S_IMODE(model.stat().st_mode) == stat.S_IMODE((bundle / "model.tflite").stat().st_mode)
-    assert [p.name for p in tmp_path.iterdir()] == [model.name]  # the temp file was renamed, none left
+    assert stat.S_IMODE(model.stat().st_mode) == stat.S_IMODE(raw.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [model.name, "raw"]  # the temp file was renamed
+    # The pipeline's embedding of the same model: same metadata apart from name/description/version.
+    assert tflite_metadata.read(bundle / "model.tflite")["labels"] == manifest["labels"]
 
     vocab = (bundle / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert summary["labels"] == manifest["labels"] and summary["vocab_size"] == len(vocab)
@@ -155,8 +165,8 @@ def test_mediapipe_metadata_schema_reads_it(name, bundles, tmp_path):
     """Read with MediaPipe's generated schema code, independently of our writer's slot numbers."""
     # mediapipe 1.2.2's metadata.MetadataDisplayer cannot be imported (its wheel lacks
     # _pywrap_metadata_version); the displayer only wraps this generated code and zipfile.
-    fb = pytest.importorskip("mediapipe.tasks.metadata.metadata_schema_py_generated")
-    tfl = pytest.importorskip("mediapipe.tasks.metadata.schema_py_generated")
+    from mediapipe.tasks.metadata import metadata_schema_py_generated as fb
+    from mediapipe.tasks.metadata import schema_py_generated as tfl
     bundle = bundles[name]
     model_path, _ = _embedded(bundle, tmp_path)
     raw = model_path.read_bytes()
@@ -187,13 +197,18 @@ def test_mediapipe_metadata_schema_reads_it(name, bundles, tmp_path):
         assert archive.read("vocab.txt") == (bundle / "vocab.txt").read_bytes()
 
 
-def test_embed_keeps_quantizer_external_buffers(bundles, tmp_path):
+def test_embed_keeps_quantizer_external_buffers(bundles, checkpoints, tmp_path):
     # ai-edge-quantizer stores weights behind the flatbuffer (offset/size from the file start).
-    bundle = bundles["minilm"]
-    source = bundle / "model.int8-dynamic.tflite"
+    bundle = bundles["bert-2buckets"]
+    source = tmp_path / "raw" / "model.int8-dynamic.tflite"  # the backend's output, before the pipeline embeds
+    source.parent.mkdir()
+    get("tflite").quantize(export_spec(checkpoints["bert"]["classification"], [32, 64])[1], "int8-dynamic",
+                           source, None)
     before = _buffers(source)
-    assert sum(offset > 1 for _, offset, _ in before) > 50
-    model, summary = _embedded(bundle, tmp_path, "int8-dynamic")
+    assert sum(offset > 1 for _, offset, _ in before) > 10
+    model = tmp_path / source.name
+    shutil.copy2(source, model)
+    summary = _embed(bundle, model)
     after = _buffers(model)
     assert len(after) == len(before) + 1  # plus the metadata buffer, inline
     assert [(n, size) for n, _, size in after[:-1]] == [(n, size) for n, _, size in before]
@@ -201,9 +216,10 @@ def test_embed_keeps_quantizer_external_buffers(bundles, tmp_path):
     for (_, new, size), (_, old, _) in zip(after, before):
         if old > 1:
             assert new % 16 == 0 and raw[new:new + size] == original[old:old + size]
-    np.testing.assert_array_equal(_logits(model, bundle, SENTENCES[:2])["seq_32"],
-                                  _logits(source, bundle, SENTENCES[:2])["seq_32"])
-    assert summary["mediapipe_blockers"] == []
+    np.testing.assert_array_equal(_logits(model, bundle, SENTENCES[:2])["seq_64"],
+                                  _logits(source, bundle, SENTENCES[:2])["seq_64"])
+    (blocker,) = summary["mediapipe_blockers"]
+    assert blocker.startswith("2 subgraphs")  # two buckets; nothing else stands in MediaPipe's way
 
 
 def _classifier(model: Path):
@@ -231,11 +247,13 @@ def _mediapipe_scores(model: Path, texts: list[str], labels: list[str]) -> np.nd
 
 @pytest.mark.parametrize("precision", ["fp32", "int8-dynamic"])
 def test_mediapipe_text_classifier_runs_raw_text(precision, bundles, tmp_path):
-    pytest.importorskip("mediapipe.tasks.python.text")
+    # The converter's own file, as it ships: the pipeline embedded the metadata.
     bundle = bundles["minilm"]
-    labels = _manifest(bundle)["labels"]
-    model, summary = _embedded(bundle, tmp_path, precision)
-    assert summary["mediapipe_blockers"] == []
+    manifest = _manifest(bundle)
+    labels = manifest["labels"]
+    (artifact,) = [a for a in manifest["artifacts"] if a["recipe"] == f"tflite:{precision}"]
+    model = bundle / artifact["file"]
+    assert artifact["details"]["metadata"]["mediapipe_blockers"] == []
     ours = _logits(model, bundle, SENTENCES)["seq_32"]
     # The fresh head's logits are ~1e-2 and differ between these sentences by far more than the
     # tolerance, so agreement means MediaPipe fed the same tokens (and cut LONG at 32 like we do).
@@ -247,7 +265,6 @@ def test_mediapipe_text_classifier_runs_raw_text(precision, bundles, tmp_path):
 
 def test_mediapipe_tokenizer_does_not_strip_accents(bundles, tmp_path):
     """Known difference: MediaPipe lower-cases ASCII only and keeps accents; Hugging Face strips them."""
-    pytest.importorskip("mediapipe.tasks.python.text")
     bundle = bundles["minilm"]
     model, _ = _embedded(bundle, tmp_path)
     texts = ["Café naïve résumé", "ÉCOLE"]
@@ -265,13 +282,12 @@ REFUSALS = {
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_mediapipe_refuses_what_the_blockers_name(case, bundles, tmp_path):
-    pytest.importorskip("mediapipe.tasks.python.text")
+def test_mediapipe_refuses_what_the_blockers_name(case, bundles, checkpoints, tmp_path):
     bundle = bundles["bert-static" if case == "no-metadata" else case]
     precision = "int8-static" if case == "bert-static" else "fp32"
-    if case == "no-metadata":
+    if case == "no-metadata":  # the backend's export alone, before the pipeline embeds metadata
         model = tmp_path / "model.tflite"
-        shutil.copy2(bundle / "model.tflite", model)
+        get("tflite").export(export_spec(checkpoints["bert"]["classification"])[1], model)
         blockers = tflite_metadata.mediapipe_blockers(model)
     else:
         model, summary = _embedded(bundle, tmp_path, precision)
@@ -316,6 +332,24 @@ def test_quantizing_an_embedded_model_loses_the_metadata_so_embed_after(bundles,
 
     summary = _embed(bundle, quantized)
     assert summary["mediapipe_blockers"] == [] and summary["packed_files"] == ["labels.txt", "vocab.txt"]
-    pytest.importorskip("mediapipe.tasks.python.text")
     np.testing.assert_allclose(_mediapipe_scores(quantized, SENTENCES[:2], _manifest(bundle)["labels"]),
                                _logits(quantized, bundle, SENTENCES[:2])["seq_32"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["minilm", "bert-static", "ner"])
+def test_every_tflite_artifact_of_a_bundle_carries_its_metadata(name, bundles):
+    """The pipeline embeds after quantising, into every .tflite, and the manifest hashes the result."""
+    import hashlib
+
+    bundle = bundles[name]
+    manifest = _manifest(bundle)
+    vocab = (bundle / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    tflite = [a for a in manifest["artifacts"] if a["backend"] == "tflite"]
+    assert len(tflite) == (1 if name == "ner" else 2)
+    for artifact in tflite:
+        path = bundle / artifact["file"]
+        embedded = tflite_metadata.read(path)
+        assert embedded["labels"] == manifest["labels"] == artifact["details"]["metadata"]["labels"]
+        assert embedded["vocab_size"] == len(vocab) == manifest["tokenizer"]["vocab_size"]
+        assert tflite_metadata.packed_files(path)["vocab.txt"] == (bundle / "vocab.txt").read_bytes()
+        assert manifest["files"][artifact["file"]]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
