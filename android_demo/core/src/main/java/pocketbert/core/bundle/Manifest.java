@@ -1,0 +1,205 @@
+package pocketbert.core.bundle;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import pocketbert.core.BundleException;
+import pocketbert.core.json.Json;
+import pocketbert.core.json.JsonException;
+import pocketbert.core.text.TokenizerSettings;
+
+/**
+ * A bundle's {@code manifest.json} (docs/manifest.md, schema version 1), read and checked: a newer
+ * schema is refused first, then every field the app relies on must be present with its type, as the
+ * Python runtime's {@code Bundle.open} checks them. Unknown fields are ignored (adding fields does not
+ * change the schema version).
+ */
+public final class Manifest {
+    /** Highest schema version this reader understands. */
+    public static final int SCHEMA_VERSION = 1;
+    public static final List<String> TASKS = Collections.unmodifiableList(Arrays.asList("classification", "ner"));
+    public static final Set<String> INPUTS = Collections.unmodifiableSet(
+            new HashSet<>(Arrays.asList("input_ids", "attention_mask", "token_type_ids")));
+    private static final String REBUILD = "convert the model again with this version of pocketbert";
+
+    private final int schemaVersion;
+    private final String task;
+    private final String problemType;
+    private final List<String> labels;
+    private final int maxSequenceLength;
+    private final List<String> inputNames;
+    private final TokenizerSettings tokenizer;
+    private final List<Artifact> artifacts;
+    private final Map<String, FileEntry> files;
+    private final List<String> notes;
+    private final boolean headInitialized;
+
+    private Manifest(Fields m, int schemaVersion) {
+        this.schemaVersion = schemaVersion;
+        task = m.requiredString("task");
+        if (!TASKS.contains(task)) {
+            throw invalid("'task' must be one of " + TASKS + ", not '" + task + "'");
+        }
+        String problem = m.optionalString("problem_type", null);
+        problemType = problem != null ? problem
+                : task.equals("ner") ? "token_classification" : "single_label_classification";
+        labels = Collections.unmodifiableList(m.strings("labels"));
+        if (labels.isEmpty()) {
+            throw invalid("'labels' must be a non-empty list of strings");
+        }
+        maxSequenceLength = m.requiredInt("max_sequence_length");
+        if (maxSequenceLength < 2) {
+            throw invalid("'max_sequence_length' must be an integer ≥ 2, not " + maxSequenceLength);
+        }
+        List<String> names = new ArrayList<>();
+        for (Fields input : m.objects("inputs")) {
+            names.add(input.requiredString("name"));
+        }
+        if (names.isEmpty() || !INPUTS.containsAll(names)) {
+            throw invalid("'inputs' must name model inputs among " + INPUTS + ", not " + names);
+        }
+        inputNames = Collections.unmodifiableList(names);
+        tokenizer = TokenizerSettings.fromJson(objectOf(m, "tokenizer"), m.where() + ".tokenizer");
+        List<Artifact> list = new ArrayList<>();
+        for (Fields artifact : m.objects("artifacts")) {
+            list.add(new Artifact(artifact));
+        }
+        artifacts = Collections.unmodifiableList(list);
+        Map<String, FileEntry> entries = new LinkedHashMap<>();
+        Fields fileFields = m.optionalObject("files");
+        for (String name : fileFields.keys()) {
+            Fields entry = fileFields.object(name);
+            String sha = entry.requiredString("sha256");
+            if (!sha.matches("[0-9a-f]{64}")) {
+                throw invalid("files." + name + ".sha256 is not 64 lower-case hex digits");
+            }
+            Object bytes = entry.raw("bytes");
+            if (!(bytes instanceof Long) || (Long) bytes < 0) {
+                throw invalid("files." + name + ".bytes must be a non-negative integer");
+            }
+            entries.put(name, new FileEntry((Long) bytes, sha));
+        }
+        files = Collections.unmodifiableMap(entries);
+        notes = m.has("notes") && m.raw("notes") != null ? Collections.unmodifiableList(m.strings("notes"))
+                : Collections.emptyList();
+        headInitialized = m.optionalObject("source").optionalBoolean("head_initialized", false);
+    }
+
+    /**
+     * Parses and checks {@code manifest.json}. The schema version is checked before anything else
+     * (missing counts as 0), so a newer bundle gets the "newer schema" error even if its fields changed.
+     */
+    public static Manifest parse(String json) {
+        Map<String, Object> root;
+        try {
+            root = Json.parseObject(json);
+        } catch (JsonException e) {
+            throw new BundleException("manifest.json is not valid JSON: " + e.getMessage(),
+                    "copy the bundle again, or " + REBUILD, e);
+        }
+        Object version = root.containsKey("schema_version") ? root.get("schema_version") : Long.valueOf(0);
+        if (!(version instanceof Long) || (Long) version > SCHEMA_VERSION) {
+            throw new BundleException("bundle schema " + (version instanceof String ? "'" + version + "'" : version)
+                    + " is newer than this app reads (" + SCHEMA_VERSION + ")",
+                    "update the app (its pocketbert core reads manifest schema " + SCHEMA_VERSION
+                            + "), or convert the model with a pocketbert version that writes schema "
+                            + SCHEMA_VERSION);
+        }
+        return new Manifest(new Fields(root, "manifest.json"), (int) (long) (Long) version);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> objectOf(Fields m, String key) {
+        m.object(key); // type check with a clear error
+        return (Map<String, Object>) m.raw(key);
+    }
+
+    private static BundleException invalid(String what) {
+        return new BundleException("manifest.json: " + what, REBUILD);
+    }
+
+    public int schemaVersion() {
+        return schemaVersion;
+    }
+
+    /** {@code classification} or {@code ner}. */
+    public String task() {
+        return task;
+    }
+
+    /** The manifest's {@code problem_type}; if absent, the task's default (as the Python runtime). */
+    public String problemType() {
+        return problemType;
+    }
+
+    /** Label names in logit order. */
+    public List<String> labels() {
+        return labels;
+    }
+
+    public int maxSequenceLength() {
+        return maxSequenceLength;
+    }
+
+    /** Model input names, fed by name (DistilBERT has no {@code token_type_ids}). */
+    public List<String> inputNames() {
+        return inputNames;
+    }
+
+    public TokenizerSettings tokenizer() {
+        return tokenizer;
+    }
+
+    public List<Artifact> artifacts() {
+        return artifacts;
+    }
+
+    /** Size and SHA-256 of every bundle file but the manifest. */
+    public Map<String, FileEntry> files() {
+        return files;
+    }
+
+    /** Human-readable warnings to show (fresh head, built-in verification text, accepted damage). */
+    public List<String> notes() {
+        return notes;
+    }
+
+    /** True if the task head was freshly initialised: predictions mean nothing until it is trained. */
+    public boolean headInitialized() {
+        return headInitialized;
+    }
+
+    /**
+     * The artifact to run: verified, of {@code backend}, its file among {@code availableFiles}, and of
+     * {@code precision} if given; otherwise the fastest precision on a CPU (int8-dynamic, other int8,
+     * fp16, fp32), the Python runtime's default rule.
+     */
+    public Artifact chooseArtifact(String backend, Set<String> availableFiles, String precision) {
+        List<Artifact> candidates = new ArrayList<>();
+        List<String> present = new ArrayList<>();
+        for (Artifact a : artifacts) {
+            if (a.backend().equals(backend) && a.passed() && availableFiles.contains(a.file())) {
+                present.add(a.recipe());
+                if (precision == null || a.precision().equals(precision)) {
+                    candidates.add(a);
+                }
+            }
+        }
+        if (candidates.isEmpty()) {
+            List<String> all = new ArrayList<>();
+            for (Artifact a : artifacts) {
+                all.add(a.recipe() + (availableFiles.contains(a.file()) ? "" : " (file not present)"));
+            }
+            throw new BundleException("no verified " + backend + (precision == null ? "" : ":" + precision)
+                    + " artifact whose file is present; the manifest lists " + all,
+                    "copy the bundle with android_demo/copy_bundle.sh, converted with --format tflite");
+        }
+        return Collections.min(candidates, Comparator.comparingInt(Artifact::precisionRank));
+    }
+}

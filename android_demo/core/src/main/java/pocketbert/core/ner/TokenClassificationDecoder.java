@@ -1,0 +1,294 @@
+package pocketbert.core.ner;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import pocketbert.core.classification.ScoreFunction;
+import pocketbert.core.text.TextIndex;
+import pocketbert.core.text.WordPieceDecoder;
+
+/**
+ * Logits of token rows → entities, step for step as the Python runtime's {@code runtime/ner.py}
+ * (itself Hugging Face's token-classification post-processing):
+ *
+ * <ol>
+ *   <li>softmax per token (float32); special tokens are skipped;</li>
+ *   <li>a token's text is its span of the input; it continues the previous word (a subword) when the
+ *       span's length differs from the token's ({@code ##ing}, or an NFD-accented word); {@code [UNK]}
+ *       shows the text itself and always starts a word;</li>
+ *   <li>{@code none}: every token; {@code simple}: tokens grouped; {@code first}/{@code average}/{@code max}:
+ *       each word's tokens first agree on one label, then words are grouped;</li>
+ *   <li>grouping: {@code B-X} starts an entity, {@code I-X} or an unprefixed {@code X} continues an
+ *       adjacent {@code X} (so IOB2 and IOB1 decode alike); a group's score is its members' mean;</li>
+ *   <li>results labelled with an ignored label ({@code O}) are dropped.</li>
+ * </ol>
+ *
+ * Texts longer than one window are decoded window by window and merged ({@link #decodeText}).
+ */
+public final class TokenClassificationDecoder {
+    private final List<String> labels;
+    private final int unkId;
+    private final boolean wordAware;
+    private final WordPieceDecoder detokenizer;
+    private final Set<String> ignoreLabels;
+
+    /**
+     * @param unkId id of the unknown token, or -1 if there is none
+     * @param wordAware whether subwords are told by span length (WordPiece with a continuation prefix)
+     *     rather than by the whitespace heuristic
+     * @param ignoreLabels labels whose results are dropped (Hugging Face's default: {@code O})
+     */
+    public TokenClassificationDecoder(List<String> labels, int unkId, boolean wordAware, WordPieceDecoder detokenizer,
+                                      Set<String> ignoreLabels) {
+        this.labels = Collections.unmodifiableList(new ArrayList<>(labels));
+        this.unkId = unkId;
+        this.wordAware = wordAware;
+        this.detokenizer = detokenizer;
+        this.ignoreLabels = Collections.unmodifiableSet(new HashSet<>(ignoreLabels));
+    }
+
+    /**
+     * Entities of a whole text from its windows and their logits ({@code [tokens][labels]} each).
+     * {@code step}: tokens between window starts, so that {@link Entity#index()} counts tokens of the
+     * whole text; entities of several windows are merged ({@link OverlapMerge}).
+     */
+    public List<Entity> decodeText(TextIndex text, List<TokenWindow> windows, List<float[][]> logits,
+                                   Aggregation aggregation, int step) {
+        if (windows.size() != logits.size()) {
+            throw new IllegalArgumentException(windows.size() + " windows but " + logits.size() + " logit matrices");
+        }
+        List<Entity> entities = new ArrayList<>();
+        for (int k = 0; k < windows.size(); k++) {
+            entities.addAll(decode(text, windows.get(k), logits.get(k), aggregation, k * step));
+        }
+        return windows.size() > 1 ? OverlapMerge.merge(entities) : entities;
+    }
+
+    /** Entities of one window; {@code indexOffset} shifts {@link Entity#index()} for windows after the first. */
+    public List<Entity> decode(TextIndex text, TokenWindow window, float[][] logits, Aggregation aggregation,
+                               int indexOffset) {
+        if (logits.length != window.size()) {
+            throw new IllegalArgumentException(window.size() + " tokens but " + logits.length + " rows of logits");
+        }
+        float[][] probs = new float[logits.length][];
+        for (int i = 0; i < logits.length; i++) {
+            if (logits[i].length != labels.size()) {
+                throw new IllegalArgumentException(logits[i].length + " logits for " + labels.size() + " labels");
+            }
+            probs[i] = ScoreFunction.SOFTMAX.apply(logits[i]);
+        }
+        List<Scored> tokens = tokensOf(text, window, probs);
+        List<Labelled> results = new ArrayList<>();
+        if (aggregation == Aggregation.NONE || aggregation == Aggregation.SIMPLE) {
+            for (Scored t : tokens) {
+                results.add(new Labelled(labels.get(t.label), t.score, t.index + indexOffset, t.word, t.start, t.end));
+            }
+        } else {
+            results = words(tokens, aggregation, probs);
+        }
+        List<Entity> out = new ArrayList<>();
+        if (aggregation == Aggregation.NONE) {
+            for (Labelled r : results) {
+                if (!ignoreLabels.contains(r.label)) {
+                    out.add(entity(text, r.label, r.score, r.index, r.word, r.start, r.end, false));
+                }
+            }
+        } else {
+            for (Entity group : group(text, results)) {
+                if (!ignoreLabels.contains(group.label())) {
+                    out.add(group);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Non-special tokens with their best label, text span and whether each continues the previous word. */
+    private List<Scored> tokensOf(TextIndex text, TokenWindow window, float[][] probs) {
+        List<Scored> out = new ArrayList<>();
+        for (int i = 0; i < window.size(); i++) {
+            if (window.isSpecial(i)) {
+                continue;
+            }
+            String word = window.token(i);
+            int start = window.start(i);
+            int end = window.end(i);
+            boolean subword;
+            if (unkId >= 0 && window.id(i) == unkId) {
+                word = text.slice(start, end);
+                subword = false;
+            } else if (wordAware) {
+                subword = word.codePointCount(0, word.length()) != end - start;
+            } else {
+                subword = start > 0 && !text.slice(start - 1, Math.min(start + 1, text.length())).contains(" ");
+            }
+            int best = argmax(probs[i]);
+            out.add(new Scored(i, word, start, end, subword, best, probs[i][best]));
+        }
+        return out;
+    }
+
+    private List<Labelled> words(List<Scored> tokens, Aggregation aggregation, float[][] probs) {
+        List<Labelled> words = new ArrayList<>();
+        List<Scored> word = new ArrayList<>();
+        for (Scored token : tokens) {
+            if (!word.isEmpty() && !token.subword) {
+                words.add(word(word, aggregation, probs));
+                word = new ArrayList<>();
+            }
+            word.add(token);
+        }
+        if (!word.isEmpty()) {
+            words.add(word(word, aggregation, probs));
+        }
+        return words;
+    }
+
+    /** The tokens of one word → one labelled word. */
+    private Labelled word(List<Scored> group, Aggregation aggregation, float[][] probs) {
+        int label;
+        double score;
+        if (aggregation == Aggregation.FIRST || group.size() == 1) {
+            label = group.get(0).label;
+            score = group.get(0).score;
+        } else if (aggregation == Aggregation.MAX) {
+            Scored top = group.get(0);
+            for (Scored t : group) {
+                if (t.score > top.score) {
+                    top = t; // the first of equally confident tokens, as Python's max() picks
+                }
+            }
+            label = top.label;
+            score = top.score;
+        } else if (aggregation == Aggregation.AVERAGE) {
+            float[] mean = new float[labels.size()];
+            for (Scored t : group) {
+                for (int j = 0; j < mean.length; j++) {
+                    mean[j] += probs[t.index][j];
+                }
+            }
+            for (int j = 0; j < mean.length; j++) {
+                mean[j] = (float) ((double) mean[j] / group.size()); // numpy: float32 sum / int count in float64
+            }
+            label = argmax(mean);
+            score = mean[label];
+        } else {
+            throw new IllegalArgumentException("not a word aggregation: " + aggregation);
+        }
+        List<String> pieces = new ArrayList<>();
+        for (Scored t : group) {
+            pieces.add(t.word);
+        }
+        return new Labelled(labels.get(label), score, -1, detokenizer.decode(pieces), group.get(0).start,
+                group.get(group.size() - 1).end);
+    }
+
+    /** Adjacent results of one tag → groups; groups whose tag is ignored are not built. */
+    private List<Entity> group(TextIndex text, List<Labelled> results) {
+        List<Entity> groups = new ArrayList<>();
+        List<Labelled> current = new ArrayList<>();
+        for (Labelled r : results) {
+            if (!current.isEmpty()) {
+                String[] tag = splitTag(r.label);
+                if (!tag[1].equals(splitTag(current.get(current.size() - 1).label)[1]) || tag[0].equals("B")) {
+                    closeGroup(text, current, groups);
+                    current = new ArrayList<>();
+                }
+            }
+            current.add(r);
+        }
+        if (!current.isEmpty()) {
+            closeGroup(text, current, groups);
+        }
+        return groups;
+    }
+
+    private void closeGroup(TextIndex text, List<Labelled> members, List<Entity> groups) {
+        String tag = afterFirstDash(members.get(0).label);
+        if (ignoreLabels.contains(tag)) {
+            return;
+        }
+        double sum = 0;
+        List<String> words = new ArrayList<>();
+        for (Labelled m : members) {
+            sum += m.score;
+            words.add(m.word);
+        }
+        groups.add(entity(text, tag, sum / members.size(), -1, detokenizer.decode(words), members.get(0).start,
+                members.get(members.size() - 1).end, true));
+    }
+
+    /** {@code B-PER} → (B, PER); {@code I-PER} → (I, PER); a label without prefix continues, like {@code I-}. */
+    static String[] splitTag(String label) {
+        if (label.startsWith("B-")) {
+            return new String[] {"B", label.substring(2)};
+        }
+        if (label.startsWith("I-")) {
+            return new String[] {"I", label.substring(2)};
+        }
+        return new String[] {"I", label};
+    }
+
+    /** Python's {@code label.split("-", 1)[-1]}: a group's {@code entity_group}. */
+    private static String afterFirstDash(String label) {
+        int dash = label.indexOf('-');
+        return dash < 0 ? label : label.substring(dash + 1);
+    }
+
+    private static int argmax(float[] row) {
+        int best = 0;
+        for (int j = 1; j < row.length; j++) {
+            if (row[j] > row[best]) {
+                best = j;
+            }
+        }
+        return best;
+    }
+
+    private static Entity entity(TextIndex text, String label, double score, int index, String word, int start,
+                                 int end, boolean grouped) {
+        return new Entity(label, score, index, word, start, end, text.utf16(start), text.utf16(end), grouped);
+    }
+
+    /** A non-special token with its best label. */
+    private static final class Scored {
+        final int index;
+        final String word;
+        final int start;
+        final int end;
+        final boolean subword;
+        final int label;
+        final float score;
+
+        Scored(int index, String word, int start, int end, boolean subword, int label, float score) {
+            this.index = index;
+            this.word = word;
+            this.start = start;
+            this.end = end;
+            this.subword = subword;
+            this.label = label;
+            this.score = score;
+        }
+    }
+
+    /** A token or word with its label, before grouping. */
+    private static final class Labelled {
+        final String label;
+        final double score;
+        final int index;
+        final String word;
+        final int start;
+        final int end;
+
+        Labelled(String label, double score, int index, String word, int start, int end) {
+            this.label = label;
+            this.score = score;
+            this.index = index;
+            this.word = word;
+            this.start = start;
+            this.end = end;
+        }
+    }
+}

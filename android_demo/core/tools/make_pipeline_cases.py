@@ -1,0 +1,195 @@
+"""Real TFLite bundles and the Python runtime's results on them, for the Java pipeline tests.
+
+    .venv/bin/python android_demo/core/tools/make_pipeline_cases.py WORKDIR
+
+1. Saves two tiny seeded checkpoints (the converter's ``tiny_config`` of a family, random weights):
+   BERT with a CoNLL BIO token-classification head, DistilBERT (no ``token_type_ids``) with a
+   3-label sequence-classification head.
+2. Converts them with ``python -m converter`` into ``WORKDIR/ner-bundle`` (``tflite:fp32`` and
+   ``tflite:int8-static``: int8 logits with a scale and zero point) and ``WORKDIR/cls-bundle``
+   (``tflite:fp32`` and ``tflite:int8-dynamic``), buckets 16 and 32.
+3. Runs texts through ``runtime.load(bundle, backend="tflite")`` while recording every LiteRT
+   signature call (signature key, named inputs, the raw ``logits`` output with its dtype and
+   quantisation), and writes ``WORKDIR/pipeline_cases.json``: the recorded calls, the signature list,
+   the artifact the runtime chose, and its entities / labels for every text.
+
+The Java test replays the recorded outputs through a ``ModelRunner`` that only answers inputs Python
+fed (so bucketing, padding and feeding by name must be identical too) and must reproduce the
+runtime's results. This is the one place the model is a stand-in: LiteRT does not run on the JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+
+import runtime  # noqa: E402
+from ai_edge_litert.interpreter import Interpreter  # noqa: E402
+from runtime.ner import AGGREGATIONS  # noqa: E402
+
+NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+CLS_LABELS = ["negative", "neutral", "positive"]
+NER_TEXTS = [
+    "Peter Blackburn met EU officials in Brussels on Friday .",
+    "Peter Blackburn of the European Commission said on Thursday it disagreed with German advice to consumers to "
+    "shun British lamb until scientists determine whether mad cow disease can be transmitted to sheep .",
+    "Café déjà vu in Zu\u0308rich and São Paulo — naïve façade, Ærøskøbing.",
+    "東京は日本の首都です。서울특별시 and ｆｕｌｌｗｉｄｔｈ ＡＢＣ 🇺🇸 👩‍👩‍👧",
+    "[CLS] typed special tokens [SEP] and [MASK] " + "x" * 120 + " supercalifragilistic",
+    "",
+    "  \t ",
+]
+CLS_TEXTS = [
+    ("a charming and often affecting journey", None),
+    ("unflinchingly bleak and desperate", None),
+    ("The cat sat on the mat.", "A feline was seated!"),
+    ("Ærøskøbing harbour 東京 tower " * 6, "and a second text that is long as well " * 3),
+    ("", None),
+]
+
+
+def build_checkpoints(work: Path) -> dict[str, Path]:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+    from converter.builtin import BUILTIN
+    from converter.families import families
+
+    tokenizer = AutoTokenizer.from_pretrained(BUILTIN["minilm"].path())
+    out = {}
+    for name, family, head, labels in (("ner", "bert", AutoModelForTokenClassification, NER_LABELS),
+                                       ("cls", "distilbert", AutoModelForSequenceClassification, CLS_LABELS)):
+        config = next(f for f in families() if f.name == family).tiny_config(vocab_size=len(tokenizer))
+        config.num_labels = len(labels)
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {label: i for i, label in enumerate(labels)}
+        torch.manual_seed(7)
+        directory = work / f"{name}-checkpoint"
+        head.from_config(config).eval().save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        out[name] = directory
+    return out
+
+
+def convert(checkpoint: Path, out: Path, recipe: str) -> None:
+    command = [sys.executable, "-m", "converter", str(checkpoint), "--recipe", recipe, "--buckets", "16,32",
+               "--out", str(out), "--overwrite", "--no-latency", "--verify-samples", "20",
+               "--calibration-samples", "16", "--threads", "1"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"conversion failed ({done.returncode}): {' '.join(command)}\n{done.stdout}\n{done.stderr}")
+
+
+class Recorder:
+    """Wraps LiteRT signature runners and keeps every call: inputs by name, raw logits, quantisation."""
+
+    def __init__(self):
+        self.calls: dict[tuple, dict] = {}
+
+    def install(self):
+        original = Interpreter.get_signature_runner
+        recorder = self
+
+        def get_signature_runner(interpreter, signature_key=None):
+            return recorder.wrap(original(interpreter, signature_key), signature_key)
+
+        Interpreter.get_signature_runner = get_signature_runner
+        return lambda: setattr(Interpreter, "get_signature_runner", original)
+
+    def wrap(self, runner, key):
+        recorder = self
+
+        class Recording:
+            def __call__(self, **inputs):
+                out = runner(**inputs)
+                raw = out["logits"]
+                scale, zero_point = runner.get_output_details()["logits"]["quantization"]
+                feeds = {name: np.asarray(value).reshape(-1).tolist() for name, value in sorted(inputs.items())}
+                recorder.calls[(key, json.dumps(feeds))] = {
+                    "signature": key, "inputs": feeds, "shape": list(raw.shape), "dtype": str(raw.dtype),
+                    "values": np.asarray(raw).reshape(-1).tolist(), "scale": float(scale),
+                    "zero_point": int(zero_point)}
+                return out
+
+            def __getattr__(self, name):
+                return getattr(runner, name)
+
+        return Recording()
+
+    def take(self) -> list[dict]:
+        calls, self.calls = list(self.calls.values()), {}
+        return calls
+
+
+def plain(value):
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def signature_list(model: Path) -> dict:
+    signatures = Interpreter(model_path=str(model)).get_signature_list()
+    return {key: {"inputs": list(s["inputs"]), "outputs": list(s["outputs"])} for key, s in signatures.items()}
+
+
+def ner_cases(bundle: Path, recorder: Recorder) -> dict:
+    pipe = runtime.load(bundle, backend="tflite")
+    cases = []
+    for text in NER_TEXTS:
+        for stride in (None, 3):
+            for aggregation in AGGREGATIONS:
+                entities = pipe(text, aggregation=aggregation, stride=stride)
+                cases.append({"text": text, "stride": stride, "aggregation": aggregation, "entities": plain(entities)})
+    return {"bundle": bundle.name, "recipe": pipe.artifact.recipe, "max_length": pipe.max_length,
+            "default_stride": pipe.default_stride, "signatures": signature_list(pipe.artifact.path),
+            "cases": cases, "calls": recorder.take()}
+
+
+def classification_cases(bundle: Path, recorder: Recorder) -> dict:
+    pipe = runtime.load(bundle, backend="tflite")
+    cases = []
+    for a, b in CLS_TEXTS:
+        labels = pipe(a if b is None else (a, b), top_k=None)
+        truncated = bool(pipe.encoder.encode([(a, b)])[0].overflowing)
+        cases.append({"text": a, "text_pair": b, "labels": plain(labels), "truncated": truncated})
+    return {"bundle": bundle.name, "recipe": pipe.artifact.recipe, "max_length": pipe.max_length,
+            "signatures": signature_list(pipe.artifact.path), "cases": cases, "calls": recorder.take()}
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    work = Path(sys.argv[1]).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    checkpoints = build_checkpoints(work)
+    convert(checkpoints["ner"], work / "ner-bundle", "tflite:int8-static")
+    convert(checkpoints["cls"], work / "cls-bundle", "tflite:int8-dynamic")
+    recorder = Recorder()
+    restore = recorder.install()
+    try:
+        cases = {"ner": ner_cases(work / "ner-bundle", recorder),
+                 "classification": classification_cases(work / "cls-bundle", recorder)}
+    finally:
+        restore()
+    (work / "pipeline_cases.json").write_text(json.dumps(cases, ensure_ascii=True), encoding="utf-8")
+    print(f"wrote {work / 'pipeline_cases.json'}: {len(cases['ner']['cases'])} NER and "
+          f"{len(cases['classification']['cases'])} classification cases, "
+          f"{len(cases['ner']['calls']) + len(cases['classification']['calls'])} recorded model calls", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
