@@ -1,9 +1,9 @@
 """TFLite model metadata: labels, vocabulary and tokenizer embedded, read back, and run on raw text by MediaPipe.
 
 Bundles come from the real converter, which embeds the metadata into every .tflite it writes; tests
-of ``embed`` itself start from the backend's raw export (no metadata yet).  MediaPipe Tasks (mediapipe 1.2.2) is the real consumer: its TextClassifier
-must classify raw strings with our labels and exactly our logits, and refuse what
-``mediapipe_blockers`` says it cannot run.
+of ``embed`` itself start from the backend's raw export (no metadata yet).  MediaPipe Tasks
+(mediapipe 1.2.2) is the real consumer: its TextClassifier must classify raw strings with our labels
+and exactly our logits, and refuse what ``mediapipe_blockers`` says it cannot run.
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ def bundles(tmp_path_factory, checkpoints):
     root = tmp_path_factory.mktemp("metadata-bundles")
 
     def build(name, checkpoint, **kwargs):
-        options = ConvertOptions(checkpoint=str(checkpoint), out=root / name, formats="tflite", verify_samples=100,
+        kwargs.setdefault("formats", None if "recipes" in kwargs else "tflite")
+        options = ConvertOptions(checkpoint=str(checkpoint), out=root / name, verify_samples=100,
                                  calibration_samples=32, measure_latency=False, data_dir=DATA, **kwargs)
         return convert(options).bundle
 
     return {
         # The real MiniLM (trained WordPiece vocabulary) with one bucket: what MediaPipe can run.
-        "minilm": build("minilm", "minilm", buckets=[32], opts="int8", int8="dynamic"),
+        "minilm": build("minilm", "minilm", buckets=[32], recipes="tflite:fp16,tflite:int8-dynamic"),
         "bert-2buckets": build("bert2", checkpoints["bert"]["classification"], buckets=[32, 64]),
         # Full-integer int8: its verification bar is not under test here.
         "bert-static": build("bert-static", checkpoints["bert"]["classification"], buckets=[32], opts="int8",
@@ -245,7 +246,7 @@ def _mediapipe_scores(model: Path, texts: list[str], labels: list[str]) -> np.nd
     return np.array(rows)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8-dynamic"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8-dynamic"])
 def test_mediapipe_text_classifier_runs_raw_text(precision, bundles, tmp_path):
     # The converter's own file, as it ships: the pipeline embedded the metadata.
     bundle = bundles["minilm"]
@@ -345,7 +346,7 @@ def test_every_tflite_artifact_of_a_bundle_carries_its_metadata(name, bundles):
     manifest = _manifest(bundle)
     vocab = (bundle / "vocab.txt").read_text(encoding="utf-8").splitlines()
     tflite = [a for a in manifest["artifacts"] if a["backend"] == "tflite"]
-    assert len(tflite) == (1 if name == "ner" else 2)
+    assert len(tflite) == {"minilm": 3, "bert-static": 2, "ner": 1}[name]
     for artifact in tflite:
         path = bundle / artifact["file"]
         embedded = tflite_metadata.read(path)
