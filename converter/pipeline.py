@@ -165,10 +165,22 @@ def _buckets(requested: list[int] | None, max_length: int) -> list[int]:
     return [b for b in DEFAULT_BUCKETS if b <= max_length] or [max_length]
 
 
-def _write_tokenizer(tokenizer, directory: Path) -> None:
+def _write_tokenizer(tokenizer, directory: Path, max_length: int) -> None:
     # tokenizer.json for `tokenizers` (the runtime), tokenizer_config.json so that transformers'
     # AutoTokenizer loads the bundle as the same class, vocab.txt for plain WordPiece (Android).
     tokenizer.save_pretrained(directory)
+    # A checkpoint's tokenizer.json can carry fixed truncation/padding (e.g. pad everything to 128),
+    # which Tokenizer.from_file would silently apply; the bundle's length limit is max_length.
+    fast = directory / "tokenizer.json"
+    if fast.exists():
+        state = json.loads(fast.read_text(encoding="utf-8"))
+        state["truncation"] = state["padding"] = None
+        fast.write_text(json.dumps(state, ensure_ascii=False, indent=2), encoding="utf-8")
+    config = directory / "tokenizer_config.json"
+    if config.exists():
+        state = json.loads(config.read_text(encoding="utf-8"))
+        state["model_max_length"] = max_length
+        config.write_text(json.dumps(state, ensure_ascii=False, indent=2), encoding="utf-8")
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     (directory / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
 
@@ -323,7 +335,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                   options.smooth_alpha)
     with staging:
         # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
-        _write_tokenizer(tokenizer, staging.path)
+        _write_tokenizer(tokenizer, staging.path, verify_length)
         (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels), encoding="utf-8")
         for planned in recipes:
             start = time.perf_counter()
@@ -468,6 +480,7 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
         "opts": opts,
         "transforms": [r.to_json() for r in reports],
         "max_sequence_length": max_length,
+        "model_vocab_size": loaded.config.vocab_size,
         "inputs": [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in input_names],
         "outputs": [{"name": "logits", "dtype": "float32", "shape": logits_shape}],
         "tokenizer": _tokenizer_settings(loaded.tokenizer, max_length),

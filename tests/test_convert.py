@@ -225,3 +225,17 @@ def test_pytorch_bin_weights_load_like_safetensors(checkpoints, options, tmp_pat
     (ckpt / "model.safetensors").unlink()
     result = convert(options(ckpt, out=tmp_path / "bundle"))
     assert read_manifest(result.bundle)["artifacts"][0]["verification"]["passed"]
+
+
+def test_bundle_tokenizer_files_carry_the_bundle_length_and_no_fixed_padding(checkpoints, options):
+    """all-MiniLM-L6-v2's tokenizer.json pads and truncates everything to 128: a bundle must not."""
+    ckpt = checkpoints["bert"]["classification"]
+    source = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
+    assert source["truncation"] and source["padding"]  # the checkpoint's fixed settings
+    result = convert(options(ckpt, formats="tflite", buckets=[32, 64]))
+    manifest = read_manifest(result.bundle)
+    state = json.loads((result.bundle / "tokenizer.json").read_text(encoding="utf-8"))
+    assert state["truncation"] is None and state["padding"] is None
+    config = json.loads((result.bundle / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["model_max_length"] == manifest["verification"]["max_length"] == 64  # the largest bucket
+    assert manifest["model_vocab_size"] == 30522
