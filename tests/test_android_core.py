@@ -1,10 +1,10 @@
-"""The Android demo's Java core (android_demo/core) held to the Python runtime.
+"""The Android demo (android_demo/): its Java core held to the Python runtime, and its bundle copy script.
 
 ``android_demo/core/run_tests.sh`` compiles the core and its JUnit 5 tests with javac and runs them:
 every golden vector (tokenization, NER decoding with every aggregation, classification), thousands of
 random texts tokenized by this runtime and by Java, manifests and pipelines of bundles converted here
-with their LiteRT outputs replayed. This test runs it so that the project's test command (and CI)
-covers the Java code; a missing JDK or JUnit is a failure, not a skip.
+with their LiteRT outputs replayed. Running it here puts the Java code under the project's test
+command (and CI); a missing JDK or JUnit is a failure, not a skip.
 """
 
 from __future__ import annotations
@@ -16,10 +16,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
-CORE = REPO / "android_demo" / "core"
+DEMO = REPO / "android_demo"
+CORE = DEMO / "core"
 #: the suite holds ~700 tests (one per golden record and aggregation); far fewer means tests went missing
 MIN_PASSED = 600
+
+
+@pytest.fixture(scope="module")
+def java_run(tmp_path_factory):
+    """run_tests.sh, once: (completed process, its work directory with the converted bundles)."""
+    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
+    assert not missing, (f"{' and '.join(missing)} not found: the Android core's tests need a JDK 17 "
+                         "(Debian: apt-get install -y openjdk-17-jdk-headless)")
+    work = tmp_path_factory.mktemp("android-core")
+    env = {**os.environ, "POCKETBERT_PYTHON": sys.executable}
+    done = subprocess.run([str(CORE / "run_tests.sh"), "--work-dir", str(work)], capture_output=True, text=True,
+                          env=env, timeout=1800)
+    return done, work
+
+
+def test_java_core_passes_its_tests(java_run):
+    done, _ = java_run
+    lines = done.stdout.strip().splitlines()
+    summary = re.fullmatch(r"(\d+) passed, (\d+) failed", lines[-1]) if lines else None
+    log = "\n".join((done.stdout + "\n" + done.stderr).strip().splitlines()[-60:])
+    assert summary, f"run_tests.sh did not run the tests (exit code {done.returncode}):\n{log}"
+    passed, failed = map(int, summary.groups())
+    assert failed == 0 and done.returncode == 0, f"{failed} Java test(s) failed:\n{log}"
+    assert passed >= MIN_PASSED, f"only {passed} Java tests ran (expected at least {MIN_PASSED}):\n{log}"
 
 
 def test_unicode_tables_match_the_runtime_tokenizer():
@@ -29,17 +56,43 @@ def test_unicode_tables_match_the_runtime_tokenizer():
     assert done.returncode == 0, done.stderr
 
 
-def test_java_core_passes_its_tests(tmp_path):
-    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
-    assert not missing, (f"{' and '.join(missing)} not found: the Android core's tests need a JDK 17 "
-                         "(Debian: apt-get install -y openjdk-17-jdk-headless)")
-    env = {**os.environ, "POCKETBERT_PYTHON": sys.executable}
-    done = subprocess.run([str(CORE / "run_tests.sh"), "--work-dir", str(tmp_path)], capture_output=True, text=True,
-                          env=env, timeout=1800)
-    lines = done.stdout.strip().splitlines()
-    summary = re.fullmatch(r"(\d+) passed, (\d+) failed", lines[-1]) if lines else None
-    log = "\n".join((done.stdout + "\n" + done.stderr).strip().splitlines()[-60:])
-    assert summary, f"run_tests.sh did not run the tests (exit code {done.returncode}):\n{log}"
-    passed, failed = map(int, summary.groups())
-    assert failed == 0 and done.returncode == 0, f"{failed} Java test(s) failed:\n{log}"
-    assert passed >= MIN_PASSED, f"only {passed} Java tests ran (expected at least {MIN_PASSED}):\n{log}"
+def _copy(bundle: Path, assets: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(DEMO / "copy_bundle.sh"), str(bundle), "--assets", str(assets), *options],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_copy_bundle_puts_one_verified_model_per_task_into_the_assets(java_run, tmp_path):
+    _, work = java_run
+    ner, cls = work / "pipeline" / "ner-bundle", work / "pipeline" / "cls-bundle"
+    assert ner.is_dir() and cls.is_dir(), "run_tests.sh converted no bundles (see test_java_core_passes_its_tests)"
+    assets = tmp_path / "assets"
+    for bundle, task, model in ((ner, "ner", "model.int8-static.tflite"), (cls, "classification",
+                                                                             "model.int8-dynamic.tflite")):
+        done = _copy(bundle, assets)
+        assert done.returncode == 0, done.stderr
+        copied = assets / task
+        assert sorted(p.name for p in copied.iterdir()) == sorted(["manifest.json", "vocab.txt", "labels.txt", model])
+        for p in copied.iterdir():
+            assert p.read_bytes() == (bundle / p.name).read_bytes(), p.name
+    done = _copy(ner, assets, "--precision", "fp32")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (assets / "ner").iterdir()) == ["labels.txt", "manifest.json", "model.tflite",
+                                                                 "vocab.txt"]
+
+
+def test_copy_bundle_refuses_a_damaged_or_unsuitable_bundle(java_run, tmp_path):
+    _, work = java_run
+    damaged = shutil.copytree(work / "pipeline" / "ner-bundle", tmp_path / "damaged")
+    vocab = bytearray((damaged / "vocab.txt").read_bytes())
+    vocab[10] ^= 1
+    (damaged / "vocab.txt").write_bytes(bytes(vocab))
+    assets = tmp_path / "assets"
+    (assets / "ner").mkdir(parents=True)
+    (assets / "ner" / "keep.txt").write_text("the previous bundle")
+    done = _copy(damaged, assets)
+    assert done.returncode == 3 and "vocab.txt does not match the manifest's size and SHA-256" in done.stderr
+    assert (assets / "ner" / "keep.txt").exists(), "a refused bundle must not replace the one in the assets"
+    done = _copy(work / "pipeline" / "cls-bundle", assets, "--precision", "int8-static")
+    assert done.returncode == 3 and "no verified tflite:int8-static model" in done.stderr
+    done = _copy(tmp_path / "not-a-bundle", assets)
+    assert done.returncode == 3 and "has no manifest.json" in done.stderr
