@@ -19,7 +19,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --precision) precision="$2"; shift 2 ;;
         --assets) assets="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         -*) echo "copy_bundle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) [[ -z "$bundle" ]] || { echo "copy_bundle.sh: one BUNDLE_DIR only" >&2; exit 2; }; bundle="$1"; shift ;;
     esac

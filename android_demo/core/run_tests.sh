@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --work-dir) work="$2"; shift 2 ;;
         --fuzz-count) fuzz_count="$2"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "run_tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -89,7 +89,7 @@ find "$here/src/test/java" -name '*.java' >"$work/test-sources.txt"
 javac --release 11 -encoding UTF-8 -Xlint:all -Werror -d "$work/classes/main" @"$work/main-sources.txt" \
     || die "the core does not compile"
 cp -R "$here/src/main/resources/." "$work/classes/main/"
-javac --release 11 -encoding UTF-8 -cp "$work/classes/main:$launcher" -d "$work/classes/test" \
+javac --release 11 -encoding UTF-8 -Xlint:all -Werror -cp "$work/classes/main:$launcher" -d "$work/classes/test" \
     @"$work/test-sources.txt" || die "the tests do not compile"
 echo "compiled $(wc -l <"$work/main-sources.txt") core and $(wc -l <"$work/test-sources.txt") test sources in $(since "$t0")" >&2
 

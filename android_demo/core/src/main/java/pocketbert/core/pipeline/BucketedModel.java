@@ -1,5 +1,6 @@
 package pocketbert.core.pipeline;
 
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -76,10 +77,10 @@ public final class BucketedModel {
         }
         int[] shape = logits.shape();
         int[] expected = perToken ? new int[] {1, bucket, numLabels} : new int[] {1, numLabels};
-        if (!java.util.Arrays.equals(shape, expected)) {
-            throw new ModelException("signature " + key + " returned logits of shape " + java.util.Arrays.toString(shape)
+        if (!Arrays.equals(shape, expected)) {
+            throw new ModelException("signature " + key + " returned logits of shape " + Arrays.toString(shape)
                     + ", but a " + (perToken ? "NER" : "classification") + " model with " + numLabels + " labels gives "
-                    + java.util.Arrays.toString(expected),
+                    + Arrays.toString(expected),
                     "the model file does not belong to this manifest/labels.txt; copy the bundle again");
         }
         float[] values = logits.toFloats();

@@ -11,6 +11,7 @@ import pocketbert.core.ner.TokenClassificationDecoder;
 import pocketbert.core.ner.TokenWindow;
 import pocketbert.core.text.Encoding;
 import pocketbert.core.text.TextIndex;
+import pocketbert.core.text.WordPieceDecoder;
 import pocketbert.core.text.WordPieceTokenizer;
 
 /**
@@ -24,12 +25,14 @@ public final class TokenClassificationPipeline {
     private final BucketedModel model;
     private final List<String> labels;
     private final int maxLength;
+    private final WordPieceDecoder detokenizer;
 
     TokenClassificationPipeline(WordPieceTokenizer tokenizer, BucketedModel model, List<String> labels, int maxLength) {
         this.tokenizer = tokenizer;
         this.model = model;
         this.labels = Collections.unmodifiableList(new ArrayList<>(labels));
         this.maxLength = maxLength;
+        this.detokenizer = new WordPieceDecoder(tokenizer.settings().continuingSubwordPrefix());
     }
 
     public int maxLength() {
@@ -50,6 +53,7 @@ public final class TokenClassificationPipeline {
         return run(text, aggregation, defaultStride(), DEFAULT_IGNORE);
     }
 
+    /** Entities of {@code text}: windows overlapping by {@code stride} tokens, results with an ignored label dropped. */
     public List<Entity> run(String text, Aggregation aggregation, int stride, Set<String> ignoreLabels) {
         TextIndex index = TextIndex.of(text);
         List<Encoding> rows = tokenizer.encodeWindows(text, maxLength, stride);
@@ -60,8 +64,7 @@ public final class TokenClassificationPipeline {
             logits.add(model.run(row));
         }
         TokenClassificationDecoder decoder = new TokenClassificationDecoder(labels, tokenizer.unk().id(),
-                tokenizer.wordAware(), new pocketbert.core.text.WordPieceDecoder(
-                        tokenizer.settings().continuingSubwordPrefix()), new HashSet<>(ignoreLabels));
+                tokenizer.wordAware(), detokenizer, new HashSet<>(ignoreLabels));
         int step = maxLength - 2 - stride;
         return decoder.decodeText(index, windows, logits, aggregation, step);
     }

@@ -1,5 +1,7 @@
 package pocketbert.core.text;
 
+import java.util.Arrays;
+
 /**
  * Normalised text: code points, each with the span {@code [start, end)} of the original text's code
  * points it came from. This is Hugging Face {@code tokenizers}' {@code NormalizedString} alignment,
@@ -94,9 +96,9 @@ final class AlignedText {
         private void append(int cp, int start, int end) {
             if (length == codePoints.length) {
                 int capacity = length * 2;
-                codePoints = java.util.Arrays.copyOf(codePoints, capacity);
-                starts = java.util.Arrays.copyOf(starts, capacity);
-                ends = java.util.Arrays.copyOf(ends, capacity);
+                codePoints = Arrays.copyOf(codePoints, capacity);
+                starts = Arrays.copyOf(starts, capacity);
+                ends = Arrays.copyOf(ends, capacity);
             }
             codePoints[length] = cp;
             starts[length] = start;

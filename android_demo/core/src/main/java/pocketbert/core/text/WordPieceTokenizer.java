@@ -111,8 +111,11 @@ public final class WordPieceTokenizer {
      * previous one, the last reaching the end (the runtime's NER windows, {@code tokenizers}' overflow).
      */
     public List<Encoding> encodeWindows(String text, int maxLength, int stride) {
-        checkRoom(maxLength, 3);
         int content = maxLength - 2;
+        if (content < 1) {
+            throw new InputException("max length " + maxLength + " leaves no room for text tokens between [CLS] and "
+                    + "[SEP]", "use a max length of at least 3");
+        }
         if (stride < 0 || stride >= content) {
             throw new InputException("stride " + stride + " must be ≥ 0 and smaller than the " + content
                     + " text tokens of a window", "pass a stride between 0 and " + (content - 1));
