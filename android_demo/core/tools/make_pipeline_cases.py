@@ -30,8 +30,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-import runtime  # noqa: E402
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
+
+import runtime  # noqa: E402
 from runtime.ner import AGGREGATIONS  # noqa: E402
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
