@@ -33,6 +33,7 @@ public final class Manifest {
     private final String problemType;
     private final List<String> labels;
     private final int maxSequenceLength;
+    private final Integer modelVocabSize;
     private final List<String> inputNames;
     private final TokenizerSettings tokenizer;
     private final List<Artifact> artifacts;
@@ -57,6 +58,7 @@ public final class Manifest {
         if (maxSequenceLength < 2) {
             throw invalid("'max_sequence_length' must be an integer ≥ 2, not " + maxSequenceLength);
         }
+        modelVocabSize = m.has("model_vocab_size") ? Integer.valueOf(m.requiredInt("model_vocab_size")) : null;
         List<String> names = new ArrayList<>();
         for (Fields input : m.objects("inputs")) {
             names.add(input.requiredString("name"));
@@ -145,6 +147,11 @@ public final class Manifest {
 
     public int maxSequenceLength() {
         return maxSequenceLength;
+    }
+
+    /** Rows of the model's token embedding table (no id may reach it), or null in manifests written before it. */
+    public Integer modelVocabSize() {
+        return modelVocabSize;
     }
 
     /** Model input names, fed by name (DistilBERT has no {@code token_type_ids}). */

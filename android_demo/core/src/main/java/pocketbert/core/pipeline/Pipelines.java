@@ -10,7 +10,8 @@ import pocketbert.core.text.WordPieceTokenizer;
 
 /**
  * Builds a bundle's pipeline and checks, before the first text, that its parts belong together, as
- * the Python runtime's {@code load} does: the vocabulary size is the manifest's, the model's
+ * the Python runtime's {@code load} does: the vocabulary size is the manifest's (and fits the model's
+ * embedding table, {@code model_vocab_size}), the model's
  * signatures are the artifact's buckets and take the manifest's inputs, and one probe run on
  * {@code [CLS] <highest id> [SEP]} proves that every id fits the embeddings and that the model
  * returns one logit per label.
@@ -54,6 +55,11 @@ public final class Pipelines {
             throw new ModelException("vocab.txt has " + size + " tokens but the model was converted with a " + expected
                     + "-token vocabulary: the tokenizer does not belong to this model",
                     "copy vocab.txt from the same bundle");
+        }
+        Integer rows = manifest.modelVocabSize();
+        if (rows != null && size > rows) {
+            throw new ModelException("vocab.txt has " + size + " tokens but the model's embedding table has " + rows
+                    + " rows: ids from " + rows + " on would fail", "copy vocab.txt from the same bundle");
         }
         BucketedModel model = BucketedModel.open(runner, manifest.inputNames(), manifest.labels().size(), perToken);
         if (!artifact.buckets().isEmpty() && !artifact.buckets().equals(model.buckets().lengths())) {

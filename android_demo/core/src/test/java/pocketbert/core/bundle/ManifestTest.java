@@ -38,6 +38,7 @@ class ManifestTest {
                 m.labels());
         assertEquals(Arrays.asList("input_ids", "attention_mask", "token_type_ids"), m.inputNames());
         assertTrue(m.maxSequenceLength() >= 32);
+        assertEquals(Integer.valueOf(30522), m.modelVocabSize());
         TokenizerSettings t = m.tokenizer();
         assertEquals("vocab.txt", t.vocabFile());
         assertEquals(Integer.valueOf(30522), t.vocabSize());

@@ -115,6 +115,13 @@ class PipelinesTest {
         assertEquals("vocab.txt has 30521 tokens but the model was converted with a 30522-token vocabulary: the tokenizer "
                 + "does not belong to this model", vocab.problem());
 
+        Manifest smallModel = Manifest.parse(TestFiles.read(TestFiles.path("pipeline").resolve("ner-bundle")
+                .resolve("manifest.json")).replaceFirst("\"model_vocab_size\": 30522", "\"model_vocab_size\": 30000"));
+        ModelException rows = assertThrows(ModelException.class, () -> Pipelines.ner(smallModel, fp32(smallModel),
+                tokenizer(smallModel), FakeRunner.zeros(Arrays.asList(16, 32), BERT_INPUTS, 9, true)));
+        assertEquals("vocab.txt has 30522 tokens but the model's embedding table has 30000 rows: ids from 30000 on would "
+                + "fail", rows.problem());
+
         ModelException buckets = assertThrows(ModelException.class, () -> Pipelines.ner(m, fp32(m), tokenizer(m),
                 FakeRunner.zeros(Arrays.asList(16), BERT_INPUTS, 9, true)));
         assertEquals("model.tflite has buckets [16] but the manifest lists [16, 32]", buckets.problem());
