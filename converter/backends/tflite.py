@@ -248,6 +248,11 @@ def _recipe(precision: str, float_scopes: list[str]):
                                            algorithm_key=recipe.AlgorithmName.FLOAT_CASTING)
     else:
         manager.load_quantization_recipe(getattr(recipe, QUANTIZER_RECIPES[precision])())
+        if precision == "int8-static":
+            # static_wi8_ai8 leaves embedding tables in float (most of a small BERT's bytes): int8
+            # rows, looked up then dequantised, as the dynamic recipe does
+            manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.EMBEDDING_LOOKUP,
+                                           num_bits=8)
     if float_scopes:
         # the latest matching entry wins: these ops stay float
         manager.add_quantization_config(regex="^(?:" + "|".join(re.escape(s) for s in float_scopes) + ")$",
