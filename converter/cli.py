@@ -19,9 +19,9 @@ from .builtin import BUILTIN, DEFAULT_MODEL
 from .recipes import DEFAULT_FORMATS, INT8_CHOICES, OPT_HELP, RECIPES, TASKS
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
-# quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow.
-console = Console(stderr=True, highlight=False)
-out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+# quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow for the summary.
+console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
 4 an exported model failed verification; 5 nonorm/relu would lose accuracy (see --allow-accuracy-loss);
