@@ -6,9 +6,13 @@
   the smallest bucket that fits.  (litert-torch's ``dynamic_shapes`` failed here, so buckets.)
 * After every conversion the flatbuffer is inspected: a Flex (SELECT_TF_OPS) or custom op fails the
   conversion, naming the op; the builtin-op histogram goes into the manifest.
+* fp16 = float casting of the Linear and embedding weights (half the size, float arithmetic).
 * int8-dynamic = ai-edge-quantizer ``dynamic_wi8_afp32`` (int8 weights, float activations: the fast
-  kernels on this CPU); int8-static = ``static_wi8_ai8`` (full integer, calibrated per signature on
-  real text; its logits are int8 and the runner dequantises them with the output's scale).
+  kernels on this CPU); int8-static = ``static_wi8_ai8`` plus int8 embedding tables (full integer,
+  calibrated per signature on real text, once; its logits are int8 and the runner dequantises them
+  with the output's scale).  Both take part in the shared float-fallback search: Linear roles are
+  found by matching each FULLY_CONNECTED weight to its PyTorch Linear.
+* An op litert-torch cannot lower to builtins is an :class:`InputError` naming the op and the fix.
 """
 
 from __future__ import annotations
@@ -273,7 +277,7 @@ def _linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
     """FULLY_CONNECTED ops with a constant weight, grouped by role across layers and signatures.
 
     Each op is matched to the PyTorch Linear it came from by its weight: tensor names are fused
-    location lists that do not say which Linear an op is.  The converter folds a preceding
+    location lists that do not say which Linear an op is.  litert-torch folds a preceding
     LayerNorm's γ into the weight (W·diag(γ)), so a match is "equal up to a per-column scale".
     The role is the Linear's module path with layer indices starred
     (``bert.encoder.layer.*.output.dense``).  An op is identified by its scope: the key
