@@ -336,6 +336,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     with staging:
         # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
         _write_tokenizer(tokenizer, staging.path, verify_length)
+        tokenizer_settings = _tokenizer_settings(tokenizer, max_length)
         (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels), encoding="utf-8")
         for planned in recipes:
             start = time.perf_counter()
@@ -356,7 +357,8 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                     artifact = quantizer.build(recipe, staging.path / _filename(recipe))
             if recipe.backend == "tflite":
                 # last, after quantising: the quantiser drops metadata (see tflite_metadata)
-                artifact.details["metadata"] = _embed_metadata(artifact.path, loaded, input_names, staging.path)
+                artifact.details["metadata"] = _embed_metadata(artifact.path, loaded, input_names, staging.path,
+                                                               tokenizer_settings["do_lower_case"])
             fallback = artifact.details.get("float_fallback") or {}
             if fallback.get("roles"):
                 reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
@@ -382,7 +384,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                     "text like your inputs, or convert without int8")
         with stage("bundle", "Writing bundle"):
             manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
-                                 verify_source, len(verify_texts), notes)
+                                 tokenizer_settings, verify_source, len(verify_texts), notes)
             manifest["verification"]["max_length"] = verify_length
             for entry in manifest["artifacts"]:
                 if entry["latency_ms"]:
@@ -422,15 +424,15 @@ def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity
                           passed=passed, details=artifact.details)
 
 
-def _embed_metadata(path: Path, loaded: loading.Loaded, input_names: list[str], directory: Path) -> dict:
+def _embed_metadata(path: Path, loaded: loading.Loaded, input_names: list[str], directory: Path,
+                    do_lower_case: bool) -> dict:
     """Labels, vocabulary and tokenizer options inside the .tflite (the TFLite metadata schema), so
     that Task-Library-style consumers (MediaPipe TextClassifier) run it on raw text."""
     from .backends import tflite_metadata
 
-    settings = _tokenizer_settings(loaded.tokenizer, 0)
     source = loaded.builtin or Path(loaded.checkpoint).name
     return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels, vocab_file=directory / "vocab.txt",
-                                 do_lower_case=settings["do_lower_case"], input_names=input_names,
+                                 do_lower_case=do_lower_case, input_names=input_names,
                                  name=f"{source} ({loaded.task})", version=__version__,
                                  description=f"{loaded.config.model_type} {loaded.task} model converted by PocketBERT")
 
@@ -457,8 +459,8 @@ def _figures_line(figures: dict) -> str:
     return line + ("" if figures["passed"] else f"  [red]FAILED: {figures['failure']}[/]")
 
 
-def _manifest(options, loaded, opts, reports, damage, results, max_length, input_names, verify_source,
-              verify_count, notes) -> dict:
+def _manifest(options, loaded, opts, reports, damage, results, max_length, input_names, tokenizer_settings,
+              verify_source, verify_count, notes) -> dict:
     task = loaded.task
     problem_type = getattr(loaded.config, "problem_type", None)
     if task == "classification" and problem_type is None:
@@ -483,7 +485,7 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
         "model_vocab_size": loaded.config.vocab_size,
         "inputs": [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in input_names],
         "outputs": [{"name": "logits", "dtype": "float32", "shape": logits_shape}],
-        "tokenizer": _tokenizer_settings(loaded.tokenizer, max_length),
+        "tokenizer": tokenizer_settings,
         "artifacts": [{
             "recipe": r.recipe, "backend": r.recipe.split(":")[0], "precision": r.recipe.split(":")[1],
             "file": r.file, "details": r.details, "verification": r.verification,
