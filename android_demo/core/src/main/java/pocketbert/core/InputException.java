@@ -11,7 +11,7 @@ public final class InputException extends IllegalArgumentException {
     private final String fix;
 
     public InputException(String problem, String fix) {
-        super(fix == null ? problem : problem + "\n  fix: " + fix);
+        super(ProblemException.message(problem, fix));
         this.problem = problem;
         this.fix = fix;
     }

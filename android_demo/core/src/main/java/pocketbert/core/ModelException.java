@@ -5,26 +5,14 @@ package pocketbert.core;
  * vocabulary or label list of the wrong size, or a model that fails on the load-time probe. Carries
  * the problem and its fix, like the Python runtime's {@code ModelError}.
  */
-public final class ModelException extends RuntimeException {
+public final class ModelException extends ProblemException {
     private static final long serialVersionUID = 1L;
-    private final String problem;
-    private final String fix;
 
     public ModelException(String problem, String fix) {
         this(problem, fix, null);
     }
 
     public ModelException(String problem, String fix, Throwable cause) {
-        super(fix == null ? problem : problem + "\n  fix: " + fix, cause);
-        this.problem = problem;
-        this.fix = fix;
-    }
-
-    public String problem() {
-        return problem;
-    }
-
-    public String fix() {
-        return fix;
+        super(problem, fix, cause);
     }
 }
