@@ -1,0 +1,156 @@
+"""Tokenised features and batches for training and evaluation.
+
+NER labels are aligned to word pieces the standard way (Devlin et al. 2019, §5.3): the first piece of
+each word carries the word's tag, the other pieces and the special tokens carry -100, which the loss
+ignores; predictions are read back from first pieces (``word_ids``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import InputError
+from .tasks import TaskData
+
+IGNORE = -100
+
+
+@dataclass
+class Features:
+    """Token ids per example (unpadded), with labels in model space and, for NER, the word of each token."""
+
+    task: TaskData
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]]
+    labels: list | None  # int / float per example, or a list per token (NER, -100 = ignored)
+    word_ids: list[list[int | None]] | None  # NER only
+    truncated: int  # examples cut at max_length
+    pad_id: int
+    label_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def batches(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
+                input_names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")) -> Batches:
+        return Batches(self, batch_size, shuffle, seed, tuple(input_names))
+
+
+def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[str] | None = None) -> Features:
+    """Tokenise ``task``; ``label_names`` (the model's labels) maps the data's labels to model ids."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise InputError("the tokenizer has no fast (Rust) version; word alignment needs one",
+                         "save a tokenizer.json with a fast tokenizer")
+    model_labels = list(label_names) if label_names is not None else list(task.label_names)
+    if task.kind == "ner":
+        missing = sorted({t for s in (task.labels or []) for t in s} - set(model_labels))
+        if missing:
+            raise InputError(f"the data has tags {missing} that the model's labels {model_labels} lack",
+                             "train a model with these labels (python -m converter finetune), or give matching data")
+        enc = tokenizer(task.texts, is_split_into_words=True, truncation=True, max_length=max_length)
+        word_ids = [enc.word_ids(i) for i in range(len(task.texts))]
+        labels = None
+        if task.labels is not None:
+            index = {name: i for i, name in enumerate(model_labels)}
+            labels = []
+            for tags, words in zip(task.labels, word_ids):
+                row, previous = [], None
+                for w in words:
+                    row.append(IGNORE if w is None or w == previous else index[tags[w]])
+                    previous = w
+                labels.append(row)
+        truncated = sum(1 for words, ids in zip(task.texts, word_ids)
+                        if len(words) and max((w for w in ids if w is not None), default=-1) < len(words) - 1)
+    else:
+        if task.pairs:
+            first, second = zip(*task.texts)
+            enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_length)
+        else:
+            enc = tokenizer(list(task.texts), truncation=True, max_length=max_length)
+        word_ids = None
+        labels = None
+        if task.labels is not None:
+            if task.kind == "regression":
+                labels = [float(v) for v in task.labels]
+            else:
+                if len(model_labels) != len(task.label_names):
+                    raise InputError(f"the data has {len(task.label_names)} labels {task.label_names} but the model "
+                                     f"has {len(model_labels)} {model_labels}",
+                                     "fine-tune a head for this task first (python -m converter finetune)")
+                labels = [int(v) for v in task.labels]
+        truncated = sum(1 for ids in enc["input_ids"] if len(ids) >= max_length)
+    token_types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]
+    return Features(task, enc["input_ids"], token_types, labels, word_ids, truncated,
+                    tokenizer.pad_token_id or 0, model_labels)
+
+
+class Batches:
+    """Padded tensor batches over :class:`Features`: dynamic padding to the longest row of each batch.
+
+    Shuffled batches are grouped by length (sorted within windows of 50 batches, then the batch order
+    shuffled), which keeps padding low without a fixed order; epoch ``k`` uses seed ``seed + k``.
+    """
+
+    def __init__(self, features: Features, batch_size: int, shuffle: bool, seed: int, input_names: tuple[str, ...]):
+        if batch_size < 1:
+            raise InputError(f"batch size {batch_size} is below 1", "use a batch size of at least 1")
+        self.features = features
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.input_names = input_names
+
+    def __len__(self) -> int:
+        return -(-len(self.features) // self.batch_size)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        return self.epoch(0)
+
+    def order(self, epoch: int) -> list[list[int]]:
+        n = len(self.features)
+        if not self.shuffle:
+            return [list(range(i, min(n, i + self.batch_size))) for i in range(0, n, self.batch_size)]
+        rng = random.Random(self.seed + epoch)
+        index = list(range(n))
+        rng.shuffle(index)
+        window = self.batch_size * 50
+        groups = []
+        for start in range(0, n, window):
+            chunk = sorted(index[start:start + window], key=lambda i: len(self.features.input_ids[i]))
+            groups += [chunk[i:i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        rng.shuffle(groups)
+        return groups
+
+    def epoch(self, epoch: int) -> Iterator[dict[str, torch.Tensor]]:
+        for rows in self.order(epoch):
+            yield self.collate(rows)
+
+    def collate(self, rows: list[int]) -> dict[str, torch.Tensor]:
+        f = self.features
+        width = max(len(f.input_ids[i]) for i in rows)
+        ids = torch.full((len(rows), width), f.pad_id, dtype=torch.long)
+        types = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            n = len(f.input_ids[i])
+            ids[r, :n] = torch.tensor(f.input_ids[i])
+            types[r, :n] = torch.tensor(f.token_type_ids[i])
+            mask[r, :n] = 1
+        batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        batch = {k: v for k, v in batch.items() if k in self.input_names}
+        if f.labels is not None:
+            if f.word_ids is not None:
+                labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)
+                for r, i in enumerate(rows):
+                    labels[r, :len(f.labels[i])] = torch.tensor(f.labels[i])
+            elif f.task.kind == "regression":
+                labels = torch.tensor([f.labels[i] for i in rows], dtype=torch.float32)
+            else:
+                labels = torch.tensor([f.labels[i] for i in rows], dtype=torch.long)
+            batch["labels"] = labels
+        batch["index"] = torch.tensor(rows)  # which examples these are (evaluation reads logits back)
+        return batch
