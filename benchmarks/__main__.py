@@ -1,0 +1,153 @@
+"""``python -m benchmarks``: the benchmark harness (latency, device, accuracy, report, bundles).
+
+    python -m benchmarks bundles  [--models …] [--variants …] [--fast]      # convert the models measured
+    python -m benchmarks latency  BUNDLE… [--backend onnx,tflite] [--threads 1,2] [--seq-len 32,64,128,256]
+                                  [--batch 1,8] [--runs N] [--peers] [--fast]
+    python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
+                                  [--use-nnapi] BUNDLE…
+    python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
+    python -m benchmarks report   [--results DIR] [--out benchmarks/REPORT.md]
+
+Results are JSON files in one schema (benchmarks/schema.py) under benchmarks/results/ unless --out
+says otherwise; ``report`` turns every results file there into REPORT.md and PNG plots.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+WORK = HERE / ".cache"
+console = Console(stderr=True, highlight=False)
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 1,2 (got {text!r})") from None
+    if not values or any(v < 1 for v in values):
+        raise click.BadParameter(f"{what} must list positive integers (got {text!r})")
+    return values
+
+
+def _fail(problem: str, fix: str, code: int = 3) -> None:
+    console.print(f"[red]error:[/red] {problem}\n  fix: {fix}")
+    sys.exit(code)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+@click.group(help=__doc__.split("\n\n")[0])
+def cli() -> None:
+    pass
+
+
+# --- bundles ------------------------------------------------------------------------------------
+@cli.command(help="Convert the measured models (real MiniLM; random MobileBERT/TinyBERT4/DistilBERT shapes).")
+@click.option("--models", default=None, help="comma-separated model names (default: minilm,mobilebert,tinybert4,"
+              "distilbert; fast: tiny-bert)")
+@click.option("--variants", default=None, help="comma-separated: plain-int8, nonorm-relu-fold-int8")
+@click.option("--buckets", default=None, help="TFLite sequence buckets (default 32,64,128,256; fast: 32)")
+@click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
+@click.option("--fast", is_flag=True, help="tiny random model, one variant, one bucket")
+def bundles(models, variants, buckets, work_dir, fast):
+    from . import models as registry
+
+    names = models.split(",") if models else list(registry.FAST_MODELS if fast else registry.DEFAULT_MODELS)
+    chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.VARIANTS)
+    for name in names:
+        if name not in registry.SHAPES:
+            _fail(f"unknown model {name!r}", f"use one of {', '.join(registry.SHAPES)}", 2)
+    for v in chosen:
+        if v not in registry.VARIANTS:
+            _fail(f"unknown variant {v!r}", f"use one of {', '.join(registry.VARIANTS)}", 2)
+    made = registry.build_bundles(names, chosen, work_dir, _ints(buckets or ("32" if fast else "32,64,128,256"),
+                                                                  "--buckets"),
+                                  log=lambda m: console.print(m), verify_samples=64 if fast else 300)
+    for path in made:
+        click.echo(str(path))
+
+
+# --- latency ------------------------------------------------------------------------------------
+@cli.command(help="Latency of every artifact of each BUNDLE (and peers): JSON results.")
+@click.argument("bundle_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--backend", "backends", default="onnx,tflite", show_default=True)
+@click.option("--threads", default=None, help="comma-separated thread counts (default 1,2,4 up to the usable CPUs)")
+@click.option("--seq-len", default=None, help="comma-separated sequence lengths (default 32,64,128,256)")
+@click.option("--batch", default=None, help="comma-separated batch sizes (default 1,8)")
+@click.option("--runs", type=click.IntRange(min=1), default=None, help="timed runs per configuration (default 50)")
+@click.option("--warmup", type=click.IntRange(min=0), default=None, help="warm-up runs (default 10)")
+@click.option("--peers", is_flag=True, help="also measure PyTorch eager, ORT optimizer fp32/int8 and plain TFLite")
+@click.option("--checkpoint", default=None, help="source checkpoint for peers/MACs when the manifest's is gone")
+@click.option("--no-floor", is_flag=True, help="skip the GEMM floor measurement")
+@click.option("--fast", is_flag=True, help="few runs, one configuration; without BUNDLE, builds a tiny bundle")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="results file (default benchmarks/results/latency.json; fast: latency-fast.json)")
+@click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
+def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers, checkpoint, no_floor, fast, out,
+            work_dir):
+    import os
+
+    from . import latency as lat
+    from . import models as registry
+    from . import schema
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    settings = lat.Settings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
+                            checkpoint=checkpoint, floor=not no_floor, fast=fast)
+    if fast:
+        settings.threads, settings.seq_lens, settings.batches = [1], [32], [1]
+        settings.runs, settings.warmup, settings.min_runs, settings.floor_seconds = 8, 2, 8, 0.01
+    else:
+        settings.threads = [t for t in (1, 2, 4) if t <= usable] or [1]
+    if threads:
+        settings.threads = _ints(threads, "--threads")
+        if max(settings.threads) > usable:
+            console.print(f"[yellow]warning:[/yellow] {max(settings.threads)} threads on {usable} usable CPUs: "
+                          "oversubscribed, figures will be slower than the hardware allows")
+    if seq_len:
+        settings.seq_lens = _ints(seq_len, "--seq-len")
+    if batch:
+        settings.batches = _ints(batch, "--batch")
+    if runs:
+        settings.runs = runs
+        settings.min_runs = min(settings.min_runs, runs)
+    if warmup is not None:
+        settings.warmup = warmup
+    for b in settings.backends:
+        if b not in lat.BACKENDS:
+            _fail(f"unknown backend {b!r}", f"use {' or '.join(lat.BACKENDS)} (comma-separated)", 2)
+    if not bundle_dirs:
+        if not fast:
+            _fail("no BUNDLE given", "pass bundle directories (python -m benchmarks bundles makes them), or --fast", 2)
+        bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir,
+                                             settings.seq_lens, log=lambda m: console.print(m), verify_samples=64)
+    for path in bundle_dirs:
+        if not (Path(path) / "manifest.json").is_file():
+            _fail(f"{path} is not a bundle (no manifest.json)" if Path(path).is_dir() else f"{path} does not exist",
+                  "pass directories written by `python -m converter … --out DIR` or `python -m benchmarks bundles`")
+    try:
+        total = lat.count_configurations(list(bundle_dirs), settings)
+        with _progress() as bar:
+            task = bar.add_task("latency", total=total)
+            data = lat.run(list(bundle_dirs), settings, work_dir, progress=lambda m: bar.console.print(m),
+                           advance=lambda n: bar.advance(task, n))
+    except lat.LatencyError as exc:
+        _fail(exc.problem, exc.fix)
+    out = out or RESULTS / ("latency-fast.json" if fast else "latency.json")
+    schema.write(data, out)
+    click.echo(str(out))
+
+
+if __name__ == "__main__":
+    cli()
