@@ -181,6 +181,55 @@ def _print_summary(result) -> None:
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
 
 
+def _budget(ctx, param, value):
+    from .training.loop import parse_budget
+
+    try:
+        return parse_budget(value)
+    except errors.InputError as exc:
+        raise click.BadParameter(f"{exc.problem}; {exc.fix}")
+
+
+TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
+             "or a training file: a GLUE-format .tsv or a CoNLL file.")
+
+
+@cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)
+@click.argument("checkpoint")
+@click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
+@click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
+@click.option("-o", "--out", type=click.Path(path_type=Path), help="Checkpoint directory to write "
+              "[default: models/<checkpoint>-<task>].")
+@click.option("--budget", default="3epochs", show_default=True, callback=_budget,
+              help="Training budget: 500steps, 2epochs, 90s, 20m, 1.5h; comma-separated, the first reached wins.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True)
+@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+              help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
+@click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
+             train_limit, resume, overwrite):
+    """Fine-tune CHECKPOINT on TASK and write a Hugging Face checkpoint with a model card."""
+    from .training.finetune import FinetuneOptions
+    from .training.finetune import finetune as run
+
+    if out is None:
+        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        out = Path("models") / f"{name}-{task_name.replace(':', '-').replace('/', '_')}"
+    options = FinetuneOptions(checkpoint=checkpoint, task=task_name, dev=str(dev) if dev else None, out=out,
+                              budget=budget, lr=lr, batch_size=batch_size, max_length=max_length, seed=seed,
+                              threads=threads, data_dir=data_dir, train_limit=train_limit, resume=resume,
+                              overwrite=overwrite, progress=True)
+    result = run(options, log=console.print)
+    out_console.print(f"wrote {result.out}: {result.log.steps} steps in {result.log.seconds:.0f} s; dev "
+                      + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()))
+
+
 @cli.command("list")
 def list_command():
     """Supported families, optimisations, recipes and built-in models."""

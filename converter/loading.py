@@ -195,6 +195,12 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
         notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "
                      f"(e.g. {head_missing[0]})")
 
+    structural = _saved_transforms(raw)
+    if structural:
+        _reapply(model, family, structural)
+        notes.append(f"the checkpoint was trained with {','.join(structural)} (config.json 'pocketbert'): "
+                     "re-applied on load")
+
     vocab = len(tokenizer)
     if vocab > model.config.vocab_size:
         raise InputError(f"the tokenizer has {vocab} tokens but the model's embedding has {model.config.vocab_size}",
@@ -203,3 +209,27 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     return Loaded(checkpoint=path, builtin=builtin_name, model=model, tokenizer=tokenizer, family=family,
                   task=task, labels=final_labels, head_initialized=not head_task or bool(head_missing),
                   notes=notes)
+
+
+#: config.json key written by PocketBERT training (converter.training.save): structural transforms
+#: the weights were trained with.  transformers builds LayerNorm/GELU from config.json; a model trained
+#: with NoNorm/ReLU stores γ/β in the LayerNorm slots and needs the structure put back to compute
+#: what it was trained to compute.
+SAVED_TRANSFORMS_KEY = "pocketbert"
+STRUCTURAL_TRANSFORMS = ("nonorm", "relu")
+
+
+def _saved_transforms(raw: dict) -> list[str]:
+    saved = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("transforms") or []
+    unknown = [t for t in saved if t not in STRUCTURAL_TRANSFORMS]
+    if unknown:
+        raise InputError(f"config.json '{SAVED_TRANSFORMS_KEY}' names unknown transform(s) {unknown}",
+                         "the checkpoint was written by a newer PocketBERT; upgrade pocketbert")
+    return [t for t in STRUCTURAL_TRANSFORMS if t in saved]
+
+
+def _reapply(model, family: Family, names: list[str]) -> None:
+    from .transforms import TRANSFORMS
+
+    for name in names:
+        TRANSFORMS[name](model, family)

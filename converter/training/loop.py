@@ -124,15 +124,21 @@ def _warmup_decay(fraction: float, warmup: float) -> float:
 
 
 class _Progress:
+    """A rich progress bar on a terminal; elsewhere (background jobs, logs) a plain line every 30 s."""
+
     def __init__(self, enabled: bool, description: str, budget: Budget):
+        import sys
+
         self.bar = None
-        if enabled:
+        self.enabled = enabled
+        self.description = f"{description} ({budget.describe()})"
+        self.start = self.last = time.perf_counter()
+        if enabled and sys.stderr.isatty():
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                                transient=False)
-            self.task = self.bar.add_task(f"{description} ({budget.describe()})", total=1000, status="")
+                                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"))
+            self.task = self.bar.add_task(self.description, total=1000, status="")
 
     def __enter__(self):
         if self.bar:
@@ -142,6 +148,13 @@ class _Progress:
     def update(self, fraction: float, status: str) -> None:
         if self.bar:
             self.bar.update(self.task, completed=min(1000, int(fraction * 1000)), status=status)
+        elif self.enabled and (time.perf_counter() - self.last > 30 or fraction >= 1):
+            import sys
+
+            self.last = now = time.perf_counter()
+            eta = (now - self.start) * (1 - fraction) / fraction if fraction > 0 else float("nan")
+            print(f"{self.description}: {fraction:.1%}, {now - self.start:.0f} s elapsed, ~{eta:.0f} s left, {status}",
+                  file=sys.stderr, flush=True)
 
     def __exit__(self, *exc):
         if self.bar:
