@@ -228,15 +228,28 @@ def _measure_one(first, bundle, r: _Runner, info: dict, config, threads: int, se
 
 
 def add_ratios(records: list[dict]) -> None:
-    """Speed-up (reference p50 / own p50) against each reference peer of the same model and configuration."""
-    index = {(r["model"], r["runner"], r["threads"], r["seq_len"], r["batch"]): r for r in records
-             if r.get("variant") == "peer" and not r.get("skipped")}
+    """Speed-up (reference / own, p50 or mean) against each reference of the same model, configuration and place.
+
+    The plain fp32 TFLite reference is the peer when measured, else the bundle's own ``tflite:fp32`` of a
+    bundle converted without ``--opt`` (the same file: on a phone, where peers are not run).
+    """
+    def key(r, runner):
+        return (r["model"], runner, r["threads"], r["seq_len"], r["batch"], r.get("where"), r.get("delegate"))
+
+    index = {}
+    for r in records:
+        if r.get("skipped"):
+            continue
+        if r.get("variant") == "peer":
+            index[key(r, r["runner"])] = r
+        elif r["runner"] == "tflite:fp32" and not r.get("opts"):
+            index.setdefault(key(r, "peer:tflite-plain-fp32"), r)
     for r in records:
         if r.get("skipped"):
             continue
         ratios = {}
         for name, ref in REFERENCES.items():
-            other = index.get((r["model"], ref, r["threads"], r["seq_len"], r["batch"]))
+            other = index.get(key(r, ref))
             if other:
-                ratios[name] = other["timed"]["p50_ms"] / r["timed"]["p50_ms"]
+                ratios[name] = schema.typical_ms(other) / schema.typical_ms(r)
         r["speedup"] = ratios

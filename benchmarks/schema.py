@@ -45,6 +45,12 @@ def summarize(times_ms: list[float]) -> dict:
             "p99_ms": float(p99), "std_ms": float(a.std()), "min_ms": float(a.min()), "max_ms": float(a.max())}
 
 
+def typical_ms(record: dict) -> float:
+    """The figure rows are compared on: p50, or the mean when the tool printed no percentiles."""
+    timed = record["timed"]
+    return timed["p50_ms"] if timed.get("p50_ms") is not None else timed["mean_ms"]
+
+
 def new_file(command: str, *, fast: bool, machine: dict | None = None, **extra) -> dict:
     return {"schema": SCHEMA, "command": command, "created": dt.datetime.now(dt.timezone.utc).isoformat(
         timespec="seconds"), "fast": fast, "machine": machine, **extra, "results": []}
