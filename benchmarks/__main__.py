@@ -205,5 +205,19 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
     click.echo(str(out))
 
 
+# --- report -------------------------------------------------------------------------------------
+@cli.command(help="REPORT.md (tables) and PNG plots from every results file.")
+@click.option("--results", "results_dir", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
+              help="directory of results JSON files")
+@click.option("--out", type=click.Path(path_type=Path), default=HERE / "REPORT.md", show_default=True)
+def report(results_dir, out):
+    from . import report as rep
+
+    if not Path(results_dir).is_dir() or not any(Path(results_dir).glob("*.json")):
+        _fail(f"no results files in {results_dir}", "run `python -m benchmarks latency …` (and device/accuracy) "
+              "first, or pass --results DIR")
+    click.echo(str(rep.build(Path(results_dir), Path(out))))
+
+
 if __name__ == "__main__":
     cli()

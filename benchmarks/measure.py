@@ -28,8 +28,14 @@ import numpy as np
 
 
 def _rss_peak_mb() -> float:
-    # ru_maxrss is KiB on Linux (bytes on macOS)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """This process's resident high-water mark.  On Linux from VmHWM, not ru_maxrss: ru_maxrss survives
+    fork + exec, so a child of a 400 MB parent would start at 400 MB; VmHWM belongs to the new image."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
