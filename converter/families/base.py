@@ -72,6 +72,14 @@ class Family:
             if isinstance(module, nn.LayerNorm) or is_nonorm(module)
         ]
 
+    def embeddings(self, model: PreTrainedModel) -> nn.Module:
+        """The embedding block (its output is ``hidden_states[0]`` of Hugging Face models)."""
+        return self.base(model).embeddings
+
+    def layers(self, model: PreTrainedModel) -> nn.ModuleList:
+        """The transformer blocks in forward order (``hidden_states[i + 1]`` is block i's output)."""
+        raise NotImplementedError
+
     def activation_sites(self, model: PreTrainedModel) -> list[ActivationSite]:
         """The activation of every feed-forward block."""
         raise NotImplementedError

@@ -14,6 +14,9 @@ class BertFamily(Family):
     description = "BERT, TinyBERT, MiniLM"
     uses_token_type_ids = True
 
+    def layers(self, model):
+        return self.base(model).encoder.layer
+
     def activation_sites(self, model):
         layers = self.base(model).encoder.layer
         return [ActivationSite(f"encoder.layer.{i}.intermediate.intermediate_act_fn", layer.intermediate,

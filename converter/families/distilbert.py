@@ -14,6 +14,9 @@ class DistilBertFamily(Family):
     description = "DistilBERT"
     uses_token_type_ids = False
 
+    def layers(self, model):
+        return self.base(model).transformer.layer
+
     def activation_sites(self, model):
         layers = self.base(model).transformer.layer
         return [ActivationSite(f"transformer.layer.{i}.ffn.activation", layer.ffn, "activation")

@@ -14,6 +14,9 @@ class MobileBertFamily(Family):
     description = "MobileBERT"
     uses_token_type_ids = True
 
+    def layers(self, model):
+        return self.base(model).encoder.layer
+
     def activation_sites(self, model):
         sites = []
         for i, layer in enumerate(self.base(model).encoder.layer):

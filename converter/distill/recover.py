@@ -1,0 +1,217 @@
+"""Recovery distillation: train a transformed student (nonorm/relu) back towards its untransformed teacher."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from transformers import PreTrainedModel
+
+from ..errors import InputError
+from ..families import Family, is_nonorm
+from . import losses
+from .nonorm_init import METHODS as INIT_METHODS
+from .nonorm_init import calibrate_nonorm
+from .pairing import Pair, eager_attention, forward, measure_gap, no_dropout, pair, truncated
+from .schedule import DEFAULT_WEIGHTS, SCHEDULES, Stage, split_budget
+
+
+@dataclass
+class StageReport:
+    name: str
+    trained_parameters: int  # number of scalars that learned in this stage
+    weights: dict[str, float]
+    share: float
+    budget: dict
+    steps: int
+    seconds: float
+    stopped_by: str
+    final_losses: dict[str, float]
+
+
+@dataclass
+class RecoveryReport:
+    """What recovery did, JSON-serialisable (``to_json``) for the manifest."""
+
+    schedule: str
+    temperature: float
+    weights: dict[str, float]
+    lr: float
+    seed: int
+    budget: dict
+    init: dict  # NoNorm initialisation: method, calibrated norms, gap after it
+    stages: list[StageReport] = field(default_factory=list)
+    gap_before: dict | None = None  # on eval_batches, before any change (None without eval_batches)
+    gap_after: dict | None = None
+    steps: int = 0
+    seconds: float = 0.0  # wall time of the whole recovery, calibration and gap measurements included
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def nonorm_paths(teacher: PreTrainedModel, student: PreTrainedModel, family: Family) -> set[str]:
+    """Student NoNorms that replaced a LayerNorm: the ones whose teacher counterpart is a LayerNorm
+    (a MobileBERT checkpoint's own, trained NoNorms are left alone).  Blocks are matched by role, so a
+    shallower student's norms count too."""
+    import re
+
+    def role(path: str) -> str:
+        return re.sub(r"\.\d+\.", ".#.", path)
+
+    layernorm_roles = {role(p) for p, m in family.norms(teacher) if isinstance(m, torch.nn.LayerNorm)}
+    return {p for p, m in family.norms(student) if is_nonorm(m) and role(p) in layernorm_roles}
+
+
+def _take(batches, count: int) -> list[dict[str, Tensor]]:
+    out = []
+    for batch in batches:
+        if len(out) >= count:
+            break
+        out.append(batch)
+    return out
+
+
+def _count(params) -> int:
+    return sum(p.numel() for p in params)
+
+
+def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[dict[str, Tensor]], tuple]:
+    """The loss function of one stage: batch -> (weighted total, {term: value, 'loss': total})."""
+    weights = stage.weights
+    need_hidden = bool(weights.get("hidden"))
+    need_attn = bool(weights.get("attention"))
+    hidden_layers = stage.layers if stage.layers is not None else list(range(pair_.student_layers + 1))
+    attn_layers = [m for m in hidden_layers if m >= 1]
+    depth = stage.depth
+    s_blocks = pair_.family.layers(pair_.student)
+    t_blocks = pair_.family.layers(pair_.teacher)
+    # Hugging Face records hidden states with hooks on the blocks: keep at least one block, or the
+    # embedding output (hidden_states[0]) is not returned either.
+    s_keep = max(1, depth) if depth is not None else len(s_blocks)
+    t_keep = max(1, pair_.layer_map[depth]) if depth is not None else len(t_blocks)
+
+    def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        inputs = pair_.inputs(batch)
+        mask = inputs.get("attention_mask")
+        with torch.no_grad(), truncated(t_blocks, t_keep):
+            t = forward(pair_.teacher, inputs, hidden=need_hidden, attentions=need_attn)
+        with truncated(s_blocks, s_keep):
+            s = forward(pair_.student, inputs, hidden=need_hidden, attentions=need_attn)
+        terms: dict[str, Tensor] = {}
+        if weights.get("logits"):
+            terms["logits"] = losses.logit_distillation(s.logits, t.logits, temperature=temperature,
+                                                        attention_mask=mask)
+        if need_hidden:
+            terms["hidden"] = torch.stack([
+                losses.hidden_mse(s.hidden_states[m], t.hidden_states[pair_.layer_map[m]], mask)
+                for m in hidden_layers]).mean()
+        if need_attn and attn_layers:
+            terms["attention"] = torch.stack([
+                losses.attention_kl(s.attentions[m - 1], t.attentions[pair_.layer_map[m] - 1], mask)
+                for m in attn_layers]).mean()
+        if weights.get("hard"):
+            if "labels" not in batch:
+                raise InputError("the hard-label loss needs labels in the batches", "set its weight to 0")
+            terms["hard"] = losses.hard_label_loss(s.logits, batch["labels"])
+        total = sum(weights[name] * value for name, value in terms.items())
+        return total, {"loss": total.item(), **{name: value.item() for name, value in terms.items()}}
+
+    return loss_fn
+
+
+def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, batches, *, budget,
+            schedule: str = "progressive", temperature: float = 1.0, weights: dict[str, float] | None = None,
+            lr: float = 1e-4, seed: int = 0, init: str | None = "lstsq", init_batches: int = 8,
+            final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
+            checkpoint_dir: Path | None = None, progress: bool = True,
+            train_fn: Callable | None = None) -> RecoveryReport:
+    """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
+
+    ``batches``: the task's training batches (a BatchSource: iterating it yields one epoch of dicts
+    with ``input_ids``, ``attention_mask``, ``token_type_ids``, and ``labels`` when the hard-label
+    loss is used).  ``budget``: a :class:`converter.training.loop.Budget`, split over the stages by
+    their shares.  ``schedule``: ``progressive`` (MobileBERT's PKT, then logit distillation) or
+    ``joint``.  ``weights``: loss term -> weight, merged over :data:`DEFAULT_WEIGHTS`.  ``init``:
+    NoNorm initialisation before training (``lstsq``, ``moments`` or None; see
+    :mod:`converter.distill.nonorm_init`) on ``init_batches`` batches.  ``eval_batches``: if given,
+    the gap is measured on them before and after (``RecoveryReport.gap_before``/``gap_after``).
+    ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
+
+    Both models run with eager attention during recovery (restored after), the student without
+    dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
+    ``torch.no_grad()``.  The student is left in eval mode, all its
+    parameters trainable again.
+    """
+    if schedule not in SCHEDULES:
+        raise InputError(f"unknown recovery schedule {schedule!r}", f"use one of: {', '.join(SCHEDULES)}")
+    if init is not None and init not in INIT_METHODS:
+        raise InputError(f"unknown NoNorm initialisation {init!r}", f"use one of: {', '.join(INIT_METHODS)}, or None")
+    unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
+    if unknown:
+        raise InputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
+                         f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
+    weights = {**DEFAULT_WEIGHTS, **(weights or {})}
+    if temperature <= 0:
+        raise InputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
+    if all(getattr(budget, f, None) is None for f in ("steps", "seconds", "epochs")):
+        raise InputError("the recovery budget sets no limit", "give steps, seconds or epochs")
+    pair_ = pair(teacher, student, family, attention=bool(weights["attention"]))
+    stages = SCHEDULES[schedule](student, family, weights, final_share=final_share)
+    if not stages:
+        raise InputError("every loss term has weight 0: nothing to train on", "give some term a positive weight")
+    budgets = split_budget(budget, stages)
+    if train_fn is None:
+        from ..training.loop import train as train_fn
+
+    started = time.perf_counter()
+    report = RecoveryReport(schedule=schedule, temperature=temperature, weights=weights, lr=lr, seed=seed,
+                            budget=_as_dict(budget), init={"method": init, "norms": 0})
+    t_grad = [p.requires_grad for p in teacher.parameters()]
+    teacher_training = teacher.training
+    torch.manual_seed(seed)
+    with eager_attention(teacher, student), no_dropout(student):
+        teacher.eval().requires_grad_(False)
+        try:
+            if eval_batches is not None:
+                report.gap_before = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
+                                                temperature=temperature)
+            if init is not None:
+                paths = nonorm_paths(teacher, student, family)
+                calibration = [pair_.inputs(b) for b in _take(batches, init_batches)]
+                fitted = calibrate_nonorm(student, family, calibration, paths=paths, method=init,
+                                          eps=getattr(teacher.config, "layer_norm_eps", 1e-12))
+                report.init["norms"] = len(fitted)
+                if fitted and eval_batches is not None:
+                    report.init["gap"] = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
+                                                     temperature=temperature)
+            for index, (stage, stage_budget) in enumerate(zip(stages, budgets)):
+                log = train_fn(student, stage_loss(pair_, stage, temperature=temperature), batches,
+                               params=stage.params, budget=stage_budget, lr=lr, seed=seed + index,
+                               description=f"recover {stage.name} ({index + 1}/{len(stages)})",
+                               checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / stage.name,
+                               progress=progress)
+                report.stages.append(StageReport(
+                    name=stage.name, trained_parameters=_count(stage.params), weights=stage.weights,
+                    share=stage.share, budget=_as_dict(stage_budget), steps=log.steps, seconds=log.seconds,
+                    stopped_by=log.stopped_by, final_losses=dict(log.losses[-1]) if log.losses else {}))
+            student.requires_grad_(True)
+            student.eval()
+            if eval_batches is not None:
+                report.gap_after = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
+                                               temperature=temperature)
+        finally:
+            for p, flag in zip(teacher.parameters(), t_grad):
+                p.requires_grad_(flag)
+            teacher.train(teacher_training)
+    report.steps = sum(s.steps for s in report.stages)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _as_dict(budget) -> dict:
+    return {f: getattr(budget, f, None) for f in ("steps", "seconds", "epochs")}
