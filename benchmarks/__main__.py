@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 WORK = HERE / ".cache"
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)  # no wrapping inside paths or in logs
 
 
 def _ints(text: str, what: str) -> list[int]:

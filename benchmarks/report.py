@@ -229,7 +229,9 @@ def _floor_table(files: list[dict]) -> list[str]:
 
 def _accuracy_section(accuracy: list[dict], plots: dict) -> list[str]:
     if not accuracy:
-        return ["## Accuracy", "", "No accuracy results yet (`python -m benchmarks accuracy …`).", ""]
+        lines = ["## Accuracy", "", "No accuracy results yet (`python -m benchmarks accuracy …`): the plot shows only "
+                 "the MobileBERT paper's reference point.", ""]
+        return lines + ([f"![accuracy delta vs speed-up]({plots['accuracy']})", ""] if plots.get("accuracy") else [])
     lines = ["## Accuracy (dev sets; GLUE metric per task, CoNLL-2003 entity F1)", "",
              "| model | variant | task | split | metric | score | Δ vs original | examples |",
              "|---|---|---|---|---|---|---|---|"]

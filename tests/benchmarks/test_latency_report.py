@@ -1,0 +1,95 @@
+"""latency --fast --peers end to end on the tiny bundle, then report on its results: schema and sane values."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks import schema
+from benchmarks.__main__ import cli
+
+RUNNERS = {"onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic", "peer:torch-eager-fp32",
+           "peer:ort-optimum-fp32", "peer:ort-optimum-int8-dynamic", "peer:tflite-plain-fp32"}
+
+
+@pytest.fixture(scope="module")
+def results(tiny_bundle, bench_root):
+    out = bench_root / "results" / "latency-fast.json"
+    result = CliRunner().invoke(cli, ["latency", str(tiny_bundle), "--fast", "--peers", "--out", str(out),
+                                      "--work-dir", str(bench_root)])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def test_every_runner_measured_once(results):
+    assert results["schema"] == schema.SCHEMA and results["fast"] is True
+    records = results["results"]
+    assert {r["runner"] for r in records} == RUNNERS and len(records) == len(RUNNERS)
+    assert not [r for r in records if r["skipped"]], [r["skipped"] for r in records]
+
+
+def test_records_are_sane(results):
+    for r in results["results"]:
+        assert schema.check_record(r) == [], r
+        t = r["timed"]
+        assert t["runs"] == 8 and 0 < t["min_ms"] <= t["p50_ms"] <= t["p90_ms"] <= t["p99_ms"] <= t["max_ms"]
+        assert r["init_ms"] > 0 and r["first_ms"] > 0 and r["warmup"]["runs"] == 2
+        assert 10 < r["rss_before_load_mb"] <= r["peak_rss_mb"] < 4000  # this process's own memory, not the parent's
+        assert r["size_bytes"] > 0 and (r["threads"], r["seq_len"], r["batch"]) == (1, 32, 1)
+        assert r["macs"] > 0 and 0 < r["floor"]["fraction"] <= 1.5, (r["runner"], r["floor"])
+        assert r["floor"]["precision"] == ("int8" if "int8" in r["runner"] else "fp32")
+
+
+def test_ratios_within_the_run(results):
+    by = {r["runner"]: r for r in results["results"]}
+    ref = by["peer:tflite-plain-fp32"]["timed"]["p50_ms"]
+    assert by["onnx:fp32"]["speedup"]["vs_tflite_plain_fp32"] == pytest.approx(
+        ref / by["onnx:fp32"]["timed"]["p50_ms"])
+    assert by["peer:ort-optimum-fp32"]["speedup"]["vs_ort_optimum_fp32"] == pytest.approx(1.0)
+    # the bundle has no --opt, so the plain TFLite peer is its own file: not converted twice
+    assert by["peer:tflite-plain-fp32"]["size_bytes"] == by["tflite:fp32"]["size_bytes"]
+
+
+def test_machine_and_floor_recorded(results):
+    m = results["machine"]
+    assert m["cpu"] and m["usable_cpus"] >= 1 and m["versions"]["onnxruntime"] and m["load_average_end"]
+    floors = results["gemm_floor"]
+    assert {f["precision"] for f in floors} == {"fp32", "int8"} and all(f["ms"] > 0 for f in floors)
+
+
+def test_report_from_results(results, bench_root, tmp_path):
+    out = tmp_path / "REPORT.md"
+    result = CliRunner().invoke(cli, ["report", "--results", str(bench_root / "results"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "Fast mode results present" in text and "## Headline" in text and "tflite:int8-dynamic" in text
+    assert "Intel" in text or "CPU:" in text
+    for png in ("latency_by_variant.png", "accuracy_vs_speedup.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"({png})" in text
+
+
+def test_missing_bundle_and_unknown_backend(tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["latency", str(tmp_path / "nope")])
+    assert missing.exit_code == 3 and "does not exist" in missing.output and "fix:" in missing.output
+    bad = runner.invoke(cli, ["latency", str(tmp_path), "--backend", "tensorrt"])
+    assert bad.exit_code == 2 and "unknown backend 'tensorrt'" in bad.output
+    empty = runner.invoke(cli, ["report", "--results", str(tmp_path)])
+    assert empty.exit_code == 3 and "no results files" in empty.output
+
+
+def test_no_bundle_without_fast_is_an_error():
+    result = CliRunner().invoke(cli, ["latency"])
+    assert result.exit_code == 2 and "no BUNDLE given" in result.output
+
+
+def test_peers_need_the_source_checkpoint(tiny_bundle, tmp_path):
+    import shutil
+
+    copy = Path(shutil.copytree(tiny_bundle, tmp_path / "b"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["source"]["checkpoint"] = str(tmp_path / "gone")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    result = CliRunner().invoke(cli, ["latency", str(copy), "--fast", "--peers", "--work-dir", str(tmp_path)])
+    assert result.exit_code == 3 and "--checkpoint DIR" in result.output
