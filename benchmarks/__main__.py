@@ -205,6 +205,51 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
     click.echo(str(out))
 
 
+# --- accuracy -----------------------------------------------------------------------------------
+@cli.command(help="Task score of every artifact of each BUNDLE (GLUE dev metric, CoNLL-2003 entity F1).")
+@click.argument("bundle_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--task", default=None, help="glue:sst2, glue:mrpc, glue:cola, glue:stsb or conll2003 (fast: glue:sst2)")
+@click.option("--split", type=click.Choice(["dev", "test"]), default="dev", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N examples only (fast: 48)")
+@click.option("--backend", "backends", default="onnx,tflite", show_default=True)
+@click.option("--model-name", default=None, help="name rows by this model (matches latency rows; default: from "
+              "models.json or the checkpoint)")
+@click.option("--variant", default=None, help="variant label, e.g. recovered (default: from models.json)")
+@click.option("--threads", type=click.IntRange(min=1), default=None)
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--fast", is_flag=True, help="a few dozen examples; without BUNDLE, builds the tiny bundle")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="results file (default benchmarks/results/accuracy-TASK-SPLIT[-VARIANT].json)")
+@click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
+def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, threads, data_dir, fast, out, work_dir):
+    from . import accuracy as acc
+    from . import models as registry
+    from . import schema
+
+    task = task or ("glue:sst2" if fast else None)
+    if not task:
+        _fail("no --task given", "pass --task glue:sst2 (or glue:mrpc, glue:cola, glue:stsb, conll2003)", 2)
+    limit = limit or (48 if fast else None)
+    if not bundle_dirs:
+        if not fast:
+            _fail("no BUNDLE given", "pass the bundles fine-tuned for this task, or --fast", 2)
+        bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir, [32],
+                                             log=lambda m: console.print(m), verify_samples=64)
+    wanted = tuple(b.strip() for b in backends.split(",") if b.strip())
+    for b in wanted:
+        if b not in ("onnx", "tflite"):
+            _fail(f"unknown backend {b!r}", "use onnx or tflite (comma-separated)", 2)
+    try:
+        data = acc.evaluate(list(bundle_dirs), task, split, limit, wanted, model_name, variant, threads, data_dir,
+                            fast, progress=lambda m: console.print(m))
+    except acc.AccuracyError as exc:
+        _fail(exc.problem, exc.fix)
+    name = f"accuracy-{task.replace(':', '-')}-{split}" + (f"-{variant}" if variant else "") + ("-fast" if fast else "")
+    out = out or RESULTS / f"{name}.json"
+    schema.write(data, out)
+    click.echo(str(out))
+
+
 # --- report -------------------------------------------------------------------------------------
 @cli.command(help="REPORT.md (tables) and PNG plots from every results file.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=RESULTS, show_default=True,

@@ -104,7 +104,9 @@ def build(results_dir: Path, out: Path) -> Path:
                   "they are not figures to quote.**", ""]
     latency = [r for f in files if f["command"] == "latency" for r in f["results"]]
     device = [r for f in files if f["command"] == "device" for r in f["results"]]
-    accuracy = [r for f in files if f["command"] == "accuracy" for r in f["results"]]
+    from .accuracy import add_deltas
+
+    accuracy = add_deltas([r for f in files if f["command"] == "accuracy" for r in f["results"]])
     measured = [r for r in latency if not r.get("skipped")]
     lines += _headline(measured, accuracy)
     plots = _plots(measured, accuracy, out.parent)
@@ -232,12 +234,15 @@ def _accuracy_section(accuracy: list[dict], plots: dict) -> list[str]:
         lines = ["## Accuracy", "", "No accuracy results yet (`python -m benchmarks accuracy …`): the plot shows only "
                  "the MobileBERT paper's reference point.", ""]
         return lines + ([f"![accuracy delta vs speed-up]({plots['accuracy']})", ""] if plots.get("accuracy") else [])
-    lines = ["## Accuracy (dev sets; GLUE metric per task, CoNLL-2003 entity F1)", "",
-             "| model | variant | task | split | metric | score | Δ vs original | examples |",
-             "|---|---|---|---|---|---|---|---|"]
-    for a in sorted(accuracy, key=lambda a: (a["model"], a["task"], _name(a))):
-        lines.append(f"| {a['model']} | {_name(a)} | {a['task']} | {a.get('split', '-')} | {a.get('metric', '-')} | "
-                     f"{_fmt(a.get('score'), 2)} | {_fmt(a.get('delta'), 2)} | {a.get('examples', '-')} |")
+    lines = ["## Accuracy (GLUE metric per task on dev, CoNLL-2003 entity F1 via seqeval)", "",
+             "Δ: points against the same model's original (its plain `onnx:fp32`, which equals PyTorch), same task "
+             "and split.", "",
+             "| model | variant | artifact | task | split | metric | score | Δ vs original | examples |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for a in sorted(accuracy, key=lambda a: (a["model"], a["task"], str(a.get("variant_name")), _name(a))):
+        lines.append(f"| {a['model']} | {a.get('variant_name') or '-'} | {_name(a)} | {a['task']} | "
+                     f"{a.get('split', '-')} | {a.get('metric', '-')} | {_fmt(a.get('score'), 2)} | "
+                     f"{_fmt(a.get('delta'), 2)} | {a.get('examples', '-')} |")
     notes = sorted({n for a in accuracy for n in a.get("notes") or []})
     lines += [""] + [f"- {n}" for n in notes] + [""]
     if plots.get("accuracy"):
