@@ -54,8 +54,8 @@ def cli() -> None:
 
 # --- bundles ------------------------------------------------------------------------------------
 @cli.command(help="Convert the measured models (real MiniLM; random MobileBERT/TinyBERT4/DistilBERT shapes).")
-@click.option("--models", default=None, help="comma-separated model names (default: minilm,mobilebert,tinybert4,"
-              "distilbert; fast: tiny-bert)")
+@click.option("--models", default=None, help="comma-separated model names or NAME=CHECKPOINT_DIR (default: minilm,"
+              "mobilebert,tinybert4,distilbert; fast: tiny-bert)")
 @click.option("--variants", default=None, help="comma-separated: plain-int8, nonorm-relu-fold-int8")
 @click.option("--buckets", default=None, help="TFLite sequence buckets (default 32,64,128,256; fast: 32)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
@@ -66,14 +66,17 @@ def bundles(models, variants, buckets, work_dir, fast):
     names = models.split(",") if models else list(registry.FAST_MODELS if fast else registry.DEFAULT_MODELS)
     chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.VARIANTS)
     for name in names:
-        if name not in registry.SHAPES:
-            _fail(f"unknown model {name!r}", f"use one of {', '.join(registry.SHAPES)}", 2)
+        if name not in registry.SHAPES and "=" not in name:
+            _fail(f"unknown model {name!r}", f"use one of {', '.join(registry.SHAPES)}, or NAME=CHECKPOINT_DIR", 2)
     for v in chosen:
         if v not in registry.VARIANTS:
             _fail(f"unknown variant {v!r}", f"use one of {', '.join(registry.VARIANTS)}", 2)
-    made = registry.build_bundles(names, chosen, work_dir, _ints(buckets or ("32" if fast else "32,64,128,256"),
-                                                                  "--buckets"),
-                                  log=lambda m: console.print(m), verify_samples=64 if fast else 300)
+    try:
+        made = registry.build_bundles(names, chosen, work_dir, _ints(buckets or ("32" if fast else "32,64,128,256"),
+                                                                      "--buckets"),
+                                      log=lambda m: console.print(m), verify_samples=64 if fast else 300)
+    except KeyError as exc:
+        _fail(str(exc.args[0]), "pass NAME=DIR with the directory the fine-tuning wrote (config.json, weights)", 2)
     for path in made:
         click.echo(str(path))
 

@@ -15,7 +15,8 @@ Records (one per artifact × task × split)::
      "examples", "truncated", "bundle", "notes"}
 
 Deltas against the original (the model's plain ``onnx:fp32``, equal to PyTorch within 1e-6, else its
-plain ``tflite:fp32``) and the GLUE average over the GLUE tasks present are computed by ``report``,
+plain ``tflite:fp32``; among several plain bundles of one model, the one labelled ``original`` or
+``plain-int8``) and the GLUE average over the GLUE tasks present are computed by ``report``,
 across every accuracy file, so tasks can be run separately.
 """
 
@@ -126,10 +127,14 @@ def add_deltas(records: list[dict]) -> list[dict]:
     """Δ against the model's original (plain onnx:fp32, else plain tflite:fp32) per task and split; plus
     one ``glue-average`` record per model variant over the GLUE tasks it has."""
     refs = {}
-    for preferred in ("tflite:fp32", "onnx:fp32"):  # onnx last: it wins
-        for r in records:
-            if r["runner"] == preferred and not r.get("opts") and r.get("task") != "glue-average":
-                refs[(r["model"], r["task"], r["split"])] = r
+    # Later wins: onnx over tflite, and a bundle labelled original/plain-int8 over other plain ones (a
+    # recovered checkpoint converted without --opt is plain too, but it is not the original).
+    for preferred in ("tflite:fp32", "onnx:fp32"):
+        for original in (False, True):
+            for r in records:
+                if (r["runner"] == preferred and not r.get("opts") and r.get("task") != "glue-average"
+                        and (r.get("variant_name") in ("original", "plain-int8")) == original):
+                    refs[(r["model"], r["task"], r["split"])] = r
     out = []
     for r in records:
         if r.get("task") == "glue-average":

@@ -52,7 +52,13 @@ def _tiny(family: str):
 
 
 def checkpoint(name: str, root: Path) -> tuple[str, str, bool]:
-    """(checkpoint spec for the converter, label, random weights) of a model name."""
+    """(checkpoint spec for the converter, label, random weights) of a model name, or of ``NAME=DIR``
+    (a checkpoint of your own, e.g. a fine-tuned demo model: real weights)."""
+    if "=" in name:
+        label, directory = name.split("=", 1)
+        if not (Path(directory) / "config.json").is_file():
+            raise KeyError(f"{directory!r} is not a Hugging Face checkpoint directory (no config.json)")
+        return directory, label, False
     if name not in SHAPES:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(SHAPES)}")
     label, make = SHAPES[name]
@@ -85,6 +91,7 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
     made = []
     for name in models:
         spec, label, random_weights = checkpoint(name, root)
+        name = name.split("=", 1)[0]
         for variant in variants:
             dest = out_dir / f"{name}--{variant}"
             if not (dest / "manifest.json").is_file():

@@ -70,10 +70,16 @@ def optimize_like_optimum(plain: Path, dest: Path) -> dict:
     """ORT's transformer optimizer on a plain export; returns the fused-operator counts."""
     from onnxruntime.transformers.optimizer import optimize_model
 
-    with contextlib.redirect_stdout(io.StringIO()):  # the optimizer prints its progress
-        model = optimize_model(str(plain), model_type="bert", num_heads=0, hidden_size=0)
-    model.save_model_to_file(str(dest))
-    return {k: v for k, v in model.get_fused_operator_statistics().items() if v}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the optimizer prints its progress
+            model = optimize_model(str(plain), model_type="bert", num_heads=0, hidden_size=0)
+        model.save_model_to_file(str(dest))
+        return {k: v for k, v in model.get_fused_operator_statistics().items() if v}
+    except Exception as exc:  # what an Optimum user would get too: the unoptimised graph, said so in the notes
+        import shutil
+
+        shutil.copyfile(plain, dest)
+        return {f"optimizer failed ({type(exc).__name__}), plain graph used": 1}
 
 
 def quantize_like_optimum(fp32: Path, dest: Path) -> None:
