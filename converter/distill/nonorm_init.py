@@ -16,6 +16,11 @@ averages μ̄, σ̄ over tokens::
     γ'_d = cov(x_d, y_d) / var(x_d),   β'_d = ȳ_d − γ'_d · x̄_d
 
 (the best any element-wise affine map can do on these inputs; needs no more data than ``moments``).
+
+``teacher``: as ``lstsq``, but the target is the teacher's own norm output at the same place
+(``y`` = what the teacher's LayerNorm produced on the teacher's inputs), so each fit also absorbs
+the error accumulated before it (relu, earlier norms).  Needs the teacher, with the student's
+depth (norms are matched by path); a norm without a counterpart falls back to ``lstsq``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from torch import Tensor, nn
 
 from ..families import Family, is_nonorm
 
-METHODS = ("moments", "lstsq")
+METHODS = ("moments", "lstsq", "teacher")
 
 
 class _Stop(Exception):
@@ -50,11 +55,13 @@ def forward_order(model: nn.Module, modules: list[tuple[str, nn.Module]], inputs
 
 @torch.no_grad()
 def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, Tensor]], *,
-                     paths: set[str] | None = None, method: str = "moments", eps: float = 1e-12) -> list[str]:
+                     paths: set[str] | None = None, method: str = "lstsq", eps: float = 1e-12,
+                     teacher: nn.Module | None = None) -> list[str]:
     """Re-fit the γ/β of the model's NoNorms (those in ``paths``; every NoNorm if None), see module doc.
 
     ``batches``: a few batches of model inputs (``input_ids``, ``attention_mask``, …).  ``eps`` is the
-    LayerNorm epsilon the fit targets.  Returns the calibrated paths in the order they were fitted.
+    LayerNorm epsilon the fit targets.  ``teacher``: needed by ``method="teacher"``.  Returns the
+    calibrated paths in the order they were fitted.
     """
     if method not in METHODS:
         raise ValueError(f"unknown NoNorm initialisation {method!r}; known: {', '.join(METHODS)}")
@@ -62,6 +69,9 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
              and (paths is None or path in paths)}
     if not norms or not batches:
         return []
+    if method == "teacher" and teacher is None:
+        raise ValueError("NoNorm initialisation 'teacher' needs the teacher model")
+    teacher_norms = dict(family.norms(teacher)) if method == "teacher" else {}
     training = model.training
     model.eval()
     try:
@@ -70,22 +80,36 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
             module = norms[path]
             stats = _Stats(module.weight, module.bias, eps)
             mask_holder: list[Tensor | None] = [None]
+            target_holder: list[Tensor | None] = [None]
 
-            def hook(_module, args, stats=stats, mask_holder=mask_holder):
-                stats.add(args[0], mask_holder[0])
+            def hook(_module, args, stats=stats, mask_holder=mask_holder, target_holder=target_holder):
+                stats.add(args[0], mask_holder[0], target_holder[0])
                 raise _Stop
 
+            def capture(_module, _args, output, target_holder=target_holder):
+                target_holder[0] = output
+                raise _Stop
+
+            counterpart = teacher_norms.get(path)
             handle = module.register_forward_pre_hook(hook)
+            t_handle = counterpart.register_forward_hook(capture) if counterpart is not None else None
             try:
                 for batch in batches:
                     mask_holder[0] = batch.get("attention_mask")
+                    if t_handle is not None:
+                        try:
+                            teacher.eval()(**batch)
+                        except _Stop:
+                            pass
                     try:
                         model(**batch)
                     except _Stop:
                         pass
             finally:
                 handle.remove()
-            weight, bias = stats.solve(method)
+                if t_handle is not None:
+                    t_handle.remove()
+            weight, bias = stats.solve("moments" if method == "moments" else "lstsq")
             module.weight.copy_(weight)
             module.bias.copy_(bias)
     finally:
@@ -102,14 +126,17 @@ class _Stats:
         self.mu = self.sigma = 0.0
         self.sx = self.sy = self.sxx = self.sxy = 0.0
 
-    def add(self, x: Tensor, mask: Tensor | None) -> None:
+    def add(self, x: Tensor, mask: Tensor | None, target: Tensor | None = None) -> None:
         x = x.detach().double()
+        target = None if target is None or target.shape != x.shape else target.detach().double()
         if mask is not None and mask.shape == x.shape[:-1]:
             x = x[mask.bool()]
+            target = None if target is None else target[mask.bool()]
         x = x.reshape(-1, x.shape[-1])
         var, mean = torch.var_mean(x, dim=-1, unbiased=False)
         sigma = (var + self.eps).sqrt()
-        y = F.layer_norm(x, x.shape[-1:], self.gamma, self.beta, self.eps)
+        y = F.layer_norm(x, x.shape[-1:], self.gamma, self.beta, self.eps) if target is None else (
+            target.reshape(-1, x.shape[-1]))
         self.n += x.shape[0]
         self.mu += mean.sum()
         self.sigma += sigma.sum()

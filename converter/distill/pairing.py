@@ -109,18 +109,36 @@ def no_dropout(model: nn.Module) -> Iterator[None]:
 
 
 @contextmanager
-def truncated(layers: nn.ModuleList, keep: int) -> Iterator[None]:
-    """Run only the first ``keep`` blocks (the progressive stages need no deeper outputs): a forward
-    inside this context returns ``keep + 1`` hidden states, and the blocks after ``keep`` cost nothing."""
+def truncated(model: PreTrainedModel, layers: nn.ModuleList, keep: int) -> Iterator[None]:
+    """Run only the first ``keep`` blocks of ``model`` (``layers`` = its block list; the progressive
+    stages need no deeper outputs): a forward inside this context returns ``keep + 1`` hidden states,
+    and the blocks after ``keep`` cost nothing."""
     if keep >= len(layers):
         yield
         return
+    _install_output_hooks(model)
     removed = list(layers[keep:])
     del layers[keep:]
     try:
         yield
     finally:
         layers.extend(removed)
+
+
+def _install_output_hooks(model: PreTrainedModel) -> None:
+    """Hugging Face installs the hooks that collect hidden states and attentions on the modules
+    present at the first forward pass; one full pass before any truncated one hooks every block."""
+    if getattr(model, "_distill_hooks_ready", False):
+        return
+    training = model.training
+    device = next(model.parameters()).device
+    try:
+        with torch.no_grad():
+            model.eval()(input_ids=torch.zeros(1, 2, dtype=torch.long, device=device), output_hidden_states=True,
+                         output_attentions=True)
+    finally:
+        model.train(training)
+    model._distill_hooks_ready = True
 
 
 def forward(model: PreTrainedModel, inputs: dict[str, Tensor], *, hidden: bool, attentions: bool):

@@ -98,9 +98,9 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
     def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         inputs = pair_.inputs(batch)
         mask = inputs.get("attention_mask")
-        with torch.no_grad(), truncated(t_blocks, t_keep):
+        with torch.no_grad(), truncated(pair_.teacher, t_blocks, t_keep):
             t = forward(pair_.teacher, inputs, hidden=need_hidden, attentions=need_attn)
-        with truncated(s_blocks, s_keep):
+        with truncated(pair_.student, s_blocks, s_keep):
             s = forward(pair_.student, inputs, hidden=need_hidden, attentions=need_attn)
         terms: dict[str, Tensor] = {}
         if weights.get("logits"):
@@ -126,7 +126,7 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
 
 def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, batches, *, budget,
             schedule: str = "progressive", temperature: float = 1.0, weights: dict[str, float] | None = None,
-            lr: float = 1e-4, seed: int = 0, init: str | None = "lstsq", init_batches: int = 8,
+            lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
             checkpoint_dir: Path | None = None, progress: bool = True,
             train_fn: Callable | None = None) -> RecoveryReport:
@@ -137,7 +137,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     loss is used).  ``budget``: a :class:`converter.training.loop.Budget`, split over the stages by
     their shares.  ``schedule``: ``progressive`` (MobileBERT's PKT, then logit distillation) or
     ``joint``.  ``weights``: loss term -> weight, merged over :data:`DEFAULT_WEIGHTS`.  ``init``:
-    NoNorm initialisation before training (``lstsq``, ``moments`` or None; see
+    NoNorm initialisation before training (``teacher``, ``lstsq``, ``moments`` or None; see
     :mod:`converter.distill.nonorm_init`) on ``init_batches`` batches.  ``eval_batches``: if given,
     the gap is measured on them before and after (``RecoveryReport.gap_before``/``gap_after``).
     ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
@@ -183,8 +183,12 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             if init is not None:
                 paths = nonorm_paths(teacher, student, family)
                 calibration = [pair_.inputs(b) for b in _take(batches, init_batches)]
-                fitted = calibrate_nonorm(student, family, calibration, paths=paths, method=init,
-                                          eps=getattr(teacher.config, "layer_norm_eps", 1e-12))
+                # the teacher's norms are matched by path: only a student of the teacher's depth
+                method = init if init != "teacher" or pair_.layer_map == list(range(len(pair_.layer_map))) \
+                    else "lstsq"
+                report.init["method_used"] = method
+                fitted = calibrate_nonorm(student, family, calibration, paths=paths, method=method,
+                                          eps=getattr(teacher.config, "layer_norm_eps", 1e-12), teacher=teacher)
                 report.init["norms"] = len(fitted)
                 if fitted and eval_batches is not None:
                     report.init["gap"] = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,

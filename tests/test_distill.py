@@ -1,0 +1,279 @@
+"""Recovery distillation (converter.distill): loss terms by hand, PKT freezing, gap reduction per family, errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+from transformers import AutoModelForSequenceClassification, BertConfig
+
+from converter.data.tasks import load_task
+from converter.distill import (
+    attention_kl,
+    calibrate_nonorm,
+    hard_label_loss,
+    hidden_mse,
+    logit_distillation,
+    measure_gap,
+    nonorm_paths,
+    pair,
+    progressive,
+    recover,
+)
+from converter.distill.pairing import eager_attention, no_dropout, truncated
+from converter.errors import InputError
+from converter.families import families
+from converter.training.loop import Budget, train
+from converter.transforms import nonorm, relu
+
+from .conftest import DATA, _family
+
+FAMILIES = [f.name for f in families()]
+KL_A = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)  # KL([.75,.25] ‖ [.5,.5]) = 0.130812
+KL_B = 0.5 * math.log(0.5 / 0.75) + 0.5 * math.log(0.5 / 0.25)  # KL([.5,.5] ‖ [.75,.25]) = 0.143841
+LN3 = math.log(3.0)  # softmax([ln 3, 0]) = [.75, .25]
+
+
+# --- loss terms against hand-computed values -------------------------------------------------------------------
+
+def test_logit_distillation_classification_with_temperature():
+    student = torch.tensor([[0.0, 0.0], [1.0, 2.0]])
+    teacher = torch.tensor([[2 * LN3, 0.0], [1.0, 2.0]])  # at T=2: p_t = [.75,.25] vs [.5,.5]; row 2 equal
+    value = logit_distillation(student, teacher, temperature=2.0)
+    assert value.item() == pytest.approx(4 * KL_A / 2, rel=1e-5)  # T² · mean over the 2 rows
+    assert logit_distillation(teacher, teacher, temperature=2.0).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_logit_distillation_per_real_token():
+    student = torch.tensor([[[0.0, 0.0], [3.0, 1.0], [9.0, -9.0]]])
+    teacher = torch.tensor([[[LN3, 0.0], [3.0, 1.0], [-9.0, 9.0]]])  # token 3 is padding: huge gap, ignored
+    mask = torch.tensor([[1, 1, 0]])
+    assert logit_distillation(student, teacher, attention_mask=mask).item() == pytest.approx(KL_A / 2, rel=1e-5)
+
+
+def test_logit_distillation_regression_is_mse():
+    value = logit_distillation(torch.tensor([[1.0], [3.0]]), torch.tensor([[2.0], [3.0]]), temperature=4.0)
+    assert value.item() == pytest.approx(0.5)
+
+
+def test_hidden_mse_over_real_tokens():
+    student = torch.zeros(1, 3, 2)
+    teacher = torch.tensor([[[1.0, 1.0], [2.0, 0.0], [100.0, 100.0]]])  # per token mean sq.: 1, 2, (padding)
+    assert hidden_mse(student, teacher, torch.tensor([[1, 1, 0]])).item() == pytest.approx(1.5)
+    assert hidden_mse(student, teacher).item() == pytest.approx((1 + 2 + 10000) / 3)
+
+
+def test_attention_kl_teacher_to_student_over_real_query_rows():
+    mask = torch.tensor([[1, 1, 0]])  # key/query 3 is padding
+    teacher = torch.zeros(1, 2, 3, 3)
+    student = torch.zeros(1, 2, 3, 3)
+    teacher[0, 0, 0, :2] = torch.tensor([0.75, 0.25])
+    student[0, 0, 0, :2] = torch.tensor([0.5, 0.5])  # head 0, row 0: KL_A
+    teacher[0, 1, 0, :2] = student[0, 1, 0, :2] = torch.tensor([0.6, 0.4])  # head 1, row 0: 0
+    teacher[0, 0, 1, :2] = torch.tensor([0.5, 0.5])
+    student[0, 0, 1, :2] = torch.tensor([0.75, 0.25])  # head 0, row 1: KL_B
+    teacher[0, 1, 1, :2] = student[0, 1, 1, :2] = torch.tensor([0.3, 0.7])  # head 1, row 1: 0
+    teacher[0, :, 2, 0] = 1.0
+    student[0, :, 2, 1] = 1.0  # padded query row: disjoint supports, must be ignored (and not NaN)
+    value = attention_kl(student, teacher, mask)
+    assert value.item() == pytest.approx(((KL_A + 0) / 2 + (KL_B + 0) / 2) / 2, rel=1e-5)
+    assert attention_kl(teacher, teacher, mask).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_hard_label_loss_ignores_minus_100_and_regresses():
+    logits = torch.tensor([[LN3, 0.0], [5.0, -5.0]])
+    assert hard_label_loss(logits, torch.tensor([0, -100])).item() == pytest.approx(-math.log(0.75), rel=1e-5)
+    tokens = torch.tensor([[[LN3, 0.0], [7.0, 7.0], [0.0, LN3]]])
+    assert hard_label_loss(tokens, torch.tensor([[0, -100, 1]])).item() == pytest.approx(-math.log(0.75), rel=1e-5)
+    assert hard_label_loss(tokens, torch.full((1, 3), -100)).item() == 0.0
+    assert hard_label_loss(torch.tensor([[1.0], [2.0]]), torch.tensor([1.5, 2.0])).item() == pytest.approx(0.125)
+
+
+# --- tiny teacher/student pairs -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sst2(tokenizer):
+    """320 real SST-2 training sentences, tokenised (the lead's data module)."""
+    return load_task(str(DATA / "glue" / "SST-2" / "train.tsv"), "train", limit=320).encode(tokenizer, max_length=64)
+
+
+def _names(family):
+    return ("input_ids", "attention_mask", "token_type_ids") if family.uses_token_type_ids else (
+        "input_ids", "attention_mask")
+
+
+def _pair(family, tokenizer, seed=0):
+    """A tiny teacher with informative logits and its nonorm+relu student (noised where both are no-ops)."""
+    config = family.tiny_config(len(tokenizer))
+    config.num_labels = 2
+    config.initializer_range = 0.1  # the default 0.02 gives near-constant logits and hidden states
+    torch.manual_seed(seed)
+    teacher = AutoModelForSequenceClassification.from_config(config).eval()
+    head = [m for m in teacher.modules() if isinstance(m, nn.Linear)][-1]
+    with torch.no_grad():
+        head.weight.mul_(30.0)  # logits spread over a few units, so KL/agreement measure something
+    student = copy.deepcopy(teacher)
+    reports = [nonorm.apply(student, family), relu.apply(student, family)]
+    if all(report.noop for report in reports):  # e.g. MobileBERT: already NoNorm/ReLU; perturb instead
+        with torch.no_grad():
+            for p in student.parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+    return teacher, student
+
+
+@pytest.mark.parametrize("schedule", ["progressive", "joint"])
+@pytest.mark.parametrize("family_name", FAMILIES)
+def test_recovery_reduces_the_gap(family_name, schedule, tokenizer, sst2):
+    torch.set_num_threads(1)
+    family = _family(family_name)
+    teacher, student = _pair(family, tokenizer)
+    dropout = [m.p for m in student.modules() if isinstance(m, nn.Dropout)]
+    batches = sst2.batches(32, shuffle=True, seed=0, input_names=_names(family))
+    held_out = sst2.batches(64, input_names=_names(family))
+    init = "teacher" if schedule == "progressive" else None  # both paths covered; training alone in joint
+    report = recover(teacher, student, family, batches, budget=Budget(steps=120), schedule=schedule, lr=1e-3,
+                     init=init, eval_batches=held_out, progress=False)
+    before, after = report.gap_before, report.gap_after
+    assert report.init["norms"] == (len(nonorm_paths(teacher, student, family)) if init else 0)
+    assert after["logit_kl"] < 0.2 * before["logit_kl"], (before, after)
+    assert after["agreement"] >= before["agreement"]
+    assert report.steps == 120 and [s.steps for s in report.stages] and sum(s.steps for s in report.stages) == 120
+    json.dumps(report.to_json())  # goes into the manifest
+    # the models are handed back as they came: teacher frozen state, attention implementation, dropout
+    assert teacher.config._attn_implementation == student.config._attn_implementation == "sdpa"
+    assert all(p.requires_grad for p in student.parameters())
+    assert [m.p for m in student.modules() if isinstance(m, nn.Dropout)] == dropout
+
+
+@pytest.mark.parametrize("method", ["moments", "lstsq", "teacher"])
+def test_nonorm_initialisation_narrows_the_gap_before_training(method, tokenizer, sst2):
+    family = _family("bert")
+    teacher, student = _pair(family, tokenizer)
+    batches = sst2.batches(64, input_names=_names(family))
+    p = pair(teacher, student, family)
+    before = measure_gap(p, batches)
+    paths = nonorm_paths(teacher, student, family)
+    assert len(paths) == len(family.norms(student)) == 5
+    fitted = calibrate_nonorm(student, family, list(batches)[:3], paths=paths, method=method, teacher=teacher)
+    assert sorted(fitted) == sorted(paths)
+    after = measure_gap(p, batches)
+    assert after["last_hidden_mse"] < 0.5 * before["last_hidden_mse"], (before, after)
+
+
+def test_mobilebert_own_nonorms_are_not_recalibrated(tokenizer):
+    family = _family("mobilebert")
+    teacher, student = _pair(family, tokenizer)
+    assert nonorm_paths(teacher, student, family) == set()
+
+
+@pytest.mark.parametrize("family_name", FAMILIES)
+def test_progressive_stages_freeze_everything_else(family_name, tokenizer, sst2):
+    family = _family(family_name)
+    teacher, student = _pair(family, tokenizer)
+    names = {id(p): name for name, p in student.named_parameters()}
+    stages = progressive(student, family, {"logits": 1.0, "hidden": 1.0, "attention": 1.0, "hard": 0.0})
+    assert [s.name for s in stages] == ["embeddings"] + [f"layer{i + 1}" for i in range(2)] + ["final"]
+    changed_per_stage = []
+
+    def spy(model, loss_fn, batches, *, params, **kwargs):
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        log = train(model, loss_fn, batches, params=params, **kwargs)
+        after = model.state_dict()
+        changed = {k for k in before if not torch.equal(before[k], after[k])}
+        changed_per_stage.append((changed, {names[id(p)] for p in params}))
+        return log
+
+    batches = sst2.batches(32, shuffle=True, seed=0, input_names=_names(family))
+    recover(teacher, student, family, batches, budget=Budget(steps=16), schedule="progressive", lr=1e-3,
+            init=None, progress=False, train_fn=spy)
+    assert len(changed_per_stage) == 4
+    for (changed, allowed), stage in zip(changed_per_stage, stages):
+        assert changed and changed <= allowed, (stage.name, changed - allowed)
+        if stage.name.startswith("layer"):
+            assert changed == allowed  # every parameter of the block learns
+            index = int(stage.name.removeprefix("layer")) - 1
+            assert all(f"layer.{index}." in k for k in changed)
+    assert changed_per_stage[-1][0] == {k for k, _ in student.named_parameters()}  # final: everything
+
+
+def test_truncated_forward_matches_the_full_one(tokenizer):
+    family = _family("bert")
+    teacher, _ = _pair(family, tokenizer)
+    ids = torch.randint(5, 1000, (2, 9))
+    with eager_attention(teacher):
+        # truncated first: Hugging Face hooks the blocks present at the first forward pass
+        with truncated(teacher, family.layers(teacher), 1):
+            part = teacher(input_ids=ids, output_hidden_states=True, output_attentions=True)
+        full = teacher(input_ids=ids, output_hidden_states=True, output_attentions=True)
+    assert len(full.hidden_states) == 3 and len(full.attentions) == 2
+    assert len(part.hidden_states) == 2 and len(part.attentions) == 1
+    assert torch.equal(part.hidden_states[1], full.hidden_states[1])
+    assert torch.equal(part.attentions[0], full.attentions[0])
+    assert len(family.layers(teacher)) == 2 and teacher.config._attn_implementation == "sdpa"
+
+
+def test_no_dropout_restores_probabilities(tokenizer):
+    teacher, _ = _pair(_family("bert"), tokenizer)
+    probs = [m.p for m in teacher.modules() if isinstance(m, nn.Dropout)]
+    with no_dropout(teacher):
+        assert all(m.p == 0 for m in teacher.modules() if isinstance(m, nn.Dropout))
+    assert [m.p for m in teacher.modules() if isinstance(m, nn.Dropout)] == probs
+
+
+def test_shallower_student_maps_layers_uniformly(tokenizer):
+    family = _family("bert")
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                        intermediate_size=64)
+    teacher = AutoModelForSequenceClassification.from_config(config)
+    config2 = copy.deepcopy(config)
+    config2.num_hidden_layers = 2
+    student = AutoModelForSequenceClassification.from_config(config2)
+    assert pair(teacher, student, family).layer_map == [0, 2, 4]
+
+
+# --- clear errors, before any training ----------------------------------------------------------------------------
+
+def _tiny(family_name, tokenizer, **overrides):
+    config = _family(family_name).tiny_config(len(tokenizer))
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return AutoModelForSequenceClassification.from_config(config)
+
+
+def _fails(teacher, student, family, match, **kwargs):
+    def never(*args, **kw):
+        raise AssertionError("training started")
+
+    kwargs.setdefault("budget", Budget(steps=100))
+    with pytest.raises(InputError, match=match) as info:
+        recover(teacher, student, family, [], train_fn=never, progress=False, **kwargs)
+    assert info.value.fix
+
+
+def test_error_families_differ(tokenizer):
+    _fails(_tiny("bert", tokenizer), _tiny("distilbert", tokenizer), _family("bert"), "must both be of the bert family")
+
+
+def test_error_widths_differ(tokenizer):
+    _fails(_tiny("bert", tokenizer), _tiny("bert", tokenizer, hidden_size=48), _family("bert"),
+           "hidden size 32 differs from student hidden size 48")
+
+
+def test_error_deeper_student_and_heads(tokenizer):
+    family = _family("bert")
+    _fails(_tiny("bert", tokenizer), _tiny("bert", tokenizer, num_hidden_layers=3), family, "more layers")
+    _fails(_tiny("bert", tokenizer), _tiny("bert", tokenizer, num_attention_heads=2), family, "attention heads")
+
+
+def test_error_budget_and_options(tokenizer):
+    family = _family("bert")
+    teacher, student = _tiny("bert", tokenizer), _tiny("bert", tokenizer)
+    _fails(teacher, student, family, "without a step", budget=Budget(steps=3))  # progressive: 4 stages
+    _fails(teacher, student, family, "sets no limit", budget=Budget())
+    _fails(teacher, student, family, "unknown recovery schedule", schedule="pkt")
+    _fails(teacher, student, family, "unknown loss term", weights={"hiden": 1.0})
+    _fails(teacher, student, family, "weight 0", weights={k: 0.0 for k in ("logits", "hidden", "attention")})
