@@ -20,7 +20,7 @@ from .gemm_floor import GemmFloor, floor_precision
 from .macs import gemms
 from .measure import run_in_subprocess
 from .models import describe_bundle
-from .peers import Peer, PeerError, build, source_checkpoint
+from .peers import Peer, PeerError, build, plain_bundle, source_checkpoint
 
 BACKENDS = ("onnx", "tflite")
 REFERENCES = {"vs_tflite_plain_fp32": "peer:tflite-plain-fp32", "vs_ort_optimum_fp32": "peer:ort-optimum-fp32"}
@@ -126,7 +126,8 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
         groups.setdefault(key, []).append(bundle)
 
     for key, bundles in groups.items():
-        first = bundles[0]
+        # peers come from the group's plain bundle when there is one: its fp32 files are the plain exports
+        first = next((b for b in bundles if plain_bundle(b.path, b.manifest, settings.seq_lens)), bundles[0])
         info = describe_bundle(first.path, first.manifest)
         checkpoint = None
         try:
@@ -191,6 +192,10 @@ def _measure_one(first, bundle, r: _Runner, info: dict, config, threads: int, se
                  settings: Settings, work_dir: Path, floor: GemmFloor) -> dict:
     manifest = first.manifest
     opts = [o for o in (bundle.manifest.get("opts") if bundle else []) or [] if o != "int8"]
+    if bundle is not None:  # the bundle's own variant name; peers belong to the model, not to a variant
+        info = describe_bundle(bundle.path, bundle.manifest)
+    else:
+        info = {**info, "variant_name": None}
     record = {**info, "bundle": str(bundle.path) if bundle else None, "variant": r.variant, "runner": r.runner,
               "opts": ",".join(opts), "backend": r.kind, "precision": r.precision, "threads": threads,
               "seq_len": seq, "batch": batch, "where": "desktop", "init_ms": None, "first_ms": None,

@@ -51,7 +51,7 @@ def source_checkpoint(manifest: dict, override: str | None = None) -> Path:
     return path
 
 
-def _plain_bundle(bundle: Path, manifest: dict, buckets: list[int]) -> bool:
+def plain_bundle(bundle: Path, manifest: dict, buckets: list[int]) -> bool:
     """True if the bundle is itself the plain conversion: no --opt, fp32 ONNX and TFLite with these buckets."""
     if manifest.get("opts"):
         return False
@@ -104,8 +104,9 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
     """Build (or reuse from the cache) the four peers of a bundle, for TFLite sequence ``buckets``."""
     source = source_checkpoint(manifest, checkpoint)
     task, labels = manifest["task"], manifest["labels"]
+    buckets = sorted({b for b in buckets if b <= manifest["max_sequence_length"]})
     peers = [Peer("peer:torch-eager-fp32", "torch", source, "fp32", "Hugging Face checkpoint, PyTorch eager")]
-    if _plain_bundle(bundle, manifest, buckets):
+    if plain_bundle(bundle, manifest, buckets):
         plain_dir, reused = bundle, True
     else:
         plain_dir, reused = work_dir / "peers" / _cache_key(source, manifest, buckets) / "plain", False

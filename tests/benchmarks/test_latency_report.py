@@ -54,8 +54,10 @@ def test_ratios_within_the_run(results):
 def test_machine_and_floor_recorded(results):
     m = results["machine"]
     assert m["cpu"] and m["usable_cpus"] >= 1 and m["versions"]["onnxruntime"] and m["load_average_end"]
-    floors = results["gemm_floor"]
-    assert {f["precision"] for f in floors} == {"fp32", "int8"} and all(f["ms"] > 0 for f in floors)
+    floors = [f for f in results["gemm_floor"] if "shape" in f]
+    assert {f["precision"] for f in floors} == {"fp32", "int8"} and all(0 < f["ms"] <= f["call_ms"] for f in floors)
+    probes = [f for f in results["gemm_floor"] if "overhead_probe" in f]
+    assert {p["overhead_probe"] for p in probes} >= {"torch.mm"}
 
 
 def test_report_from_results(results, bench_root, tmp_path):
