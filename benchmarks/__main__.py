@@ -42,6 +42,14 @@ def _fail(problem: str, fix: str, code: int = 3) -> None:
     sys.exit(code)
 
 
+def _quiet_transformers() -> None:
+    """transformers' per-load progress bars and warnings would interleave with our progress lines."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=True)
@@ -63,6 +71,7 @@ def cli() -> None:
 def bundles(models, variants, buckets, work_dir, fast):
     from . import models as registry
 
+    _quiet_transformers()
     names = models.split(",") if models else list(registry.FAST_MODELS if fast else registry.DEFAULT_MODELS)
     chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.VARIANTS)
     for name in names:
@@ -105,6 +114,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
     from . import models as registry
     from . import schema
 
+    _quiet_transformers()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     settings = lat.Settings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
                             checkpoint=checkpoint, floor=not no_floor, fast=fast)
@@ -229,6 +239,7 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
     from . import models as registry
     from . import schema
 
+    _quiet_transformers()
     task = task or ("glue:sst2" if fast else None)
     if not task:
         _fail("no --task given", "pass --task glue:sst2 (or glue:mrpc, glue:cola, glue:stsb, conll2003)", 2)

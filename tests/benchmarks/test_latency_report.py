@@ -95,3 +95,24 @@ def test_peers_need_the_source_checkpoint(tiny_bundle, tmp_path):
     (copy / "manifest.json").write_text(json.dumps(manifest))
     result = CliRunner().invoke(cli, ["latency", str(copy), "--fast", "--peers", "--work-dir", str(tmp_path)])
     assert result.exit_code == 3 and "--checkpoint DIR" in result.output
+
+
+def _rec(runner, ms, *, variant="bundle", opts="", where="desktop", model="m"):
+    timed = {"runs": 5, "mean_ms": ms, "p50_ms": ms, "p90_ms": ms, "p99_ms": ms, "std_ms": 0.0, "min_ms": ms,
+             "max_ms": ms}
+    return {"model": model, "runner": runner, "variant": variant, "opts": opts, "threads": 2, "seq_len": 128,
+            "batch": 1, "where": where, "timed": timed, "skipped": None}
+
+
+def test_ratios_pair_only_the_same_model_configuration_and_place():
+    from benchmarks.latency import add_ratios
+
+    records = [_rec("tflite:fp32", 20.0), _rec("peer:tflite-plain-fp32", 24.0, variant="peer"),
+               _rec("peer:ort-optimum-fp32", 30.0, variant="peer"), _rec("tflite:int8-dynamic", 6.0, opts="nonorm"),
+               _rec("tflite:int8-dynamic", 3.0, model="other"),
+               _rec("tflite:fp32", 200.0, where="device:P"), _rec("tflite:int8-dynamic", 50.0, where="device:P")]
+    add_ratios(records)
+    assert records[3]["speedup"] == {"vs_tflite_plain_fp32": 4.0, "vs_ort_optimum_fp32": 5.0}  # the peer wins
+    assert records[4]["speedup"] == {}  # another model: no reference in this run
+    # on the phone there are no peers: the plain bundle's own tflite:fp32 is the reference
+    assert records[6]["speedup"] == {"vs_tflite_plain_fp32": 4.0}
