@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 from torch import nn
-from transformers import AutoModelForSequenceClassification, BertConfig
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, BertConfig
 
 from converter.data.tasks import load_task
 from converter.distill import (
@@ -106,13 +106,13 @@ def _names(family):
         "input_ids", "attention_mask")
 
 
-def _pair(family, tokenizer, seed=0):
+def _pair(family, tokenizer, seed=0, num_labels=2, cls=AutoModelForSequenceClassification):
     """A tiny teacher with informative logits and its nonorm+relu student (noised where both are no-ops)."""
     config = family.tiny_config(len(tokenizer))
-    config.num_labels = 2
+    config.num_labels = num_labels
     config.initializer_range = 0.1  # the default 0.02 gives near-constant logits and hidden states
     torch.manual_seed(seed)
-    teacher = AutoModelForSequenceClassification.from_config(config).eval()
+    teacher = cls.from_config(config).eval()
     head = [m for m in teacher.modules() if isinstance(m, nn.Linear)][-1]
     with torch.no_grad():
         head.weight.mul_(30.0)  # logits spread over a few units, so KL/agreement measure something
@@ -147,6 +147,24 @@ def test_recovery_reduces_the_gap(family_name, schedule, tokenizer, sst2):
     assert teacher.config._attn_implementation == student.config._attn_implementation == "sdpa"
     assert all(p.requires_grad for p in student.parameters())
     assert [m.p for m in student.modules() if isinstance(m, nn.Dropout)] == dropout
+
+
+@pytest.mark.parametrize("task", ["conll2003", "glue:stsb"])
+def test_recovery_on_ner_and_regression_with_hard_labels(task, tokenizer):
+    """Token classification (per-token KD over real tokens, -100 ignored by the hard loss) and regression (MSE)."""
+    torch.set_num_threads(1)
+    family = _family("bert")
+    data = load_task(task, "dev", data_dir=DATA, limit=192)
+    ner = task == "conll2003"
+    teacher, student = _pair(family, tokenizer, num_labels=len(data.label_names),
+                             cls=AutoModelForTokenClassification if ner else AutoModelForSequenceClassification)
+    features = data.encode(tokenizer, max_length=64, label_names=data.label_names if ner else None)
+    report = recover(teacher, student, family, features.batches(32, shuffle=True), budget=Budget(steps=60),
+                     schedule="joint", lr=1e-3, weights={"hard": 0.1}, eval_batches=features.batches(64),
+                     progress=False)
+    # the random teacher disagrees with the gold labels, which pull the other way: a looser bound
+    assert report.gap_after["logit_kl"] < 0.5 * report.gap_before["logit_kl"], (report.gap_before, report.gap_after)
+    assert {"logits", "hidden", "attention", "hard"} <= set(report.stages[0].final_losses)
 
 
 @pytest.mark.parametrize("method", ["moments", "lstsq", "teacher"])
@@ -249,8 +267,9 @@ def _fails(teacher, student, family, match, **kwargs):
         raise AssertionError("training started")
 
     kwargs.setdefault("budget", Budget(steps=100))
+    batches = kwargs.pop("batches", [{"input_ids": torch.ones(1, 3, dtype=torch.long)}])
     with pytest.raises(InputError, match=match) as info:
-        recover(teacher, student, family, [], train_fn=never, progress=False, **kwargs)
+        recover(teacher, student, family, batches, train_fn=never, progress=False, **kwargs)
     assert info.value.fix
 
 
@@ -261,6 +280,12 @@ def test_error_families_differ(tokenizer):
 def test_error_widths_differ(tokenizer):
     _fails(_tiny("bert", tokenizer), _tiny("bert", tokenizer, hidden_size=48), _family("bert"),
            "hidden size 32 differs from student hidden size 48")
+
+
+def test_error_task_heads_differ(tokenizer):
+    config = _family("bert").tiny_config(len(tokenizer))
+    _fails(AutoModelForSequenceClassification.from_config(config), AutoModelForTokenClassification.from_config(config),
+           _family("bert"), "teacher is a BertForSequenceClassification, student a BertForTokenClassification")
 
 
 def test_error_deeper_student_and_heads(tokenizer):
@@ -277,3 +302,5 @@ def test_error_budget_and_options(tokenizer):
     _fails(teacher, student, family, "unknown recovery schedule", schedule="pkt")
     _fails(teacher, student, family, "unknown loss term", weights={"hiden": 1.0})
     _fails(teacher, student, family, "weight 0", weights={k: 0.0 for k in ("logits", "hidden", "attention")})
+    _fails(teacher, student, family, "no training batches", batches=[])
+    _fails(teacher, student, family, "batches have no labels", weights={"hard": 1.0})

@@ -66,6 +66,9 @@ def pair(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, *, 
         raise InputError(f"teacher has {family.num_heads(teacher.config)} attention heads, student "
                          f"{family.num_heads(student.config)}: attention transfer compares them head by head",
                          "set the attention weight to 0, or use a student with the teacher's heads")
+    if type(teacher).__name__ != type(student).__name__:
+        raise InputError(f"teacher is a {type(teacher).__name__}, student a {type(student).__name__}: their outputs "
+                         "cannot be compared", "give the student the teacher's task head (a copy of the teacher)")
     if teacher.config.num_labels != student.config.num_labels:
         raise InputError(f"teacher has {teacher.config.num_labels} outputs, student {student.config.num_labels}",
                          "give the student the teacher's labels (a copy of the teacher with its head)")

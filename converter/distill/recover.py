@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -58,7 +59,6 @@ def nonorm_paths(teacher: PreTrainedModel, student: PreTrainedModel, family: Fam
     """Student NoNorms that replaced a LayerNorm: the ones whose teacher counterpart is a LayerNorm
     (a MobileBERT checkpoint's own, trained NoNorms are left alone).  Blocks are matched by role, so a
     shallower student's norms count too."""
-    import re
 
     def role(path: str) -> str:
         return re.sub(r"\.\d+\.", ".#.", path)
@@ -165,6 +165,12 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     if not stages:
         raise InputError("every loss term has weight 0: nothing to train on", "give some term a positive weight")
     budgets = split_budget(budget, stages)
+    first = _take(batches, 1)
+    if not first:
+        raise InputError("no training batches for recovery", "give training data with at least one example")
+    if any(stage.weights.get("hard") for stage in stages) and "labels" not in first[0]:
+        raise InputError("the hard-label loss needs labelled training data, and the batches have no labels",
+                         "give labelled data, or set the hard-label weight to 0")
     if train_fn is None:
         from ..training.loop import train as train_fn
 
