@@ -43,9 +43,13 @@ def _fail(problem: str, fix: str, code: int = 3) -> None:
 
 
 def _quiet_transformers() -> None:
-    """transformers' per-load progress bars and warnings would interleave with our progress lines."""
+    """transformers' per-load progress bars and the exporters' warnings would interleave with our progress."""
+    import warnings
+
     from transformers.utils import logging
 
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
+    warnings.filterwarnings("ignore", category=FutureWarning)
     logging.disable_progress_bar()
     logging.set_verbosity_error()
 

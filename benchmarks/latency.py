@@ -23,6 +23,7 @@ from .models import describe_bundle
 from .peers import Peer, PeerError, build, plain_bundle, source_checkpoint
 
 BACKENDS = ("onnx", "tflite")
+ORIGINAL = ("original", "plain-int8")  # variant names of a model's unmodified conversion
 REFERENCES = {"vs_tflite_plain_fp32": "peer:tflite-plain-fp32", "vs_ort_optimum_fp32": "peer:ort-optimum-fp32"}
 
 
@@ -125,7 +126,11 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
         key = str((bundle.manifest.get("source") or {}).get("checkpoint") or path)
         groups.setdefault(key, []).append(bundle)
 
-    for key, bundles in groups.items():
+    def original_first(item):  # the group holding the model's original comes first: it gets the peers
+        return not any(describe_bundle(b.path, b.manifest).get("variant_name") in ORIGINAL for b in item[1])
+
+    peers_done: set[str] = set()
+    for key, bundles in sorted(groups.items(), key=original_first):
         # peers come from the group's plain bundle when there is one: its fp32 files are the plain exports
         first = next((b for b in bundles if plain_bundle(b.path, b.manifest, settings.seq_lens)), bundles[0])
         info = describe_bundle(first.path, first.manifest)
@@ -140,7 +145,10 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
         runners: list[tuple[object, _Runner]] = []
         for bundle in bundles:
             runners += [(bundle, r) for r in _bundle_runners(bundle, settings.backends)]
-        if settings.peers:
+        # One set of peers per model: a recovered checkpoint of the same model is compared with what users
+        # would otherwise pick for the original, not with itself in PyTorch.
+        if settings.peers and info["model"] not in peers_done:
+            peers_done.add(info["model"])
             try:
                 peers = build(first.path, first.manifest, settings.seq_lens, work_dir, settings.checkpoint,
                               log=progress)

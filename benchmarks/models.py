@@ -11,6 +11,10 @@ Variants (one conversion each):
   Its fp32 files double as the "plain export" peers, so they are not converted twice.
 * ``nonorm-relu-fold-int8``: ``--opt nonorm,relu,fold,int8 --int8 dynamic``, both formats.
 
+``NAME=DIR`` adds a checkpoint of your own (real weights), ``NAME@TAG=DIR`` another checkpoint of the same
+model, e.g. ``minilm-sst2@recovered=DIR``: its variants are named ``recovered/plain-int8`` and its rows
+sit beside the original's, compared with the original's peers and accuracy.
+
 ``bundles`` writes ``models.json`` beside the bundles: bundle directory name → model name, label,
 random weights, variant.  ``latency`` reads it to label its rows.
 """
@@ -56,6 +60,7 @@ def checkpoint(name: str, root: Path) -> tuple[str, str, bool]:
     (a checkpoint of your own, e.g. a fine-tuned demo model: real weights)."""
     if "=" in name:
         label, directory = name.split("=", 1)
+        label = label.split("@", 1)[0]
         if not (Path(directory) / "config.json").is_file():
             raise KeyError(f"{directory!r} is not a Hugging Face checkpoint directory (no config.json)")
         return directory, label, False
@@ -91,9 +96,10 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
     made = []
     for name in models:
         spec, label, random_weights = checkpoint(name, root)
-        name = name.split("=", 1)[0]
+        name, _, tag = name.split("=", 1)[0].partition("@")  # NAME@TAG=DIR: another checkpoint of model NAME
         for variant in variants:
-            dest = out_dir / f"{name}--{variant}"
+            variant_name = f"{tag}/{variant}" if tag else variant
+            dest = out_dir / f"{name}--{variant_name.replace('/', '-')}"
             if not (dest / "manifest.json").is_file():
                 log(f"converting {name} ({variant})…")
                 with silenced():  # the exporters' C++ logs; our own messages still show
@@ -103,7 +109,7 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
                                            calibration_samples=64 if name.startswith("tiny") else 256,
                                            measure_latency=False, threads=threads, **VARIANTS[variant]))
             registry[dest.name] = {"model": name, "label": label, "random_weights": random_weights,
-                                   "variant": variant}
+                                   "variant": variant_name}
             made.append(dest)
     out_dir.mkdir(parents=True, exist_ok=True)
     registry_path.write_text(json.dumps(registry, indent=1) + "\n")

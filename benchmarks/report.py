@@ -50,7 +50,9 @@ def _fmt(value, digits=2, unit=""):
 
 
 def _name(r: dict) -> str:
-    return r["runner"] + (f" +{r['opts']}" if r.get("opts") else "")
+    """runner, + opts, + [tag] for another checkpoint of the model (variant ``recovered/plain-int8``)."""
+    tag = (r.get("variant_name") or "").partition("/")
+    return r["runner"] + (f" +{r['opts']}" if r.get("opts") else "") + (f" [{tag[0]}]" if tag[1] else "")
 
 
 def _headline_threads(records: list[dict]) -> int | None:
@@ -194,7 +196,8 @@ def _headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
 
 def _accuracy_delta(accuracy: list[dict], r: dict) -> float | None:
     match = [a for a in accuracy if a.get("model") == r["model"] and a.get("runner") == r["runner"]
-             and (a.get("opts") or "") == (r.get("opts") or "") and a.get("delta") is not None]
+             and (a.get("opts") or "") == (r.get("opts") or "") and a.get("delta") is not None
+             and a.get("variant_name") == r.get("variant_name")]
     glue = [a for a in match if a.get("task") == "glue-average"]
     chosen = glue or match
     return sum(a["delta"] for a in chosen) / len(chosen) if chosen else None
@@ -296,10 +299,14 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
     paper = PAPER_OPT
     ax.scatter([paper["baseline_ms"] / paper["ms"]], [paper["glue"] - paper["baseline_glue"]], marker="*", s=160,
                color="black", label=paper["label"])
-    for r in measured:
+    threads = _headline_threads(measured) if measured else None
+    seqs = {r["seq_len"] for r in measured}
+    seq = HEADLINE["seq_len"] if HEADLINE["seq_len"] in seqs else max(seqs, default=None)
+    for r in measured:  # one point per variant: the headline configuration only
         delta = _accuracy_delta(accuracy, r)
         speed = (r.get("speedup") or {}).get("vs_tflite_plain_fp32")
-        if delta is not None and speed and r["variant"] == "bundle" and r["batch"] == 1:
+        if (delta is not None and speed and r["variant"] == "bundle" and r["batch"] == 1
+                and r["threads"] == threads and r["seq_len"] == seq):
             ax.scatter([speed], [delta], label=f"{r['model']} · {_name(r)} (t{r['threads']} s{r['seq_len']})")
     ax.axhline(0, color="gray", lw=0.5)
     ax.set_xlabel("speed-up over the plain fp32 TFLite export (×)")

@@ -116,3 +116,22 @@ def test_ratios_pair_only_the_same_model_configuration_and_place():
     assert records[4]["speedup"] == {}  # another model: no reference in this run
     # on the phone there are no peers: the plain bundle's own tflite:fp32 is the reference
     assert records[6]["speedup"] == {"vs_tflite_plain_fp32": 4.0}
+
+
+def test_tagged_checkpoints_join_their_model(tmp_path, tiny_bundle):
+    """NAME@TAG=DIR: another checkpoint of model NAME, its variants tagged, bundle names distinct."""
+    import json as _json
+    import shutil
+
+    from benchmarks import models
+
+    source = _json.loads((tiny_bundle / "manifest.json").read_text())["source"]["checkpoint"]
+    # an existing bundle is reused, not converted again: copy one in so only the naming is under test
+    shutil.copytree(tiny_bundle, tmp_path / "bundles" / "tiny--recovered-plain-int8")
+    [made] = models.build_bundles([f"tiny@recovered={source}"], ["plain-int8"], tmp_path, [32], log=lambda m: None,
+                                  verify_samples=16)
+    assert made.name == "tiny--recovered-plain-int8"
+    entry = _json.loads((tmp_path / "bundles" / "models.json").read_text())[made.name]
+    assert (entry["model"], entry["variant"], entry["random_weights"]) == ("tiny", "recovered/plain-int8", False)
+    with pytest.raises(KeyError, match="not a Hugging Face checkpoint"):
+        models.checkpoint(f"x={tmp_path}", tmp_path)
