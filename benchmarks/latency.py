@@ -155,10 +155,12 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
             except PeerError as exc:
                 raise LatencyError(exc.problem, exc.fix) from exc
             runners += [(None, r) for r in _peer_runners(peers, settings.backends, settings.seq_lens)]
-        for bundle, r in runners:
-            for threads in settings.threads:
-                for seq in settings.seq_lens:
-                    for batch in settings.batches:
+        # Configuration outside, runner inside: the records a ratio compares are measured minutes apart,
+        # not an hour apart, so a drifting background load biases them less.
+        for threads in settings.threads:
+            for seq in settings.seq_lens:
+                for batch in settings.batches:
+                    for bundle, r in runners:
                         record = _measure_one(first, bundle, r, info, config, threads, seq, batch, settings,
                                               work_dir, floor)
                         data["results"].append(record)

@@ -103,6 +103,7 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
           log=print) -> list[Peer]:
     """Build (or reuse from the cache) the four peers of a bundle, for TFLite sequence ``buckets``."""
     source = source_checkpoint(manifest, checkpoint)
+    name = (manifest.get("source") or {}).get("builtin") or source.name
     task, labels = manifest["task"], manifest["labels"]
     buckets = sorted({b for b in buckets if b <= manifest["max_sequence_length"]})
     peers = [Peer("peer:torch-eager-fp32", "torch", source, "fp32", "Hugging Face checkpoint, PyTorch eager")]
@@ -114,7 +115,7 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
             from converter.pipeline import ConvertOptions, convert
             from converter.quiet import silenced
 
-            log(f"  converting the plain fp32 peers of {source.name} (no --opt, buckets {buckets})…")
+            log(f"  converting the plain fp32 peers of {name} (no --opt, buckets {buckets})…")
             with silenced():
                 convert(ConvertOptions(checkpoint=str(source), out=plain_dir, task=task, labels=list(labels),
                                        recipes="onnx:fp32,tflite:fp32", buckets=sorted(buckets), verify_samples=64,
@@ -126,7 +127,7 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
     fp32, int8 = optimum_dir / "model.optimized.onnx", optimum_dir / "model.optimized.int8-dynamic.onnx"
     info = optimum_dir / "optimizer.json"
     if not (fp32.is_file() and int8.is_file() and info.is_file()):
-        log(f"  ONNX Runtime optimizer + quantize_dynamic on the plain export of {source.name}…")
+        log(f"  ONNX Runtime optimizer + quantize_dynamic on the plain export of {name}…")
         from converter.quiet import silenced
 
         with silenced():  # the quantiser logs a pre-processing hint on every call

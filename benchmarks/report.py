@@ -179,6 +179,7 @@ def _headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
     for r in measured:
         if r["threads"] == threads and r["batch"] == 1:
             by_model[r["model"]].append(r)
+    noise = []
     for model, rows in sorted(by_model.items()):
         seq = HEADLINE["seq_len"] if any(r["seq_len"] == HEADLINE["seq_len"] for r in rows) else max(
             r["seq_len"] for r in rows)
@@ -191,7 +192,16 @@ def _headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
         lines.append(f"| {best.get('model_label') or model} | {_name(best)} | {schema.typical_ms(best):.2f} | "
                      f"{_fmt(s.get('vs_tflite_plain_fp32'), 2, 'x')} | {_fmt(s.get('vs_ort_optimum_fp32'), 2, 'x')} | "
                      f"{_fmt(delta, 2) if delta is not None else 'not measured'} |")
-    return lines + [""]
+        same = [r for r in rows if r["seq_len"] == seq and r["runner"] == "tflite:fp32" and not r.get("opts")
+                and r["variant"] == "bundle" and (r.get("speedup") or {}).get("vs_tflite_plain_fp32")
+                and r.get("variant_name") in (None, "plain-int8", "original")]
+        noise += [f"{model}: {r['speedup']['vs_tflite_plain_fp32']:.2f}x" for r in same[:1]]
+    lines.append("")
+    if noise:
+        lines += ["Noise check: a bundle converted without `--opt` holds the very file the plain-TFLite peer runs, "
+                  "measured twice in the same run; 1.00x means no drift between the two measurements: "
+                  + ", ".join(noise) + ".", ""]
+    return lines
 
 
 def _accuracy_delta(accuracy: list[dict], r: dict) -> float | None:
@@ -274,7 +284,9 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
         ax.barh(range(len(at)), [schema.typical_ms(r) for r in at], color=colors)
         ax.set_yticks(range(len(at)), labels, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(f"p50 ms (seq {seq}, batch 1, {threads} threads; blue ONNX, orange TFLite, grey peers)")
+        ax.set_xscale("log")  # PyTorch eager and int8 TFLite differ by 100x
+        ax.set_xlabel(f"p50 ms, log scale (seq {seq}, batch 1, {threads} threads; "
+                      "blue ONNX, orange TFLite, grey peers)")
         fig.tight_layout()
         fig.savefig(out_dir / "latency_by_variant.png", dpi=110)
         plt.close(fig)
@@ -309,6 +321,10 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
                 and r["threads"] == threads and r["seq_len"] == seq):
             ax.scatter([speed], [delta], label=f"{r['model']} · {_name(r)} (t{r['threads']} s{r['seq_len']})")
     ax.axhline(0, color="gray", lw=0.5)
+    ax.axvline(1, color="gray", lw=0.5)
+    ax.set_xlim(left=0)
+    low, high = ax.get_ylim()
+    ax.set_ylim(min(low, -1.0), max(high, 0.5))
     ax.set_xlabel("speed-up over the plain fp32 TFLite export (×)")
     ax.set_ylabel("accuracy Δ vs original (points)")
     ax.legend(fontsize=6)
