@@ -8,9 +8,11 @@ latency schema (``where: device:<serial>``).
 
 Flags passed (TensorFlow's tools/benchmark README and benchmark_model's own flag list):
 ``--graph``, ``--num_threads``, ``--use_xnnpack``, ``--use_gpu``, ``--use_nnapi``, ``--num_runs``,
-``--warmup_runs``, ``--signature_to_run_for=seq_<n>`` (our .tflite files hold one signature per bucket),
-``--input_layer_value_range`` (token ids inside the vocabulary, attention mask 1, token types 0: random
-ids past the vocabulary would make the embedding GATHER fail).
+``--warmup_runs``, ``--signature_to_run_for=seq_<n>`` (our .tflite files hold one signature per bucket;
+benchmark_model refuses a multi-signature file without it), and ``--input_layer`` /
+``--input_layer_shape`` / ``--input_layer_value_range`` naming the signature's input tensors (token ids
+inside the vocabulary, attention mask 1, token types 0: benchmark_model's random ids past the vocabulary
+would make the embedding GATHER fail).
 
 Every adb call goes through a ``runner(argv) -> (returncode, stdout, stderr)``; the default runs the
 process, tests pass a fake one (no phone here).
@@ -72,16 +74,34 @@ def delegates(settings: DeviceSettings) -> list[str]:
     return ["xnnpack"] + (["gpu"] if settings.use_gpu else []) + (["nnapi"] if settings.use_nnapi else [])
 
 
+def signature_tensors(path: Path, seq: int) -> dict[str, str]:
+    """Signature input name -> the subgraph's tensor name (``seq_128_input_ids``), read from the file:
+    benchmark_model's ``--input_layer*`` flags name tensors, not signature inputs."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+
+        runner = Interpreter(model_path=str(path)).get_signature_runner(f"seq_{seq}")
+        return {name: details["name"] for name, details in runner.get_input_details().items()}
+    except Exception:  # no LiteRT here, or no such signature: litert-torch's naming
+        return {name: f"seq_{seq}_{name}" for name in ("input_ids", "attention_mask", "token_type_ids")}
+
+
 def benchmark_command(settings: DeviceSettings, remote_model: str, threads: int, seq: int, delegate: str,
-                      input_names: list[str], vocab: int) -> list[str]:
-    """The ``adb shell`` argv of one benchmark_model run (one shell string, quoted for the device's sh)."""
-    ranges = {"input_ids": f"input_ids,1,{vocab - 1}", "attention_mask": "attention_mask,1,1",
-              "token_type_ids": "token_type_ids,0,0"}
+                      tensors: dict[str, str], vocab: int) -> list[str]:
+    """The ``adb shell`` argv of one benchmark_model run (one shell string, quoted for the device's sh).
+
+    ``tensors``: the model's inputs (signature name -> tensor name).  Their shapes and value ranges are
+    given explicitly: token ids inside the vocabulary, mask 1, token types 0.
+    """
+    ranges = {"input_ids": (1, vocab - 1), "attention_mask": (1, 1), "token_type_ids": (0, 0)}
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tensors]
     flags = [f"--graph={remote_model}", f"--num_threads={threads}",
              f"--use_xnnpack={'true' if delegate == 'xnnpack' else 'false'}",
              f"--num_runs={settings.runs}", f"--warmup_runs={settings.warmup}",
              f"--signature_to_run_for=seq_{seq}",
-             "--input_layer_value_range=" + ":".join(ranges[n] for n in input_names if n in ranges)]
+             "--input_layer=" + ",".join(tensors[n] for n in names),
+             "--input_layer_shape=" + ":".join(f"1,{seq}" for _ in names),
+             "--input_layer_value_range=" + ":".join(f"{tensors[n]},{ranges[n][0]},{ranges[n][1]}" for n in names)]
     if delegate == "gpu":
         flags.append("--use_gpu=true")
     if delegate == "nnapi":
@@ -149,8 +169,8 @@ def run(bundle_paths: list[Path], settings: DeviceSettings, runner: Runner = run
                         if seq not in (art.details.get("buckets") or []):
                             record["skipped"] = f"no seq_{seq} signature (buckets {art.details.get('buckets')})"
                         else:
-                            argv = benchmark_command(settings, remote, threads, seq, delegate, bundle.input_names,
-                                                     vocab)
+                            argv = benchmark_command(settings, remote, threads, seq, delegate,
+                                                     signature_tensors(art.path, seq), vocab)
                             code, out, err = runner(argv)
                             try:
                                 _fill(record, parse(out + "\n" + err))

@@ -31,24 +31,38 @@ def settings(**kw):
     return device.DeviceSettings(serial="ABC", adb="adb", threads=[4], seq_lens=[32], runs=20, warmup=3, **kw)
 
 
+TENSORS = {"attention_mask": "seq_128_attention_mask", "input_ids": "seq_128_input_ids",
+           "token_type_ids": "seq_128_token_type_ids"}
+
+
 def test_benchmark_command_flags():
     argv = device.benchmark_command(settings(taskset="f0"), "/data/local/tmp/pocketbert/m.tflite", 4, 128, "xnnpack",
-                                    ["input_ids", "attention_mask", "token_type_ids"], 30522)
+                                    TENSORS, 30522)
     assert argv[:4] == ["adb", "-s", "ABC", "shell"]
     words = shlex.split(argv[4])
     assert words[:3] == ["taskset", "f0", "/data/local/tmp/pocketbert/benchmark_model"]
-    assert set(words[3:]) == {"--graph=/data/local/tmp/pocketbert/m.tflite", "--num_threads=4", "--use_xnnpack=true",
-                              "--num_runs=20", "--warmup_runs=3", "--signature_to_run_for=seq_128",
-                              "--input_layer_value_range=input_ids,1,30521:attention_mask,1,1:token_type_ids,0,0"}
+    assert set(words[3:]) == {
+        "--graph=/data/local/tmp/pocketbert/m.tflite", "--num_threads=4", "--use_xnnpack=true", "--num_runs=20",
+        "--warmup_runs=3", "--signature_to_run_for=seq_128",
+        "--input_layer=seq_128_input_ids,seq_128_attention_mask,seq_128_token_type_ids",
+        "--input_layer_shape=1,128:1,128:1,128",
+        "--input_layer_value_range=seq_128_input_ids,1,30521:seq_128_attention_mask,1,1:seq_128_token_type_ids,0,0"}
+
+
+def test_signature_tensors_read_from_the_file(tiny_bundle):
+    assert device.signature_tensors(tiny_bundle / "model.tflite", 32) == {
+        "input_ids": "seq_32_input_ids", "attention_mask": "seq_32_attention_mask",
+        "token_type_ids": "seq_32_token_type_ids"}
 
 
 def test_gpu_and_nnapi_commands():
     s = settings(use_gpu=True, use_nnapi=True)
     assert device.delegates(s) == ["xnnpack", "gpu", "nnapi"]
-    gpu = device.benchmark_command(s, "m.tflite", 1, 32, "gpu", ["input_ids", "attention_mask"], 100)[-1]
+    two = {"input_ids": "seq_32_input_ids", "attention_mask": "seq_32_attention_mask"}
+    gpu = device.benchmark_command(s, "m.tflite", 1, 32, "gpu", two, 100)[-1]
     assert "--use_gpu=true" in gpu and "--use_xnnpack=false" in gpu and "taskset" not in gpu
-    assert "token_type_ids" not in gpu  # DistilBERT-style inputs: only the names the model has
-    assert "--use_nnapi=true" in device.benchmark_command(s, "m.tflite", 1, 32, "nnapi", ["input_ids"], 100)[-1]
+    assert "token_type_ids" not in gpu and "--input_layer_shape=1,32:1,32 " in gpu  # DistilBERT: two inputs
+    assert "--use_nnapi=true" in device.benchmark_command(s, "m.tflite", 1, 32, "nnapi", two, 100)[-1]
 
 
 def test_run_end_to_end_with_fake_adb(tiny_bundle, tmp_path):
