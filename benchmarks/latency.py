@@ -177,13 +177,13 @@ def count_configurations(bundle_paths: list[Path], settings: Settings) -> int:
     import runtime
 
     n = 0
-    sources = set()
+    models = set()  # one set of peers per model
     for path in bundle_paths:
         bundle = runtime.Bundle.open(path)
         n += len(_bundle_runners(bundle, settings.backends))
-        sources.add(str((bundle.manifest.get("source") or {}).get("checkpoint") or path))
+        models.add(describe_bundle(bundle.path, bundle.manifest)["model"])
     if settings.peers:  # torch eager, plus the ONNX pair and the TFLite peer when those backends are asked for
-        n += len(sources) * (1 + 2 * ("onnx" in settings.backends) + ("tflite" in settings.backends))
+        n += len(models) * (1 + 2 * ("onnx" in settings.backends) + ("tflite" in settings.backends))
     return n * len(settings.threads) * len(settings.seq_lens) * len(settings.batches)
 
 

@@ -127,7 +127,10 @@ def build(results_dir: Path, out: Path) -> Path:
                   "p50/p90/p99 over the timed runs of one process per configuration; `GEMM floor`: the time this "
                   "CPU's fastest GEMM library needs for the model's own matrix products (int8 variants: weight "
                   "products in int8) as a share of p50; `×`: speed-up against the peer of the same model, "
-                  "threads, length and batch in the same run (higher is faster).", ""]
+                  "threads, length and batch in the same run (higher is faster). LiteRT allocates its tensors on "
+                  "the first call, so its init is small and its first inference large: compare init + first for "
+                  "cold start.",
+                  ""]
         lines += _latency_rows(sorted(at, key=_order)) + [""]
         if plots.get("by_variant"):
             lines += [f"![latency per variant]({plots['by_variant']})", ""]
