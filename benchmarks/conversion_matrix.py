@@ -19,40 +19,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-from transformers import (
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-    BertConfig,
-    DistilBertConfig,
-    MobileBertConfig,
-)
-
-from converter.builtin import BUILTIN
 from converter.errors import VerificationError
 from converter.pipeline import ConvertOptions, convert
 
-SHAPES = {
-    "mobilebert": ("MobileBERT (24 layers, random weights)", lambda: MobileBertConfig()),
-    "tinybert4": ("TinyBERT4 (4x312, random weights)", lambda: BertConfig(
-        hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1200)),
-    "distilbert": ("DistilBERT (6x768, random weights)", lambda: DistilBertConfig()),
-}
+from .models import checkpoint as _checkpoint
+
 OPTS = ["", "int8", "nonorm,relu,fold", "nonorm,relu,fold,int8"]
 
 
 def checkpoint(name: str, root: Path) -> tuple[str, str]:
-    if name == "minilm":
-        return "minilm", "all-MiniLM-L6-v2 (real weights)"
-    label, make = SHAPES[name]
-    directory = root / name
-    if not directory.exists():
-        torch.manual_seed(0)
-        config = make()
-        config.num_labels = 2
-        AutoModelForSequenceClassification.from_config(config).eval().save_pretrained(directory)
-        AutoTokenizer.from_pretrained(BUILTIN["minilm"].path()).save_pretrained(directory)
-    return str(directory), label
+    """(converter checkpoint spec, label): the model shapes of benchmarks/models.py (one definition)."""
+    spec, label, _random = _checkpoint(name, root)
+    return spec, label
 
 
 def main() -> None:
