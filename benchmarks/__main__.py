@@ -59,7 +59,7 @@ def _progress() -> Progress:
                     console=console, transient=True)
 
 
-@click.group(help=__doc__.split("\n\n")[0])
+@click.group(help="The PocketBERT benchmark harness: bundles, latency, device, accuracy, report.")
 def cli() -> None:
     pass
 
@@ -68,7 +68,8 @@ def cli() -> None:
 @cli.command(help="Convert the measured models (real MiniLM; random MobileBERT/TinyBERT4/DistilBERT shapes).")
 @click.option("--models", default=None, help="comma-separated model names or NAME=CHECKPOINT_DIR (default: minilm,"
               "mobilebert,tinybert4,distilbert; fast: tiny-bert)")
-@click.option("--variants", default=None, help="comma-separated: plain-int8, nonorm-relu-fold-int8")
+@click.option("--variants", default=None, help="comma-separated: plain-int8, nonorm-relu-fold-int8 (default), "
+              "plain-int8-static, nonorm-relu-fold-int8-static")
 @click.option("--buckets", default=None, help="TFLite sequence buckets (default 32,64,128,256; fast: 32)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
 @click.option("--fast", is_flag=True, help="tiny random model, one variant, one bucket")
@@ -77,7 +78,7 @@ def bundles(models, variants, buckets, work_dir, fast):
 
     _quiet_transformers()
     names = models.split(",") if models else list(registry.FAST_MODELS if fast else registry.DEFAULT_MODELS)
-    chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.VARIANTS)
+    chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.DEFAULT_VARIANTS)
     for name in names:
         if name not in registry.SHAPES and "=" not in name:
             _fail(f"unknown model {name!r}", f"use one of {', '.join(registry.SHAPES)}, or NAME=CHECKPOINT_DIR", 2)

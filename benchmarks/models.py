@@ -10,6 +10,8 @@ Variants (one conversion each):
 * ``plain-int8``: no ``--opt``; recipes onnx:fp32, onnx:int8-dynamic, tflite:fp32, tflite:int8-dynamic.
   Its fp32 files double as the "plain export" peers, so they are not converted twice.
 * ``nonorm-relu-fold-int8``: ``--opt nonorm,relu,fold,int8 --int8 dynamic``, both formats.
+* ``plain-int8-static``, ``nonorm-relu-fold-int8-static``: the same with full-integer int8 (asked for
+  by name: slow to calibrate, and a conversion the converter refuses is reported and skipped).
 
 ``NAME=DIR`` adds a checkpoint of your own (real weights), ``NAME@TAG=DIR`` another checkpoint of the same
 model, e.g. ``minilm-sst2@recovered=DIR``: its variants are named ``recovered/plain-int8`` and its rows
@@ -37,7 +39,11 @@ SHAPES = {
 VARIANTS = {
     "plain-int8": dict(recipes="onnx:fp32,onnx:int8-dynamic,tflite:fp32,tflite:int8-dynamic"),
     "nonorm-relu-fold-int8": dict(opts="nonorm,relu,fold,int8", formats="onnx,tflite", int8="dynamic"),
+    # full-integer (for NPUs/DSPs): minutes of calibration per file, and the converter may refuse them
+    "plain-int8-static": dict(recipes="onnx:fp32,onnx:int8-static,tflite:fp32,tflite:int8-static"),
+    "nonorm-relu-fold-int8-static": dict(opts="nonorm,relu,fold,int8", formats="onnx,tflite", int8="static"),
 }
+DEFAULT_VARIANTS = ("plain-int8", "nonorm-relu-fold-int8")
 DEFAULT_MODELS = ("minilm", "mobilebert", "tinybert4", "distilbert")
 FAST_MODELS = ("tiny-bert",)
 FAST_VARIANTS = ("plain-int8",)
@@ -87,6 +93,7 @@ def checkpoint(name: str, root: Path) -> tuple[str, str, bool]:
 def build_bundles(models: list[str], variants: list[str], root: Path, buckets: list[int], log=print,
                   verify_samples: int = 300, threads: int = 2) -> list[Path]:
     """Convert every model × variant into ``root/bundles``; existing bundles are reused."""
+    from converter.errors import VerificationError
     from converter.pipeline import ConvertOptions, convert
     from converter.quiet import silenced
 
@@ -102,12 +109,17 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
             dest = out_dir / f"{name}--{variant_name.replace('/', '-')}"
             if not (dest / "manifest.json").is_file():
                 log(f"converting {name} ({variant})…")
-                with silenced():  # the exporters' C++ logs; our own messages still show
-                        convert(ConvertOptions(checkpoint=spec, out=dest, overwrite=True, allow_accuracy_loss=True,
-                                           labels=["negative", "positive"] if name == "minilm" else None,
-                                           buckets=sorted(buckets), verify_samples=verify_samples,
-                                           calibration_samples=64 if name.startswith("tiny") else 256,
-                                           measure_latency=False, threads=threads, **VARIANTS[variant]))
+                options = ConvertOptions(checkpoint=spec, out=dest, overwrite=True, allow_accuracy_loss=True,
+                                         labels=["negative", "positive"] if name == "minilm" else None,
+                                         buckets=sorted(buckets), verify_samples=verify_samples,
+                                         calibration_samples=64 if name.startswith("tiny") else 256,
+                                         measure_latency=False, threads=threads, **VARIANTS[variant])
+                try:
+                    with silenced():  # the exporters' C++ logs; our own messages still show
+                        convert(options)
+                except VerificationError as exc:  # e.g. full-integer int8 missing the bar: no bundle, said so
+                    log(f"  {name} ({variant}) refused by the converter: {exc.problem}")
+                    continue
             registry[dest.name] = {"model": name, "label": label, "random_weights": random_weights,
                                    "variant": variant_name}
             made.append(dest)

@@ -135,3 +135,23 @@ def test_tagged_checkpoints_join_their_model(tmp_path, tiny_bundle):
     assert (entry["model"], entry["variant"], entry["random_weights"]) == ("tiny", "recovered/plain-int8", False)
     with pytest.raises(KeyError, match="not a Hugging Face checkpoint"):
         models.checkpoint(f"x={tmp_path}", tmp_path)
+
+
+def test_refused_conversion_is_reported_and_skipped(tmp_path, monkeypatch, tiny_bundle):
+    """A variant the converter refuses (full-integer int8 missing the bar) leaves no bundle and no row."""
+    import shutil
+
+    import converter.pipeline
+    from benchmarks import models
+    from converter.errors import VerificationError
+
+    def refuse(options, reporter=None):
+        raise VerificationError("tflite:int8-static: top-1 agreement 80% (needs ≥ 95%)")
+
+    monkeypatch.setattr(converter.pipeline, "convert", refuse)
+    source = json.loads((tiny_bundle / "manifest.json").read_text())["source"]["checkpoint"]
+    shutil.copytree(tiny_bundle, tmp_path / "bundles" / "t--plain-int8")
+    said = []
+    made = models.build_bundles([f"t={source}"], ["plain-int8", "plain-int8-static"], tmp_path, [32], log=said.append)
+    assert [p.name for p in made] == ["t--plain-int8"]
+    assert any("refused by the converter: tflite:int8-static" in m for m in said)
