@@ -72,8 +72,10 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
     if method == "teacher" and teacher is None:
         raise ValueError("NoNorm initialisation 'teacher' needs the teacher model")
     teacher_norms = dict(family.norms(teacher)) if method == "teacher" else {}
-    training = model.training
+    training = model.training, teacher.training if teacher is not None else False
     model.eval()
+    if teacher is not None:
+        teacher.eval()
     try:
         order = forward_order(model, list(norms.items()), batches[0])
         for path in order:
@@ -98,7 +100,7 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
                     mask_holder[0] = batch.get("attention_mask")
                     if t_handle is not None:
                         try:
-                            teacher.eval()(**batch)
+                            teacher(**batch)
                         except _Stop:
                             pass
                     try:
@@ -113,12 +115,14 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
             module.weight.copy_(weight)
             module.bias.copy_(bias)
     finally:
-        model.train(training)
+        model.train(training[0])
+        if teacher is not None:
+            teacher.train(training[1])
     return order
 
 
 class _Stats:
-    """Running sums over real tokens of one norm's input x and its LayerNorm output y (float64)."""
+    """Running sums over real tokens of one norm's input x and target y (LayerNorm(x), or the teacher's norm output)."""
 
     def __init__(self, gamma: Tensor, beta: Tensor, eps: float):
         self.gamma, self.beta, self.eps = gamma.detach().double(), beta.detach().double(), eps
