@@ -230,6 +230,55 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
                       + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()))
 
 
+@cli.command(short_help="Distil a nonorm/relu student from a fine-tuned checkpoint (accuracy recovery).",
+             epilog=EXIT_CODES)
+@click.argument("checkpoint")
+@click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
+@click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST",
+              help="The function-changing optimisations to recover from: nonorm, relu.")
+@click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Checkpoint directory to write [default: models/<checkpoint>-<opts>].")
+@click.option("--budget", default="30m", show_default=True, callback=_budget,
+              help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--schedule", type=click.Choice(["progressive", "joint"]), default="progressive", show_default=True,
+              help="progressive: MobileBERT's layer-by-layer transfer, then logit distillation; joint: all at once.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-4, show_default=True)
+@click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
+@click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="Weight of the hard-label loss beside logit distillation.")
+@click.option("--init", type=click.Choice(["lstsq", "moments", "none"]), default="lstsq", show_default=True,
+              help="NoNorm initialisation fitted to the LayerNorms it replaces, before training.")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True)
+@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+              help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
+@click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
+            max_length, seed, threads, data_dir, train_limit, overwrite):
+    """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
+    from .recipes import parse_opts
+    from .training.recovery import RecoverOptions, recover_checkpoint
+
+    opt_list = parse_opts(opts)
+    if out is None:
+        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        out = Path("models") / f"{name}-{'-'.join(opt_list)}"
+    options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
+                             temperature=temperature, hard_weight=hard_weight, init=init, batch_size=batch_size,
+                             max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit)
+    path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
+                                      log=console.print)
+    scores = record["dev_scores"]
+    metric = record["metric"]
+    out_console.print(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, without recovery "
+                      f"{scores['without_recovery'][metric]:.2f}, recovered {scores['recovered'][metric]:.2f} "
+                      f"({record['delta_vs_teacher']:+.2f})")
+
+
 @cli.command("list")
 def list_command():
     """Supported families, optimisations, recipes and built-in models."""

@@ -195,6 +195,7 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, epoch, position, elapsed = state["step"], state["epoch"], state["position"], state["seconds"]
+        torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
         log.resumed_from = step
 
     def save() -> None:
@@ -203,7 +204,8 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
         state_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = state_file.with_suffix(".tmp")
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "epoch": epoch,
-                    "position": position, "seconds": elapsed + time.perf_counter() - start}, tmp)
+                    "position": position, "seconds": elapsed + time.perf_counter() - start,
+                    "rng": torch.get_rng_state()}, tmp)
         tmp.replace(state_file)  # atomic: a crash mid-save keeps the previous checkpoint
 
     model.train()

@@ -1,0 +1,163 @@
+"""Recovery as a job: task data in, a distilled nonorm/relu student out, with dev scores measured.
+
+Shared by ``python -m converter recover`` (writes the recovered checkpoint) and ``convert --recover``
+(recovers in memory, then exports).  The distillation itself is :func:`converter.distill.recover`;
+this module adds the task data, the checks that must fail before any training starts, and the
+teacher / without-recovery / recovered scores on the dev split that the manifest and model card report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data.features import Features
+from ..errors import InputError
+from ..families import Family
+from . import loop
+from .evaluate import evaluate
+from .finetune import load_splits
+
+SCHEDULES = ("progressive", "joint")
+INITS = ("lstsq", "moments", "none")
+
+
+@dataclass
+class RecoverOptions:
+    task: str  # short name or training file
+    budget: loop.Budget
+    dev: str | None = None
+    schedule: str = "progressive"
+    lr: float = 1e-4
+    temperature: float = 1.0
+    hard_weight: float = 0.0  # weight of the hard-label loss (0: pure distillation)
+    attention_weight: float = 1.0
+    hidden_weight: float = 1.0
+    init: str = "lstsq"
+    batch_size: int = 32
+    max_length: int = 128
+    seed: int = 0
+    data_dir: Path | None = None
+    train_limit: int | None = None
+    dev_limit: int | None = None
+    progress: bool = True
+    checkpoint_dir: Path | None = None
+
+
+@dataclass
+class PreparedRecovery:
+    options: RecoverOptions
+    train_name: str
+    metric: str
+    features: Features
+    dev_features: Features
+    input_names: tuple[str, ...]
+    batches: object
+
+
+def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
+            eval_length: int) -> PreparedRecovery:
+    """Read and check everything that can be wrong before training: data, labels, budget, schedule."""
+    if options.schedule not in SCHEDULES:
+        raise InputError(f"unknown recovery schedule {options.schedule!r}", f"use one of {', '.join(SCHEDULES)}")
+    if options.init not in INITS:
+        raise InputError(f"unknown NoNorm initialisation {options.init!r}", f"use one of {', '.join(INITS)}")
+    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
+    data_task = "ner" if train.kind == "ner" else "classification"
+    if data_task != task_kind:
+        raise InputError(f"--recover {options.task} is {train.kind} data but the model is a {task_kind} model",
+                         "give the task the model was trained on")
+    if train.kind != "ner" and len(train.label_names) != len(labels):
+        raise InputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the model "
+                         f"{len(labels)} {labels}", "recover on the task the model was fine-tuned for")
+    features = train.encode(tokenizer, options.max_length, labels)  # NER: tags the model lacks fail here
+    dev_features = dev.encode(tokenizer, eval_length, labels)
+    batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
+    options.budget.check(len(batches))
+    return PreparedRecovery(options, train.name, train.metric, features, dev_features, input_names, batches)
+
+
+def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print) -> dict:
+    """Distil ``teacher`` into ``student`` (in place); returns the JSON record for manifest and card."""
+    from ..distill import recover
+
+    options = prepared.options
+    start = time.perf_counter()
+    names = prepared.input_names
+    teacher_scores = evaluate(teacher, prepared.dev_features, input_names=names)
+    before = evaluate(student, prepared.dev_features, input_names=names)
+    metric = prepared.metric
+    log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, transformed without recovery {before[metric]:.2f}")
+    eval_batches = prepared.dev_features.batches(64, input_names=names)
+    report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
+                     temperature=options.temperature, lr=options.lr, seed=options.seed,
+                     weights={"hard": options.hard_weight, "attention": options.attention_weight,
+                              "hidden": options.hidden_weight},
+                     init=None if options.init == "none" else options.init, eval_batches=eval_batches,
+                     checkpoint_dir=options.checkpoint_dir, progress=options.progress)
+    after = evaluate(student, prepared.dev_features, input_names=names)
+    log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
+        f"{after[metric] - teacher_scores[metric]:+.2f} points)")
+    rnd = lambda scores: {k: round(v, 3) for k, v in scores.items()}  # noqa: E731
+    return {
+        "task": prepared.train_name,
+        "train_examples": len(prepared.features),
+        "dev_examples": len(prepared.dev_features),
+        "metric": metric,
+        "recipe": {"schedule": options.schedule, "budget": options.budget.to_json(), "lr": options.lr,
+                   "temperature": options.temperature, "hidden_weight": options.hidden_weight,
+                   "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
+                   "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
+                   "seed": options.seed},
+        "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
+        "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
+        "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
+        "distillation": report.to_json(),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions, out: Path, *,
+                       overwrite: bool = False, threads: int = 2, log=print) -> tuple[Path, dict]:
+    """``python -m converter recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
+    import copy
+
+    import torch
+
+    from .. import loading
+    from ..bundle import Staging
+    from ..transforms import TRANSFORMS
+    from .card import model_card
+    from .finetune import eval_length, input_names, source_name
+    from .save import save_trained
+
+    changing = [o for o in opts if o in ("nonorm", "relu")]
+    if not changing or set(opts) - {"nonorm", "relu"}:
+        raise InputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not that",
+                         "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
+    Staging(out, overwrite)  # the output location is checked before any training
+    torch.set_num_threads(threads)
+    teacher = loading.load(checkpoint)
+    if teacher.head_initialized:
+        raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
+                         f"fine-tune it first: python -m converter finetune {checkpoint} --task {options.task}")
+    prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
+                       input_names=input_names(teacher), eval_length=eval_length(teacher))
+    student = copy.deepcopy(teacher.model)
+    reports = [TRANSFORMS[name](student, teacher.family) for name in changing]
+    if all(r.noop for r in reports):
+        raise InputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
+                         "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
+    record = run(prepared, teacher.model, student, teacher.family, log=log)
+    record.update(kind="recover", teacher=source_name(teacher), transforms=changing,
+                  labels=teacher.labels)
+    record["comparison"] = {"metrics": list(record["dev_scores"]["teacher"]), "rows": [
+        {"name": f"teacher ({source_name(teacher)})", "scores": record["dev_scores"]["teacher"]},
+        {"name": f"{','.join(changing)} without recovery", "scores": record["dev_scores"]["without_recovery"]},
+        {"name": f"{','.join(changing)} recovered (this model)", "scores": record["dev_scores"]["recovered"]}]}
+    record["training"] = {"steps": record["distillation"]["steps"],
+                          "seconds": record["distillation"]["seconds"], "stopped_by": "budget"}
+    path = save_trained(student, teacher.tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
+                        transforms=changing)
+    return path, record
