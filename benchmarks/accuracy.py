@@ -73,6 +73,7 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
     from converter.data import load_task
     from converter.data.metrics import score
     from converter.errors import InputError
+    from converter.quiet import silenced
     from runtime.backends import open_backend
     from runtime.errors import BundleError
 
@@ -101,12 +102,14 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
         max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
                                                                if a.details.get("buckets")])
         for art in arts:
-            backend = open_backend(art, bundle.input_names, threads)
+            with silenced():  # LiteRT announces its XNNPACK delegate from C++ (at load or first run)
+                backend = open_backend(art, bundle.input_names, threads)
             try:
                 features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
             except InputError as exc:
                 raise AccuracyError(exc.problem, exc.fix) from exc
-            scores = score(features, logits_per_example(backend, features, bundle.input_names))
+            with silenced():
+                scores = score(features, logits_per_example(backend, features, bundle.input_names))
             record = {"model": model_name or info["model"], "model_label": info["model_label"],
                       "variant_name": variant or info.get("variant_name"), "runner": art.recipe, "opts": opts,
                       "task": task, "split": split, "metric": examples.metric, "score": scores[examples.metric],
