@@ -73,6 +73,19 @@ def _split_labels(ctx, param, value):
     return labels
 
 
+def _budget(ctx, param, value):
+    from .training.loop import parse_budget
+
+    try:
+        return parse_budget(value)
+    except errors.InputError as exc:
+        raise click.BadParameter(f"{exc.problem}; {exc.fix}")
+
+
+TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
+             "or a training file: a GLUE-format .tsv or a CoNLL file.")
+
+
 CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-in model name) into a verified "
                 "bundle.\n\nBuilt-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items()) + ".")
 
@@ -130,9 +143,19 @@ def _int_list(value):
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="int8 verification: minimum top-1 agreement with PyTorch.")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
+@click.option("--recover", "recover_task", metavar="TASK", help="Recover the accuracy nonorm/relu cost by "
+              "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
+@click.option("--recover-budget", default="30m", show_default=True, callback=_budget,
+              help="Recovery budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--recover-schedule", type=click.Choice(["progressive", "joint"]), default="progressive",
+              show_default=True, help="progressive: MobileBERT's layer-by-layer transfer, then logit distillation.")
+@click.option("--max-accuracy-drop", type=click.FloatRange(0), default=1.0, show_default=True,
+              help="With --recover: the most points of the task metric the recovered model may lose against the "
+                   "original (dev split); more is refused unless --allow-accuracy-loss.")
 def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, recipes, buckets, calibration,
             calibration_samples, data_dir, verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed,
-            int8_min_cosine, int8_min_agreement, no_latency):
+            int8_min_cosine, int8_min_agreement, no_latency, recover_task, recover_budget, recover_schedule,
+            max_accuracy_drop):
     from .pipeline import ConvertOptions
     from .pipeline import convert as run_convert
 
@@ -146,7 +169,9 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, reci
                              data_dir=data_dir, max_length=max_length, overwrite=overwrite,
                              allow_accuracy_loss=allow_accuracy_loss, seed=seed, threads=threads,
                              int8_min_cosine=int8_min_cosine, int8_min_agreement=int8_min_agreement,
-                             measure_latency=not no_latency)
+                             measure_latency=not no_latency, recover=recover_task,
+                             recover_options={"budget": recover_budget, "schedule": recover_schedule},
+                             max_accuracy_drop=max_accuracy_drop)
     result = run_convert(options, RichReporter())
     _print_summary(result)
 
@@ -179,19 +204,6 @@ def _print_summary(result) -> None:
     if manifest["source"]["head_initialized"]:
         out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
-
-
-def _budget(ctx, param, value):
-    from .training.loop import parse_budget
-
-    try:
-        return parse_budget(value)
-    except errors.InputError as exc:
-        raise click.BadParameter(f"{exc.problem}; {exc.fix}")
-
-
-TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
-             "or a training file: a GLUE-format .tsv or a CoNLL file.")
 
 
 @cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)

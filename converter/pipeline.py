@@ -56,6 +56,10 @@ class ConvertOptions:
     int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     measure_latency: bool = True
+    # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
+    recover: str | None = None
+    recover_options: dict = field(default_factory=dict)  # RecoverOptions fields: budget, schedule, lr, …
+    max_accuracy_drop: float = 1.0  # points of the task metric a recovered model may lose against its teacher
 
 
 @dataclass
@@ -185,11 +189,18 @@ def _write_tokenizer(tokenizer, directory: Path, max_length: int) -> None:
     (directory / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
 
 
-def _damage_message(comparison: verify.Comparison, changed: list[TransformReport]) -> str:
+def _damage_message(comparison: verify.Comparison, changed: list[TransformReport],
+                    recovered: dict | None = None) -> str:
     names = ",".join(r.name for r in changed)
-    return (f"{names} changed what the model computes: on real sentences, top-1 agreement with the original "
-            f"{comparison.top1_agreement:.1%}, logit cosine {comparison.cosine:.4f}, relative logit drift "
-            f"{comparison.rel_drift:.1%}, max |Δlogit| {comparison.max_abs:.3g}")
+    figures = (f"top-1 agreement with the original {comparison.top1_agreement:.1%}, logit cosine "
+               f"{comparison.cosine:.4f}, relative logit drift {comparison.rel_drift:.1%}, max |Δlogit| "
+               f"{comparison.max_abs:.3g}")
+    if recovered is None:
+        return f"{names} changed what the model computes: on real sentences, {figures}"
+    metric, scores = recovered["metric"], recovered["dev_scores"]
+    return (f"{names} after recovery on {recovered['task']}: dev {metric} {scores['recovered'][metric]:.2f} vs "
+            f"teacher {scores['teacher'][metric]:.2f} ({recovered['delta_vs_teacher']:+.2f} points; without "
+            f"recovery {scores['without_recovery'][metric]:.2f}); on real sentences, {figures}")
 
 
 def _backends(plan: list[Recipe | Choice]) -> set[str]:
@@ -233,42 +244,52 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Ch
     return opts, plan, calibration_texts
 
 
-def _transform(loaded: loading.Loaded, model: LogitsModel, opts: list[str], options: ConvertOptions,
-               verify_batches: list, parity_batches: list, reporter: Reporter, notes: list[str]):
-    """Apply nonorm/relu (measuring what they change against the original) and fold (checked exact)."""
-    family = loaded.family
-    reports: list[TransformReport] = []
-    damage = None
+def _change(loaded: loading.Loaded, model: LogitsModel, opts: list[str], verify_batches: list):
+    """Apply nonorm/relu; returns their reports, the untransformed original (when something changed;
+    the teacher for recovery) and the damage measured against it on real sentences."""
     changing = [name for name in ("nonorm", "relu") if name in opts]
-    if changing:
-        original = copy.deepcopy(model)
-        reports += [TRANSFORMS[name](loaded.model, family) for name in changing]
-        changed = [r for r in reports if not r.noop]
-        if changed:
-            masks = [b["attention_mask"] for b in verify_batches]
-            damage = verify.compare(verify.torch_logits(original, verify_batches),
-                                    verify.torch_logits(model, verify_batches), masks)
-            message = _damage_message(damage, changed)
-            if not options.allow_accuracy_loss:
-                raise AccuracyLossRefused(
-                    message + "; refusing to write a silently degraded model",
-                    "pass --allow-accuracy-loss to accept it (accuracy recovery by distillation is not built yet), "
-                    "or drop nonorm/relu")
-            reporter.warn(message + " (accepted: --allow-accuracy-loss)")
-            notes.append(message)
-        del original
-    if "fold" in opts:
-        check = parity_batches + verify_batches[:8]
-        expect = verify.torch_logits(model, check)  # before folding
-        reports.append(TRANSFORMS["fold"](loaded.model, family))
-        fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
-        tolerance = verify.fp32_tolerance(expect)
-        reports[-1].details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} "
-                                   f"(tolerance {tolerance:.3g})")
-        if fold_check.max_abs > tolerance:
-            raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
-                                    f"> {tolerance:.3g}", "report this as a bug; convert without fold")
-    return reports, damage
+    if not changing:
+        return [], None, None
+    original = copy.deepcopy(model)
+    reports = [TRANSFORMS[name](loaded.model, loaded.family) for name in changing]
+    if all(r.noop for r in reports):
+        return reports, None, None
+    damage = verify.compare(verify.torch_logits(original, verify_batches), verify.torch_logits(model, verify_batches),
+                            [b["attention_mask"] for b in verify_batches])
+    return reports, original, damage
+
+
+def _accept(damage: verify.Comparison, reports: list[TransformReport], recovered: dict | None,
+            options: ConvertOptions, reporter: Reporter, notes: list[str]) -> None:
+    """Refuse a model nonorm/relu degraded, unless recovery won the accuracy back or the loss is accepted."""
+    message = _damage_message(damage, [r for r in reports if not r.noop], recovered)
+    if recovered and -recovered["delta_vs_teacher"] <= options.max_accuracy_drop:
+        reporter.info(message)
+        return
+    if not options.allow_accuracy_loss:
+        if recovered:
+            message += f": more than --max-accuracy-drop {options.max_accuracy_drop:g} points"
+            fix = "recover longer (--recover-budget), or pass --allow-accuracy-loss to accept it"
+        else:
+            fix = ("recover it by distillation with --recover TASK (e.g. --recover glue:sst2), or pass "
+                   "--allow-accuracy-loss to accept it, or drop nonorm/relu")
+        raise AccuracyLossRefused(message + "; refusing to write a silently degraded model", fix)
+    reporter.warn(message + " (accepted: --allow-accuracy-loss)")
+    notes.append(message)
+
+
+def _fold(loaded: loading.Loaded, model: LogitsModel, verify_batches: list, parity_batches: list) -> TransformReport:
+    """Fold NoNorm γ/β into neighbouring layers, checked exact on real and fixed inputs."""
+    check = parity_batches + verify_batches[:8]
+    expect = verify.torch_logits(model, check)  # before folding
+    report = TRANSFORMS["fold"](loaded.model, loaded.family)
+    fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
+    tolerance = verify.fp32_tolerance(expect)
+    report.details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} (tolerance {tolerance:.3g})")
+    if fold_check.max_abs > tolerance:
+        raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
+                                f"> {tolerance:.3g}", "report this as a bug; convert without fold")
+    return report
 
 
 def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
@@ -315,9 +336,28 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                           special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
     parity_masks = [b["attention_mask"] for b in parity_batches]
 
+    recovery = _prepare_recovery(options, loaded, opts, tuple(input_names), max_length)
     model = LogitsModel(loaded.model, input_names).eval()
     with stage("transform", "Applying optimisations"):
-        reports, damage = _transform(loaded, model, opts, options, verify_batches, parity_batches, reporter, notes)
+        reports, original, damage = _change(loaded, model, opts, verify_batches)
+    recovered = None
+    if original is not None:
+        if recovery is not None:
+            from .training import recovery as recovery_job
+
+            start = time.perf_counter()  # no spinner: the training loop draws its own progress
+            reporter.info(f"Recovering accuracy by distillation on {options.recover} "
+                          f"({recovery.options.budget.describe()})")
+            recovered = recovery_job.run(recovery, original.model, loaded.model, family, log=reporter.info)
+            recovered["transform_damage_before_recovery"] = damage.to_json()
+            damage = verify.compare(verify.torch_logits(original, verify_batches),
+                                    verify.torch_logits(model, verify_batches), verify_masks)
+            timings["recover"] = time.perf_counter() - start
+        del original
+        _accept(damage, reports, recovered, options, reporter, notes)
+    if "fold" in opts:
+        with stage("transform", "Folding NoNorm into neighbouring layers"):
+            reports.append(_fold(loaded, model, verify_batches, parity_batches))
 
     parity_ref = verify.torch_logits(model, parity_batches)
     verify_ref = verify.torch_logits(model, verify_batches)
@@ -385,6 +425,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
         with stage("bundle", "Writing bundle"):
             manifest = _manifest(options, loaded, opts, reports, damage, results, max_length, input_names,
                                  tokenizer_settings, verify_source, len(verify_texts), notes)
+            manifest["recovery"] = recovered
             manifest["verification"]["max_length"] = verify_length
             for entry in manifest["artifacts"]:
                 if entry["latency_ms"]:
@@ -394,6 +435,28 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             write_manifest(staging.path, manifest)
             bundle = staging.commit()
     return ConvertResult(bundle=bundle, manifest=manifest, artifacts=results, stage_seconds=timings, notes=notes)
+
+
+def _prepare_recovery(options: ConvertOptions, loaded: loading.Loaded, opts: list[str], input_names: tuple,
+                      max_length: int):
+    """--recover: read and check the task data, labels and budget before any slow work."""
+    if not options.recover:
+        return None
+    if not {"nonorm", "relu"} & set(opts):
+        raise InputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to recover",
+                         "add nonorm,relu to --opt, or drop --recover")
+    if loaded.head_initialized:
+        raise InputError("--recover needs a trained task head to recover towards; this checkpoint's head is fresh",
+                         f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
+                         f"{options.recover}")
+    from .training import recovery as recovery_job
+
+    settings = dict(options.recover_options)
+    settings.setdefault("data_dir", options.data_dir)
+    settings.setdefault("budget", recovery_job.DEFAULT_BUDGET)
+    job = recovery_job.RecoverOptions(task=options.recover, **settings)
+    return recovery_job.prepare(job, task_kind=loaded.task, tokenizer=loaded.tokenizer, labels=loaded.labels,
+                                input_names=input_names, eval_length=min(512, max_length))
 
 
 def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity_ref, parity_masks,

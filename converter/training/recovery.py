@@ -21,6 +21,7 @@ from .finetune import load_splits
 
 SCHEDULES = ("progressive", "joint")
 INITS = ("lstsq", "moments", "none")
+DEFAULT_BUDGET = loop.Budget(seconds=30 * 60)
 
 
 @dataclass
