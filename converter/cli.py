@@ -291,6 +291,25 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
                       f"({record['delta_vs_teacher']:+.2f})")
 
 
+@cli.command("trim-vocab", short_help="Keep only the word pieces a task uses (smaller embedding table).")
+@click.argument("checkpoint")
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Whose training text chooses the pieces. "
+              + TASK_HELP)
+@click.option("--size", type=click.IntRange(100), required=True, help="Vocabulary size to keep (at most).")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
+@click.option("--fp16", is_flag=True, help="Store the weights in float16 (half the size).")
+@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+              help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+def trim_vocab(checkpoint, task_name, size, out, fp16, data_dir, overwrite):
+    """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
+    from .vocab_trim import trim_checkpoint
+
+    path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16,
+                                   overwrite=overwrite, log=console.print)
+    out_console.print(f"wrote {path}")
+
+
 @cli.command("list")
 def list_command():
     """Supported families, optimisations, recipes and built-in models."""

@@ -1,0 +1,171 @@
+"""Vocabulary trimming: keep the word pieces a task's text uses, drop the rest of the embedding table.
+
+In a 6-layer, 384-wide model such as all-MiniLM-L6-v2 the 30,522-row embedding table is 11.7M of
+the 22.7M parameters.  A model shipped for one task needs far fewer rows: SST-2's 67k training
+sentences use 11.6k distinct pieces, CoNLL-2003's 14k sentences 14.1k.  Trimming keeps
+
+* the special tokens,
+* every single-character piece (``a`` and ``##a``), so that any word the original vocabulary could
+  spell is still spelled, in smaller pieces, never ``[UNK]``,
+* the most frequent pieces of the given text, up to ``size``,
+
+and copies their embedding rows.  WordPiece is greedy longest-match-first, so a text whose pieces
+are all kept tokenizes exactly as before (a kept piece was the longest match in the full vocabulary,
+hence also in any subset of it) and the model computes exactly what it computed; other words split
+into smaller, still-trained pieces.  :func:`trim` reports both fractions on the text it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer
+
+from .errors import InputError
+
+
+def _pieces(tokenizer, texts) -> Counter:
+    counts: Counter = Counter()
+    for text in texts:
+        if isinstance(text, list):  # pre-split words (NER)
+            ids = tokenizer(text, is_split_into_words=True, add_special_tokens=False)["input_ids"]
+        elif isinstance(text, tuple):
+            ids = tokenizer(*text, add_special_tokens=False)["input_ids"]
+        else:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        counts.update(ids)
+    return counts
+
+
+def kept_ids(tokenizer, texts, size: int) -> list[int]:
+    """Ids to keep, in their original order: specials, single characters, then the most frequent pieces."""
+    vocab = tokenizer.get_vocab()
+    prefix = json.loads(tokenizer.backend_tokenizer.to_str())["model"].get("continuing_subword_prefix", "##")
+    must = set(tokenizer.all_special_ids)
+    must |= {i for token, i in vocab.items()
+             if len(token) == 1 or (token.startswith(prefix) and len(token) == len(prefix) + 1)}
+    if size < len(must):
+        raise InputError(f"--size {size} is smaller than the {len(must)} pieces every vocabulary keeps "
+                         "(special tokens and single characters)", f"use --size {len(must)} or more")
+    keep = set(must)
+    for i, _ in _pieces(tokenizer, texts).most_common():
+        if len(keep) >= size:
+            break
+        keep.add(i)
+    return sorted(keep)
+
+
+def _trimmed_tokenizer(tokenizer, ids: list[int]):
+    """The same tokenizer (normaliser, pre-tokeniser, specials, settings) over the kept pieces."""
+    inverse = {token: i for token, i in tokenizer.get_vocab().items()}
+    old_to_new = {old: new for new, old in enumerate(ids)}
+    id_to_token = {i: t for t, i in inverse.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer.save_pretrained(tmp)
+        path = Path(tmp) / "tokenizer.json"
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if state["model"].get("type") != "WordPiece":
+            raise InputError(f"vocabulary trimming handles WordPiece tokenizers, not {state['model'].get('type')}",
+                             "trim a BERT-family (WordPiece) checkpoint")
+        state["model"]["vocab"] = {id_to_token[old]: new for old, new in old_to_new.items()}
+        for added in state.get("added_tokens", []):
+            added["id"] = old_to_new[added["id"]]
+        post = state.get("post_processor") or {}
+        for special in (post.get("special_tokens") or {}).values():
+            special["ids"] = [old_to_new[i] for i in special["ids"]]
+        for key in ("cls", "sep"):  # BertProcessing layout: [token, id]
+            if isinstance(post.get(key), list):
+                post[key][1] = old_to_new[post[key][1]]
+        path.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+        (Path(tmp) / "vocab.txt").write_text("".join(f"{id_to_token[old]}\n" for old in ids), encoding="utf-8")
+        config = Path(tmp) / "tokenizer_config.json"
+        if config.exists():
+            settings = json.loads(config.read_text(encoding="utf-8"))
+            for added in (settings.get("added_tokens_decoder") or {}).copy():
+                settings["added_tokens_decoder"][str(old_to_new[int(added)])] = \
+                    settings["added_tokens_decoder"].pop(added)
+            config.write_text(json.dumps(settings, ensure_ascii=False), encoding="utf-8")
+        return AutoTokenizer.from_pretrained(tmp)
+
+
+def trim(model, tokenizer, texts, size: int, check_texts=None):
+    """Trim ``model`` (in place) and ``tokenizer`` to ``size`` pieces chosen on ``texts``.
+
+    Returns (new tokenizer, report).  ``check_texts`` (default ``texts``): where the report measures
+    the share of pieces kept and of texts whose tokenization is unchanged.
+    """
+    old_size = model.get_input_embeddings().weight.shape[0]
+    if size >= old_size:
+        raise InputError(f"--size {size} is not smaller than the vocabulary ({old_size})",
+                         f"choose a size below {old_size}")
+    ids = kept_ids(tokenizer, texts, size)
+    new_tokenizer = _trimmed_tokenizer(tokenizer, ids)
+    old_embedding = model.get_input_embeddings()
+    rows = old_embedding.weight.detach()[torch.tensor(ids)].clone()
+    new_embedding = torch.nn.Embedding(len(ids), rows.shape[1], padding_idx=None)
+    new_embedding.weight.data.copy_(rows)
+    model.set_input_embeddings(new_embedding)
+    model.config.vocab_size = len(ids)
+    if getattr(model.config, "pad_token_id", None) is not None:
+        model.config.pad_token_id = new_tokenizer.pad_token_id
+    check = list(check_texts if check_texts is not None else texts)
+    kept = set(ids)
+    counts = _pieces(tokenizer, check)
+    same = 0
+    for text in check:
+        a = _pieces(tokenizer, [text])
+        b = _pieces(new_tokenizer, [text])
+        same += sum(a.values()) == sum(b.values()) and all(i in kept for i in a)
+    report = {"vocab_size_before": old_size, "vocab_size_after": len(ids),
+              "pieces_kept": round(sum(c for i, c in counts.items() if i in kept) / max(1, sum(counts.values())), 5),
+              "texts_tokenized_unchanged": round(same / max(1, len(check)), 5), "checked_texts": len(check)}
+    return new_tokenizer, report
+
+
+def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_dir=None, fp16: bool = False,
+                    overwrite: bool = False, log=print) -> tuple[Path, dict]:
+    """``python -m converter trim-vocab``: trim a checkpoint to ``task``'s text and write it, with the dev
+    score before and after in training.json and the model card."""
+    from . import loading
+    from .bundle import Staging
+    from .data import load_task
+    from .loading import SAVED_TRANSFORMS_KEY
+    from .training.card import model_card
+    from .training.evaluate import evaluate
+    from .training.finetune import eval_length, input_names
+    from .training.save import save_trained
+
+    Staging(out, overwrite)  # checks the output location first
+    train = load_task(task, "train", data_dir)
+    dev = load_task(task, "dev", data_dir)
+    loaded = loading.load(checkpoint)
+    names, length = input_names(loaded), eval_length(loaded)
+    before = evaluate(loaded.model, dev.encode(loaded.tokenizer, length, loaded.labels), input_names=names)
+    tokenizer, report = trim(loaded.model, loaded.tokenizer, train.texts, size, check_texts=dev.texts)
+    after = evaluate(loaded.model, dev.encode(tokenizer, length, loaded.labels), input_names=names)
+    metric = train.metric
+    log(f"vocabulary {report['vocab_size_before']} -> {report['vocab_size_after']} pieces; dev {metric} "
+        f"{before[metric]:.2f} -> {after[metric]:.2f}; {report['texts_tokenized_unchanged']:.1%} of dev texts "
+        "tokenize unchanged")
+    record_path = Path(loaded.checkpoint) / "training.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.exists() else {
+        "kind": "vocab-trim", "task": train.name, "train_examples": len(train), "dev_examples": len(dev),
+        "recipe": {}, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"}, "dev_scores": {}}
+    rnd = {k: round(v, 3) for k, v in after.items()}
+    record["vocab_trim"] = {**report, "size": size, "texts": train.name, "fp16": fp16,
+                            "dev_before": {k: round(v, 3) for k, v in before.items()}, "dev_after": rnd}
+    if "recovered" in record.get("dev_scores", {}):
+        record["dev_scores"]["shipped"] = rnd
+        record.setdefault("comparison", {}).setdefault("rows", []).append(
+            {"name": f"shipped: vocabulary trimmed to {report['vocab_size_after']}"
+                     + (", fp16" if fp16 else ""), "scores": rnd})
+    else:
+        record["dev_scores"] = rnd
+    transforms = (getattr(loaded.config, SAVED_TRANSFORMS_KEY, None) or {}).get("transforms", [])
+    path = save_trained(loaded.model, tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
+                        transforms=transforms, dtype=torch.float16 if fp16 else None)
+    return path, record
