@@ -269,6 +269,33 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
     click.echo(str(out))
 
 
+# --- gates --------------------------------------------------------------------------------------
+@cli.command(help="Accuracy gates of recovered bundles: float within 1.0 point of the teacher, int8 within "
+             "another 0.5 (dev split). Exit code 1 when a gate fails.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only")
+@click.option("--max-drop", type=float, default=1.0, show_default=True, help="points a float artifact may lose")
+@click.option("--int8-extra", type=float, default=0.5, show_default=True,
+              help="further points an int8 artifact may lose against the bundle's float export")
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
+    from . import gates as gate_checks
+    from .accuracy import AccuracyError
+
+    _quiet_transformers()
+    rows = []
+    for bundle in bundle_dirs:
+        try:
+            rows += gate_checks.check(bundle, limit=limit, max_drop=max_drop, int8_extra=int8_extra,
+                                      data_dir=data_dir, progress=lambda m: console.print(m))
+        except AccuracyError as exc:
+            _fail(exc.problem, exc.fix)
+    click.echo(gate_checks.table(rows))
+    failed = [r for r in rows if not r["passed"]]
+    click.echo(f"{len(rows) - len(failed)} of {len(rows)} gates pass")
+    sys.exit(1 if failed else 0)
+
+
 # --- report -------------------------------------------------------------------------------------
 @cli.command(help="REPORT.md (tables) and PNG plots from every results file.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=RESULTS, show_default=True,

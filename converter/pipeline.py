@@ -500,6 +500,18 @@ def _embed_metadata(path: Path, loaded: loading.Loaded, input_names: list[str], 
                                  description=f"{loaded.config.model_type} {loaded.task} model converted by PocketBERT")
 
 
+def _training_record(checkpoint: Path) -> dict | None:
+    path = Path(checkpoint) / "training.json"
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    record.pop("distillation", None)  # per-stage losses: in the checkpoint's own training.json
+    return record
+
+
 def _filename(recipe: Recipe) -> str:
     return backends.get(recipe.backend).filename(recipe.precision)
 
@@ -541,7 +553,9 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
         "architecture": type(loaded.model).__name__,
         "source": {"checkpoint": str(loaded.checkpoint), "builtin": loaded.builtin,
                    "head_initialized": loaded.head_initialized,
-                   "parameters": sum(p.numel() for p in loaded.model.parameters())},
+                   "parameters": sum(p.numel() for p in loaded.model.parameters()),
+                   # how a PocketBERT-trained checkpoint was made (finetune/recover/trim-vocab): scores, recipe
+                   "training": _training_record(loaded.checkpoint)},
         "opts": opts,
         "transforms": [r.to_json() for r in reports],
         "max_sequence_length": max_length,

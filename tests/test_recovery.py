@@ -57,9 +57,25 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
 
     dev = load_task("glue:sst2", "dev", DATA, limit=200).encode(loaded.tokenizer, 512, loaded.labels)
     assert evaluate(loaded.model, dev)["accuracy"] == pytest.approx(scores["recovered"]["accuracy"], abs=1e-3)
-    # converting it: nonorm/relu are already there, nothing to refuse
-    result = convert(FakeOptions.make(path, tmp_path / "bundle", opts="nonorm,relu,fold"))
+    # converting it: nonorm/relu are already there, nothing to refuse; the training record travels along
+    bundle = tmp_path / "bundle"
+    result = convert(FakeOptions.make(path, bundle, opts="nonorm,relu,fold,int8", int8="dynamic"))
     assert result.manifest["verification"]["transform_damage"] is None
+    assert result.manifest["source"]["training"]["dev_scores"]["teacher"] == scores["teacher"]
+
+    # the gates: each artifact scored as the runtime runs it, against the teacher and the float export
+    from benchmarks import gates
+
+    rows = gates.check(bundle, limit=200, progress=lambda *a: None)
+    by_runner = {r["runner"]: r for r in rows}
+    assert set(by_runner) == {"onnx:fp32", "onnx:int8-dynamic"}
+    fp32 = by_runner["onnx:fp32"]
+    # the exported fp32 model scores what PyTorch scored (max length 128 here vs 512 in PyTorch: same on SST-2)
+    assert fp32["score"] == pytest.approx(scores["recovered"]["accuracy"], abs=1e-6)
+    assert fp32["passed"] == (fp32["score"] >= scores["teacher"]["accuracy"] - 1.0)
+    int8 = by_runner["onnx:int8-dynamic"]
+    assert int8["passed"] == (int8["score"] >= fp32["score"] - 0.5)
+    assert "| onnx:int8-dynamic |" in gates.table(rows)
 
 
 class FakeOptions:
