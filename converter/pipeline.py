@@ -207,7 +207,7 @@ def _backends(plan: list[Recipe | Choice]) -> set[str]:
     return {r.candidates[0].backend if isinstance(r, Choice) else r.backend for r in plan}
 
 
-def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Choice], list | None]:
+def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Choice], list | None, Path | None]:
     """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
     if options.int8 not in INT8_CHOICES:
@@ -233,15 +233,33 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Ch
     if options.calibration is not None and not int8_planned:
         raise InputError("--calibration was given but no int8 recipe is built; only int8 uses calibration text",
                          "add int8 to --opt (or an int8 --recipe), or drop --calibration")
-    calibration_texts = None
-    if int8_planned:
-        source = options.calibration or textdata.BUILTIN_CALIBRATION
-        calibration_texts = textdata.read_texts(source, what="calibration")[: options.calibration_samples]
+    calibration_texts = calibration_source = None
     checkpoint_dir, _ = loading.resolve(options.checkpoint)
+    if int8_planned:
+        calibration_source = options.calibration or _task_text(checkpoint_dir, options.data_dir)
+        texts = textdata.read_texts(calibration_source or textdata.BUILTIN_CALIBRATION, what="calibration")
+        # evenly spread over the file: training files are often sorted (by document, by length)
+        step = max(1, len(texts) // options.calibration_samples)
+        calibration_texts = texts[::step][: options.calibration_samples]
     if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
         raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
                           "choose an --out path outside the checkpoint directory")
-    return opts, plan, calibration_texts
+    return opts, plan, calibration_texts, calibration_source
+
+
+def _task_text(checkpoint_dir: Path, data_dir) -> Path | None:
+    """Default calibration text of a PocketBERT-trained checkpoint: its task's training split, when the
+    data directory has it (text like the model's inputs calibrates better than generic sentences)."""
+    record = _training_record(checkpoint_dir)
+    if not record or not record.get("task"):
+        return None
+    from .data.tasks import resolve_task
+
+    try:
+        path = resolve_task(record["task"], "train", data_dir)[1]
+    except InputError:
+        return None
+    return path if path.is_file() else None
 
 
 def _change(loaded: loading.Loaded, model: LogitsModel, opts: list[str], verify_batches: list):
@@ -294,7 +312,7 @@ def _fold(loaded: loading.Loaded, model: LogitsModel, verify_batches: list, pari
 
 def convert(options: ConvertOptions, reporter: Reporter | None = None) -> ConvertResult:
     reporter = reporter or Reporter()
-    opts, recipes, calibration_texts = _check_options(options)
+    opts, recipes, calibration_texts, calibration_source = _check_options(options)
     staging = Staging(options.out, options.overwrite)
     timings: dict[str, float] = {}
 
@@ -404,7 +422,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                 reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
                               f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
             if recipe.kind == "int8":
-                artifact.details.update(calibration_source=textdata.describe(options.calibration),
+                artifact.details.update(calibration_source=textdata.describe(calibration_source),
                                         calibration_texts=len(calibration_texts))
             with stage("verify", f"Verifying {recipe.name}"):
                 backend = backends.get(recipe.backend)

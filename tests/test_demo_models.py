@@ -1,0 +1,53 @@
+"""The demo models shipped in demo_models/: size budget, structure, model cards and real dev scores."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from converter import loading
+from converter.builtin import BUILTIN, REPO
+from converter.data import load_task
+from converter.families import is_nonorm
+from converter.training.evaluate import evaluate
+from converter.training.finetune import input_names
+
+from .conftest import DATA
+
+DEMOS = {"sst2-demo": ("glue:sst2", "accuracy"), "ner-demo": ("conll2003", "f1")}
+
+
+def test_demo_models_fit_the_size_budget():
+    total = sum(p.stat().st_size for p in (REPO / "demo_models").rglob("*") if p.is_file())
+    assert total <= 60e6, f"demo_models/ holds {total / 1e6:.1f} MB, the budget is 60 MB"
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_demo_model_is_recovered_nonorm_relu_with_a_card(name):
+    path = BUILTIN[name].path()
+    record = json.loads((path / "training.json").read_text())
+    task, metric = DEMOS[name]
+    assert record["kind"] == "recover" and record["task"] == task and record["transforms"] == ["nonorm", "relu"]
+    scores = record["dev_scores"]
+    # what the card promises: the recovered model within 1.0 point of its teacher, and the shipped one too
+    assert scores["recovered"][metric] >= scores["teacher"][metric] - 1.0
+    assert scores["shipped"][metric] >= scores["teacher"][metric] - 1.0
+    card = (path / "README.md").read_text()
+    assert "license: apache-2.0" in card and f"{scores['shipped'][metric]:.2f}" in card
+    config = json.loads((path / "config.json").read_text())
+    assert config["dtype"] == "float16" and config["pocketbert"]["transforms"] == ["nonorm", "relu"]
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_demo_model_scores_on_real_dev_data(name):
+    """The shipped weights, as loaded by the converter, on the first 300 dev examples."""
+    task, metric = DEMOS[name]
+    loaded = loading.load(name)
+    assert all(is_nonorm(m) for _, m in loaded.family.norms(loaded.model))
+    assert all(isinstance(s.activation, torch.nn.ReLU) for s in loaded.family.activation_sites(loaded.model))
+    dev = load_task(task, "dev", DATA, limit=300).encode(loaded.tokenizer, 512, loaded.labels)
+    torch.set_num_threads(2)
+    score = evaluate(loaded.model, dev, input_names=input_names(loaded))[metric]
+    assert score > {"accuracy": 85, "f1": 82}[metric]
