@@ -297,7 +297,7 @@ def test_error_deeper_student_and_heads(tokenizer):
 def test_error_budget_and_options(tokenizer):
     family = _family("bert")
     teacher, student = _tiny("bert", tokenizer), _tiny("bert", tokenizer)
-    _fails(teacher, student, family, "without a step", budget=Budget(steps=3))  # progressive: 4 stages
+    _fails(teacher, student, family, "without a step", budget=Budget(steps=3), schedule="progressive")  # 4 stages
     _fails(teacher, student, family, "sets no limit", budget=Budget())
     _fails(teacher, student, family, "unknown recovery schedule", schedule="pkt")
     _fails(teacher, student, family, "unknown loss term", weights={"hiden": 1.0})
