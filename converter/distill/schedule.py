@@ -46,7 +46,8 @@ def _active(weights: dict[str, float], *terms: str) -> dict[str, float]:
 def joint(student: PreTrainedModel, family: Family, weights: dict[str, float], **_) -> list[Stage]:
     """All student parameters, all loss terms at once (TinyBERT-style intermediate + prediction
     distillation in one stage)."""
-    return [Stage("joint", [p for p in student.parameters()], _active(weights, *DEFAULT_WEIGHTS), 1.0)]
+    terms = _active(weights, *DEFAULT_WEIGHTS)
+    return [Stage("joint", list(student.parameters()), terms, 1.0)] if terms else []
 
 
 def progressive(student: PreTrainedModel, family: Family, weights: dict[str, float], *,
