@@ -259,7 +259,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
 @click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
               help="Weight of the hard-label loss beside logit distillation.")
-@click.option("--init", type=click.Choice(["lstsq", "moments", "none"]), default="lstsq", show_default=True,
+@click.option("--init", type=click.Choice(["lstsq", "teacher", "moments", "none"]), default="lstsq", show_default=True,
               help="NoNorm initialisation fitted to the LayerNorms it replaces, before training.")
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
 @click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)

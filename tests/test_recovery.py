@@ -52,8 +52,8 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
                                                        abs=1e-2)
     assert [s["name"] for s in record["distillation"]["stages"]][0] == "embeddings"
     # the reloaded checkpoint computes what was evaluated
-    from converter.training.evaluate import evaluate
     from converter.data import load_task
+    from converter.training.evaluate import evaluate
 
     dev = load_task("glue:sst2", "dev", DATA, limit=200).encode(loaded.tokenizer, 512, loaded.labels)
     assert evaluate(loaded.model, dev)["accuracy"] == pytest.approx(scores["recovered"]["accuracy"], abs=1e-3)

@@ -143,7 +143,7 @@ def test_finetune_cli_errors_before_training(tmp_path, bare, capsys):
 
 def test_finetune_real_minilm_learns_sst2(tmp_path):
     """The real all-MiniLM-L6-v2 with a fresh head: 40 steps at lr 1e-4 on 640 sentences beat chance clearly."""
-    options = FinetuneOptions(checkpoint="minilm", task="glue:sst2", out=tmp_path / "m", budget=loop.Budget(steps=40), lr=1e-4,
-                              batch_size=16, data_dir=DATA, train_limit=640, dev_limit=300, progress=False)
+    options = FinetuneOptions(checkpoint="minilm", task="glue:sst2", out=tmp_path / "m", budget=loop.Budget(steps=40),
+                              lr=1e-4, batch_size=16, data_dir=DATA, train_limit=640, dev_limit=300, progress=False)
     result = finetune(options, log=lambda *a: None)
     assert result.scores["accuracy"] > 70

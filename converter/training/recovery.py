@@ -20,7 +20,7 @@ from .evaluate import evaluate
 from .finetune import load_splits
 
 SCHEDULES = ("progressive", "joint")
-INITS = ("lstsq", "moments", "none")
+INITS = ("lstsq", "teacher", "moments", "none")
 DEFAULT_BUDGET = loop.Budget(seconds=30 * 60)
 
 

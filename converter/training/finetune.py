@@ -1,0 +1,146 @@
+"""``python -m converter finetune CHECKPOINT --task glue:sst2``: fine-tune an encoder on a task.
+
+Base distilled checkpoints (all-MiniLM-L6-v2, TinyBERT general distillation) have no task head; this
+trains one together with the encoder (Devlin et al. 2019 recipe: AdamW, linear warm-up and decay,
+dynamic padding), evaluates on the dev split with GLUE's metric (or seqeval F1) and writes a Hugging
+Face checkpoint with a training record and a model card.  Deterministic for a seed; resumable.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .. import loading
+from ..bundle import Staging
+from ..data import TaskData, load_task
+from ..errors import InputError
+from . import loop
+from .evaluate import evaluate
+from .save import save_trained
+
+
+@dataclass
+class FinetuneOptions:
+    checkpoint: str
+    task: str  # short name (glue:sst2, conll2003) or a training file
+    out: Path
+    budget: loop.Budget
+    dev: str | None = None  # dev file when ``task`` is a path; short names use their dev split
+    lr: float = 5e-5
+    batch_size: int = 32
+    max_length: int = 128
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 0
+    threads: int = 2
+    data_dir: Path | None = None
+    train_limit: int | None = None
+    dev_limit: int | None = None
+    overwrite: bool = False
+    resume: bool = False
+    progress: bool = True
+
+
+@dataclass
+class FinetuneResult:
+    out: Path
+    scores: dict[str, float]
+    log: loop.TrainLog
+    record: dict = field(default_factory=dict)
+
+
+def model_task(data: TaskData) -> str:
+    return "ner" if data.kind == "ner" else "classification"
+
+
+def load_splits(task: str, dev: str | None, data_dir, train_limit=None, dev_limit=None) -> tuple[TaskData, TaskData]:
+    train = load_task(task, "train", data_dir, limit=train_limit)
+    if train.labels is None:
+        raise InputError(f"{str(train.path)!r} has no labels to train on", "give a labelled training file")
+    dev_data = load_task(dev, "dev", data_dir, limit=dev_limit) if dev else (
+        load_task(task, "dev", data_dir, limit=dev_limit) if ":" in task or task.lower() == "conll2003" else None)
+    if dev_data is None:
+        raise InputError("no dev data to evaluate on", "pass --dev FILE when the task is given as a file")
+    if dev_data.kind != train.kind:
+        raise InputError(f"dev data is {dev_data.kind} but training data is {train.kind}", "give the same task's files")
+    return train, dev_data
+
+
+def load_for_task(checkpoint: str, data: TaskData, seed: int) -> loading.Loaded:
+    loaded = loading.load(checkpoint, task=model_task(data), labels=list(data.label_names), seed=seed)
+    if data.kind == "regression":
+        loaded.model.config.problem_type = "regression"
+    elif data.kind == "classification":
+        loaded.model.config.problem_type = "single_label_classification"
+    return loaded
+
+
+def input_names(loaded: loading.Loaded) -> tuple[str, ...]:
+    return ("input_ids", "attention_mask") + (("token_type_ids",) if loaded.family.uses_token_type_ids else ())
+
+
+def eval_length(loaded: loading.Loaded) -> int:
+    """Evaluate at the model's full length (up to 512): no dev example is scored truncated."""
+    return min(512, loaded.family.max_positions(loaded.config))
+
+
+def source_name(loaded: loading.Loaded) -> str:
+    return loaded.builtin or str(loaded.checkpoint)
+
+
+def supervised_loss(model):
+    def loss_fn(batch):
+        batch = {k: v for k, v in batch.items() if k != "index"}
+        return model(**batch).loss, {}
+    return loss_fn
+
+
+def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
+    start = time.perf_counter()
+    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
+    Staging(options.out, options.overwrite)  # checks the output location before any training
+    torch.set_num_threads(options.threads)
+    loaded = load_for_task(options.checkpoint, train, options.seed)
+    names = input_names(loaded)
+    features = train.encode(loaded.tokenizer, options.max_length, loaded.labels)
+    dev_features = dev.encode(loaded.tokenizer, eval_length(loaded), loaded.labels)
+    batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=names)
+    options.budget.check(len(batches))
+    log(f"fine-tuning {options.checkpoint} on {train.name} ({len(train)} examples, {len(batches)} batches/epoch)")
+    state_dir = options.out.parent / f".{options.out.name}.training"
+    train_log = loop.train(loaded.model, supervised_loss(loaded.model), batches, budget=options.budget,
+                           lr=options.lr, warmup=options.warmup, weight_decay=options.weight_decay, seed=options.seed,
+                           description=f"fine-tune {train.name}", checkpoint_dir=state_dir, resume=options.resume,
+                           progress=options.progress)
+    scores = evaluate(loaded.model, dev_features, input_names=names)
+    log(f"{dev.name} {dev.split}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+    record = {
+        "kind": "finetune",
+        "base_checkpoint": source_name(loaded),
+        "task": train.name, "train_file": str(train.path), "train_examples": len(train),
+        "dev_file": str(dev.path), "dev_examples": len(dev),
+        "labels": loaded.labels, "metric": train.metric,
+        "recipe": {"lr": options.lr, "batch_size": options.batch_size, "max_length": options.max_length,
+                   "warmup": options.warmup, "weight_decay": options.weight_decay, "seed": options.seed,
+                   "budget": options.budget.to_json(), "threads": options.threads, "optimizer": "AdamW",
+                   "schedule": "linear warm-up and decay"},
+        "training": train_log.to_json(),
+        "dev_scores": {k: round(v, 3) for k, v in scores.items()},
+        "wall_seconds": round(time.perf_counter() - start, 1),
+    }
+    from .card import model_card
+
+    out = save_trained(loaded.model, loaded.tokenizer, options.out, overwrite=options.overwrite, record=record,
+                       card=model_card(record))
+    _remove(state_dir)
+    return FinetuneResult(out, scores, train_log, record)
+
+
+def _remove(directory: Path) -> None:
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)
