@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``.
     * ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
 
-    Both models run with eager attention during recovery (restored after), the student without
+    Both models run with eager attention while attention transfer is on (restored after), the student without
     dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
     ``torch.no_grad()``.  The student is left in eval mode with all parameters trainable.  Every
     check (families, widths, depths, heads, labels, budget, data) runs before any training.
@@ -187,7 +188,9 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     t_grad = [p.requires_grad for p in teacher.parameters()]
     teacher_training = teacher.training
     torch.manual_seed(seed)
-    with eager_attention(teacher, student), no_dropout(student):
+    # only eager attention returns attention probabilities; keep the models' own (sdpa) otherwise
+    needs_attentions = any(stage.weights.get("attention") for stage in stages)
+    with eager_attention(teacher, student) if needs_attentions else nullcontext(), no_dropout(student):
         teacher.eval().requires_grad_(False)
         try:
             if eval_batches is not None:
