@@ -147,8 +147,9 @@ def _int_list(value):
               "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
 @click.option("--recover-budget", default="30m", show_default=True, callback=_budget,
               help="Recovery budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
-@click.option("--recover-schedule", type=click.Choice(["progressive", "joint"]), default="progressive",
-              show_default=True, help="progressive: MobileBERT's layer-by-layer transfer, then logit distillation.")
+@click.option("--recover-schedule", type=click.Choice(["joint", "progressive"]), default="joint",
+              show_default=True, help="joint: all loss terms and parameters at once; progressive: MobileBERT's "
+              "layer-by-layer transfer, then logit distillation.")
 @click.option("--max-accuracy-drop", type=click.FloatRange(0), default=1.0, show_default=True,
               help="With --recover: the most points of the task metric the recovered model may lose against the "
                    "original (dev split); more is refused unless --allow-accuracy-loss.")
@@ -253,14 +254,16 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
               help="Checkpoint directory to write [default: models/<checkpoint>-<opts>].")
 @click.option("--budget", default="30m", show_default=True, callback=_budget,
               help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
-@click.option("--schedule", type=click.Choice(["progressive", "joint"]), default="progressive", show_default=True,
-              help="progressive: MobileBERT's layer-by-layer transfer, then logit distillation; joint: all at once.")
+@click.option("--schedule", type=click.Choice(["joint", "progressive"]), default="joint", show_default=True,
+              help="joint: every loss term and parameter at once; progressive: MobileBERT's layer-by-layer "
+                   "transfer, then logit distillation.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-4, show_default=True)
 @click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
 @click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
               help="Weight of the hard-label loss beside logit distillation.")
-@click.option("--init", type=click.Choice(["lstsq", "teacher", "moments", "none"]), default="lstsq", show_default=True,
-              help="NoNorm initialisation fitted to the LayerNorms it replaces, before training.")
+@click.option("--init", type=click.Choice(["teacher", "lstsq", "moments", "none"]), default="teacher",
+              show_default=True, help="NoNorm γ/β fitted before training: to the teacher's norm outputs (teacher), "
+              "to the LayerNorm on the student's own inputs (lstsq), by average moments, or not at all.")
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
 @click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)

@@ -50,7 +50,7 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
     assert set(scores) == {"teacher", "without_recovery", "recovered"}
     assert record["delta_vs_teacher"] == pytest.approx(scores["recovered"]["accuracy"] - scores["teacher"]["accuracy"],
                                                        abs=1e-2)
-    assert [s["name"] for s in record["distillation"]["stages"]][0] == "embeddings"
+    assert [s["name"] for s in record["distillation"]["stages"]] == ["joint"]
     # the reloaded checkpoint computes what was evaluated
     from converter.data import load_task
     from converter.training.evaluate import evaluate
@@ -94,7 +94,7 @@ def test_convert_recover_records_scores(teacher, tmp_path):
                                max_accuracy_drop=100)
     result = convert(options)
     recovery = result.manifest["recovery"]
-    assert recovery["task"] == "glue:sst2" and recovery["recipe"]["schedule"] == "progressive"
+    assert recovery["task"] == "glue:sst2" and recovery["recipe"]["schedule"] == "joint"
     assert recovery["transform_damage_before_recovery"]["top1_agreement"] <= 1.0
     assert result.manifest["verification"]["transform_damage"] is not None
 

@@ -19,8 +19,8 @@ from . import loop
 from .evaluate import evaluate
 from .finetune import load_splits
 
-SCHEDULES = ("progressive", "joint")
-INITS = ("lstsq", "teacher", "moments", "none")
+SCHEDULES = ("joint", "progressive")
+INITS = ("teacher", "lstsq", "moments", "none")
 DEFAULT_BUDGET = loop.Budget(seconds=30 * 60)
 
 
@@ -29,13 +29,13 @@ class RecoverOptions:
     task: str  # short name or training file
     budget: loop.Budget
     dev: str | None = None
-    schedule: str = "progressive"
+    schedule: str = "joint"  # measured better than progressive at CPU budgets (converter.distill.recover)
     lr: float = 1e-4
     temperature: float = 1.0
     hard_weight: float = 0.0  # weight of the hard-label loss (0: pure distillation)
     attention_weight: float = 1.0
     hidden_weight: float = 1.0
-    init: str = "lstsq"
+    init: str = "teacher"  # NoNorm γ/β fitted to the teacher's norm outputs: 50.9 -> 83.9 on SST-2 untrained
     batch_size: int = 32
     max_length: int = 128
     seed: int = 0
