@@ -41,12 +41,12 @@ BUILTIN = {model.name: model for model in [
     BuiltinModel(
         name="sst2-demo",
         description="demo: SST-2 sentiment, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
-                    "(vocabulary trimmed, fp16; demo_models/sst2-minilm-nonorm-relu)",
+                    "(fp16, word embeddings from minilm; demo_models/sst2-minilm-nonorm-relu)",
         default_task="classification", directory="demo_models/sst2-minilm-nonorm-relu"),
     BuiltinModel(
         name="ner-demo",
         description="demo: CoNLL-2003 NER, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
-                    "(vocabulary trimmed, fp16; demo_models/conll2003-minilm-nonorm-relu)",
+                    "(fp16, word embeddings from minilm; demo_models/conll2003-minilm-nonorm-relu)",
         default_task="ner", directory="demo_models/conll2003-minilm-nonorm-relu"),
     BuiltinModel(
         name="minilm",

@@ -182,6 +182,13 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
                          f"{type(exc).__name__}: {str(exc)[:300]}",
                          "the weights file is corrupt or truncated, or config.json does not describe a valid "
                          "model; re-download or re-save the checkpoint") from exc
+    shared = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("base_embeddings")
+    if shared:  # the word embeddings come from a base model (converter.base_embeddings), checked by sha256
+        from .base_embeddings import is_table_key, restore
+
+        info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
+        restore(model, shared)
+        notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
     missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
     if missing:
         raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",

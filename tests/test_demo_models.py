@@ -38,6 +38,7 @@ def test_demo_model_is_recovered_nonorm_relu_with_a_card(name):
     assert "license: apache-2.0" in card and f"{scores['shipped'][metric]:.2f}" in card
     config = json.loads((path / "config.json").read_text())
     assert config["dtype"] == "float16" and config["pocketbert"]["transforms"] == ["nonorm", "relu"]
+    assert config["pocketbert"]["base_embeddings"]["model"] == "minilm"  # the table is not stored
 
 
 @pytest.mark.parametrize("name", DEMOS)

@@ -16,7 +16,8 @@ def model_card(record: dict) -> str:
     task = record["task"]
     data_name, data_note = DATA_NOTES.get(task, (task, f"from {record.get('train_file')}"))
     dev = record["dev_scores"]
-    dev = dev.get("recovered", dev)  # a recovery record holds teacher / without / recovered scores
+    # a recovery record holds teacher / without / recovered (/ shipped, after trim-vocab) scores
+    dev = dev.get("shipped", dev.get("recovered", dev))
     scores = ", ".join(f"{k} {v:.2f}" for k, v in dev.items())
     recipe = record["recipe"]
     lines = [
@@ -36,6 +37,35 @@ def model_card(record: dict) -> str:
         f"- **Training**: {record['training']['steps']} steps, {record['training']['seconds']:.0f} s "
         f"(stopped by {record['training']['stopped_by']}).",
     ]
+    trim = record.get("vocab_trim")
+    if trim:
+        retune = trim.get("retune")
+        before = ", ".join(f"{k} {v:.2f}" for k, v in trim["dev_before"].items())
+        lines += ["", "## Shipped form",
+                  f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces "
+                  f"(special tokens, every single character, then the pieces {trim['texts']}'s training text uses "
+                  "most: `python -m converter trim-vocab`)"
+                  + (", weights stored in float16" if trim.get("fp16") else "")
+                  + f". Dev before trimming: {before}; {trim['texts_tokenized_unchanged']:.1%} of dev texts "
+                  "tokenize exactly as before, the others split rare words into smaller pieces."]
+        if retune:
+            lines.append(f"Re-tuned after trimming by distillation from the untrimmed model on the training text "
+                         f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
+                         "dev " + ", ".join(f"{k} {v:.2f}" for k, v in retune["dev_before"].items())
+                         + " right after trimming, " + scores + " after re-tuning.")
+    shared = record.get("base_embeddings")
+    if shared:
+        retune = shared["retune"]
+        lines += ["", "## Shipped form",
+                  f"The word-embedding table ({shared['shape'][0]} × {shared['shape'][1]}) is not stored: it is "
+                  f"`{shared['model']}`'s, unchanged (sha256 `{shared['sha256'][:16]}…`), and PocketBERT's loader "
+                  "puts it back (`python -m converter share-embeddings`)"
+                  + (". The other weights are stored in float16" if shared.get("fp16") else "") + ". The fine-tuned "
+                  f"table had moved {shared['relative_change']:.1%} (relative norm) from the base's; with the base's "
+                  "table put back, dev " + ", ".join(f"{k} {v:.2f}" for k, v in shared["dev_with_base_table"].items())
+                  + f"; after re-tuning every other weight by distillation from the model with its own table "
+                  f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
+                  + scores + "."]
     if record.get("transforms"):
         lines += ["", "## Structure",
                   f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "

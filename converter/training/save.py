@@ -15,17 +15,30 @@ from ..loading import SAVED_TRANSFORMS_KEY, STRUCTURAL_TRANSFORMS
 
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
-                 transforms: list[str] = (), dtype=None) -> Path:
-    """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + training.json + README.md."""
+                 transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None) -> Path:
+    """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + training.json + README.md.
+
+    ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
+    which base model supplies it (converter.base_embeddings)."""
     structural = [t for t in STRUCTURAL_TRANSFORMS if t in transforms]
     with Staging(Path(out), overwrite) as staging:
+        entry = {}
         if structural:
-            setattr(model.config, SAVED_TRANSFORMS_KEY, {"transforms": structural})
+            entry["transforms"] = structural
+        if base_embeddings:
+            entry["base_embeddings"] = base_embeddings
+        if entry:
+            setattr(model.config, SAVED_TRANSFORMS_KEY, entry)
         if dtype is not None:
             import copy
 
             model = copy.deepcopy(model).to(dtype)
-        model.save_pretrained(staging.path)
+        state = None
+        if base_embeddings:
+            from ..base_embeddings import is_table_key
+
+            state = {k: v for k, v in model.state_dict().items() if not is_table_key(k)}
+        model.save_pretrained(staging.path, state_dict=state)
         tokenizer.save_pretrained(staging.path)
         (staging.path / "training.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
                                                     encoding="utf-8")
