@@ -110,23 +110,26 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     relative = ((embedding.detach() - table).norm() / table.norm()).item()
     with torch.no_grad():
         embedding.copy_(table)
-    swapped = evaluate(student.model, dev_features, input_names=names)
+    swapped = evaluate(student.model, dev_features, input_names=names) if relative > 0 else before
     metric = train.metric
     log(f"word embeddings {relative:.1%} (relative norm) from the base's; dev {metric} {before[metric]:.2f} -> "
         f"{swapped[metric]:.2f} with the base's table")
-    features = train.encode(student.tokenizer, 128, student.labels)
-    params = [p for p in student.model.parameters() if p is not embedding]
-    run = distill_retokenized(teacher.model, student.model, features, features, budget=budget, lr=lr,
-                              params=params, teacher_inputs=names, student_inputs=names,
-                              description="re-tune around the base's word embeddings")
-    after = evaluate(student.model, dev_features, input_names=names)
+    run = None
+    if relative > 0:  # a table frozen through training (--freeze-word-embeddings) needs no re-tuning
+        features = train.encode(student.tokenizer, 128, student.labels)
+        params = [p for p in student.model.parameters() if p is not embedding]
+        run = distill_retokenized(teacher.model, student.model, features, features, budget=budget, lr=lr,
+                                  params=params, teacher_inputs=names, student_inputs=names,
+                                  description="re-tune around the base's word embeddings")
+    after = evaluate(student.model, dev_features, input_names=names) if run else swapped
     if fp16:  # score exactly the weights that ship: rounded to float16 (the loader computes in float32)
         with torch.no_grad():
             for name, tensor in student.model.state_dict().items():
                 if tensor.is_floating_point() and not is_table_key(name):
                     tensor.copy_(tensor.half().float())
         after = evaluate(student.model, dev_features, input_names=names)
-    log(f"re-tuned by distillation ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {swapped[metric]:.2f} -> "
+    log((f"re-tuned by distillation ({run.steps} steps, {run.seconds:.0f} s)" if run else
+         "the table is already the base's: no re-tuning") + f": dev {metric} {swapped[metric]:.2f} -> "
         f"{after[metric]:.2f}" + (" (weights rounded to float16)" if fp16 else ""))
 
     record_path = Path(teacher.checkpoint) / "training.json"
@@ -139,11 +142,13 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
                    "dev_before": {k: round(v, 3) for k, v in before.items()},
                    "dev_with_base_table": {k: round(v, 3) for k, v in swapped.items()}, "dev_after": rnd,
                    "retune": {"budget": budget.to_json(), "lr": lr, "steps": run.steps,
-                              "seconds": round(run.seconds, 1), "loss": LOSS + "; word embeddings frozen"}}
+                              "seconds": round(run.seconds, 1), "loss": LOSS + "; word embeddings frozen"}
+                   if run else None}
     if "recovered" in record.get("dev_scores", {}):
         record["dev_scores"]["shipped"] = rnd
         record.setdefault("comparison", {}).setdefault("rows", []).append(
-            {"name": f"shipped: word embeddings from {base} (not stored), re-tuned" + (", fp16" if fp16 else ""),
+            {"name": f"shipped: word embeddings from {base} (not stored)" + (", re-tuned" if run else "")
+             + (", fp16" if fp16 else ""),
              "scores": rnd})
     else:
         record["dev_scores"] = rnd

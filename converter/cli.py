@@ -224,9 +224,12 @@ def _print_summary(result) -> None:
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
+@click.option("--freeze-word-embeddings", is_flag=True,
+              help="Keep the word-embedding table as it is (the base model's), "
+              "so the result can ship without it: python -m converter share-embeddings.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
-             train_limit, resume, overwrite):
+             train_limit, resume, freeze_word_embeddings, overwrite):
     """Fine-tune CHECKPOINT on TASK and write a Hugging Face checkpoint with a model card."""
     from .training.finetune import FinetuneOptions
     from .training.finetune import finetune as run
@@ -237,7 +240,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
     options = FinetuneOptions(checkpoint=checkpoint, task=task_name, dev=str(dev) if dev else None, out=out,
                               budget=budget, lr=lr, batch_size=batch_size, max_length=max_length, seed=seed,
                               threads=threads, data_dir=data_dir, train_limit=train_limit, resume=resume,
-                              overwrite=overwrite, progress=True)
+                              overwrite=overwrite, progress=True, freeze_word_embeddings=freeze_word_embeddings)
     result = run(options, log=console.print)
     out_console.print(f"wrote {result.out}: {result.log.steps} steps in {result.log.seconds:.0f} s; dev "
                       + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()))
@@ -271,9 +274,12 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
+@click.option("--freeze-word-embeddings", is_flag=True,
+              help="Keep the word-embedding table as it is (the teacher's), "
+              "so the result can ship without it: python -m converter share-embeddings.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
-            max_length, seed, threads, data_dir, train_limit, overwrite):
+            max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, overwrite):
     """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
     from .recipes import parse_opts
     from .training.recovery import RecoverOptions, recover_checkpoint
@@ -284,7 +290,8 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
         out = Path("models") / f"{name}-{'-'.join(opt_list)}"
     options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
                              temperature=temperature, hard_weight=hard_weight, init=init, batch_size=batch_size,
-                             max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit)
+                             max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit,
+                             freeze_word_embeddings=freeze_word_embeddings)
     path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
                                       log=console.print)
     scores = record["dev_scores"]

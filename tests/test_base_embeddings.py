@@ -69,3 +69,43 @@ def test_a_different_base_table_is_refused(shared, tmp_path):
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(InputError, match="not a built-in name or a directory"):
         loading.load(str(copy))
+
+
+def test_a_table_frozen_through_finetune_and_recovery_ships_without_re_tuning(checkpoints, tmp_path):
+    """--freeze-word-embeddings in finetune and recover: the table stays the base's bit for bit while the
+    rest learns, so share-embeddings has nothing to re-tune and the shipped scores are the recovered ones."""
+    from converter.training import loop
+    from converter.training.finetune import FinetuneOptions, finetune
+    from converter.training.recovery import RecoverOptions, recover_checkpoint
+
+    base = str(checkpoints["bert"]["none"])
+    teacher = tmp_path / "teacher"
+    finetune(FinetuneOptions(checkpoint=base, task="glue:sst2", out=teacher, budget=loop.Budget(steps=12), lr=2e-3,
+                             batch_size=16, data_dir=DATA, train_limit=320, dev_limit=100, progress=False,
+                             freeze_word_embeddings=True), log=lambda *a: None)
+    recovered, record = recover_checkpoint(
+        str(teacher), ["nonorm", "relu"],
+        RecoverOptions(task="glue:sst2", data_dir=DATA, train_limit=128, dev_limit=100, batch_size=16,
+                       budget=loop.Budget(steps=16), schedule="progressive", init="lstsq", progress=False,
+                       freeze_word_embeddings=True), tmp_path / "recovered", log=lambda *a: None)
+    assert record["recipe"]["word_embeddings"] == "frozen"
+    table = base_table(base)
+    from safetensors.torch import load_file
+
+    before = {k.removeprefix("bert."): v
+              for k, v in load_file(str(checkpoints["bert"]["none"] / "model.safetensors")).items()}
+    after = loading.load(str(recovered)).model
+    assert torch.equal(after.get_input_embeddings().weight, table)
+    moved = [k for k, v in after.state_dict().items()
+             if k.removeprefix("bert.") in before and not torch.equal(v, before[k.removeprefix("bert.")])]
+    assert moved, "nothing was trained"
+    assert any("attention" in k for k in moved) and any("position_embeddings" in k for k in moved)
+
+    path, shipped = share_checkpoint(str(recovered), base, "glue:sst2", tmp_path / "shipped", retune="8steps",
+                                     train_limit=64, data_dir=DATA, log=lambda *_: None)
+    info = shipped["base_embeddings"]
+    assert info["relative_change"] == 0 and info["retune"] is None
+    # scored on the full dev set here, on 100 examples in recovery: compare with a fresh evaluation
+    assert info["dev_after"] == info["dev_before"] == shipped["dev_scores"]["shipped"]
+    assert "no re-tuning was needed" in (path / "README.md").read_text()
+    assert torch.equal(loading.load(str(path)).model.get_input_embeddings().weight, table)

@@ -129,7 +129,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             schedule: str = "joint", temperature: float = 1.0, weights: dict[str, float] | None = None,
             lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
-            checkpoint_dir: Path | None = None, progress: bool = True,
+            checkpoint_dir: Path | None = None, progress: bool = True, frozen=(),
             train_fn: Callable | None = None) -> RecoveryReport:
     """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
 
@@ -148,6 +148,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     * ``eval_batches``: if given, the gap is measured on up to ``eval_max_batches`` of them before,
       after the initialisation and after training (``RecoveryReport.gap_before``/``init``/``gap_after``).
     * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``.
+    * ``frozen``: student parameters no stage trains (e.g. a word-embedding table kept at the base model's).
     * ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
 
     Both models run with eager attention while attention transfer is on (restored after), the student without
@@ -170,6 +171,9 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
         raise InputError("the recovery budget sets no limit", "give steps, seconds or epochs")
     pair_ = pair(teacher, student, family, attention=bool(weights["attention"]))
     stages = SCHEDULES[schedule](student, family, weights, final_share=final_share)
+    frozen_ids = {id(p) for p in frozen}
+    for stage in stages:
+        stage.params = [p for p in stage.params if id(p) not in frozen_ids]
     if not stages:
         raise InputError("every loss term has weight 0: nothing to train on", "give some term a positive weight")
     budgets = split_budget(budget, stages)

@@ -60,12 +60,17 @@ def model_card(record: dict) -> str:
                   f"The word-embedding table ({shared['shape'][0]} × {shared['shape'][1]}) is not stored: it is "
                   f"`{shared['model']}`'s, unchanged (sha256 `{shared['sha256'][:16]}…`), and PocketBERT's loader "
                   "puts it back (`python -m converter share-embeddings`)"
-                  + (". The other weights are stored in float16" if shared.get("fp16") else "") + ". The fine-tuned "
-                  f"table had moved {shared['relative_change']:.1%} (relative norm) from the base's; with the base's "
-                  "table put back, dev " + ", ".join(f"{k} {v:.2f}" for k, v in shared["dev_with_base_table"].items())
-                  + f"; after re-tuning every other weight by distillation from the model with its own table "
-                  f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
-                  + scores + "."]
+                  + (". The other weights are stored in float16" if shared.get("fp16") else "") + "."]
+        if retune:
+            lines.append(f"The fine-tuned table had moved {shared['relative_change']:.1%} (relative norm) from the "
+                         "base's; with the base's table put back, dev " + ", ".join(
+                             f"{k} {v:.2f}" for k, v in shared["dev_with_base_table"].items())
+                         + "; after re-tuning every other weight by distillation from the model with its own table "
+                         f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
+                         + scores + ".")
+        else:
+            lines.append("The table was frozen through fine-tuning and recovery (`--freeze-word-embeddings`), so "
+                         "no re-tuning was needed; dev as shipped: " + scores + ".")
     if record.get("transforms"):
         lines += ["", "## Structure",
                   f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "

@@ -42,6 +42,9 @@ class FinetuneOptions:
     dev_limit: int | None = None
     overwrite: bool = False
     resume: bool = False
+    # train everything but the word-embedding table: the model then shares the base's table and can ship
+    # without it (python -m converter share-embeddings)
+    freeze_word_embeddings: bool = False
     progress: bool = True
 
 
@@ -112,7 +115,9 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     options.budget.check(len(batches))
     log(f"fine-tuning {options.checkpoint} on {train.name} ({len(train)} examples, {len(batches)} batches/epoch)")
     state_dir = options.out.parent / f".{options.out.name}.training"
-    train_log = loop.train(loaded.model, supervised_loss(loaded.model), batches, budget=options.budget,
+    table = loaded.model.get_input_embeddings().weight
+    params = [p for p in loaded.model.parameters() if p is not table] if options.freeze_word_embeddings else None
+    train_log = loop.train(loaded.model, supervised_loss(loaded.model), batches, params=params, budget=options.budget,
                            lr=options.lr, warmup=options.warmup, weight_decay=options.weight_decay, seed=options.seed,
                            description=f"fine-tune {train.name}", checkpoint_dir=state_dir, resume=options.resume,
                            progress=options.progress)
@@ -127,7 +132,8 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
         "recipe": {"lr": options.lr, "batch_size": options.batch_size, "max_length": options.max_length,
                    "warmup": options.warmup, "weight_decay": options.weight_decay, "seed": options.seed,
                    "budget": options.budget.to_json(), "threads": options.threads, "optimizer": "AdamW",
-                   "schedule": "linear warm-up and decay"},
+                   "schedule": "linear warm-up and decay",
+                   "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained"},
         "training": train_log.to_json(),
         "dev_scores": {k: round(v, 3) for k, v in scores.items()},
         "wall_seconds": round(time.perf_counter() - start, 1),

@@ -44,6 +44,9 @@ class RecoverOptions:
     dev_limit: int | None = None
     progress: bool = True
     checkpoint_dir: Path | None = None
+    # keep the word-embedding table as the teacher's (= the base model's when the teacher was fine-tuned with it
+    # frozen), so the result can ship without it (python -m converter share-embeddings)
+    freeze_word_embeddings: bool = False
 
 
 @dataclass
@@ -96,7 +99,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
                               "hidden": options.hidden_weight},
                      init=None if options.init == "none" else options.init, eval_batches=eval_batches,
-                     checkpoint_dir=options.checkpoint_dir, progress=options.progress)
+                     checkpoint_dir=options.checkpoint_dir, progress=options.progress,
+                     frozen=[student.get_input_embeddings().weight] if options.freeze_word_embeddings else ())
     after = evaluate(student, prepared.dev_features, input_names=names)
     log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
         f"{after[metric] - teacher_scores[metric]:+.2f} points)")
@@ -110,7 +114,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                    "temperature": options.temperature, "hidden_weight": options.hidden_weight,
                    "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
                    "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
-                   "seed": options.seed},
+                   "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained"},
         "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
         "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
         "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
