@@ -30,6 +30,8 @@ from .transforms.smoothquant import DEFAULT_ALPHA
 
 LATENCY_SEQ = 128
 
+CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens (static shapes)
+
 
 @dataclass
 class ConvertOptions:
@@ -387,7 +389,12 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
     results: list[ArtifactResult] = []
     quantizer = None
     if any(isinstance(r, Choice) or r.quantized for r in recipes):
-        calibration = make_batches(calibration_texts or [], batch_size=16, pad_to=min(64, verify_length))
+        # Whole batches only: ONNX Runtime's calibrator stacks every batch's activations into one array, and a
+        # shorter last batch crashed it (--calibration-samples 1000: 62 batches of 16 and one of 8).
+        if len(calibration_texts or []) > CALIBRATION_BATCH:
+            calibration_texts = calibration_texts[: len(calibration_texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
+        calibration = make_batches(calibration_texts or [], batch_size=CALIBRATION_BATCH,
+                                   pad_to=min(64, verify_length))
         quantizer = QuantizeStage(loaded, spec, calibration, verify.torch_logits(model, calibration),
                                   options.threads, options.int8_min_cosine, options.int8_min_agreement,
                                   options.smooth_alpha)

@@ -16,7 +16,7 @@ from converter.bundle import read_manifest
 from converter.errors import AccuracyLossRefused, VerificationError
 from converter.pipeline import convert
 
-from .conftest import FAMILY_NAMES, NER_LABELS
+from .conftest import DATA, FAMILY_NAMES, NER_LABELS
 
 SENTENCES = ["A gripping , beautifully acted film .", "Dull .",
              "EU rejects German call to boycott British lamb .",
@@ -81,6 +81,15 @@ def test_int8_static_on_nonorm_relu_mobilebert(checkpoints, options):
     assert static["verification"]["real_sentences"]["cosine"] >= 0.99
     ops = [n.op_type for n in onnx.load(str(result.bundle / static["file"])).graph.node]
     assert ops.count("QuantizeLinear") > 0 and "LayerNormalization" not in ops  # NoNorm: no normalisation op
+
+
+def test_int8_static_calibration_count_not_a_multiple_of_the_batch(checkpoints, options):
+    # 40 texts = two batches of 16 and one of 8: ONNX Runtime's calibrator stacks every batch and crashed on the
+    # short one; the converter calibrates on whole batches (32 texts) and records that count.
+    result = convert(options(checkpoints["bert"]["classification"], recipes="onnx:int8-static", calibration_samples=40,
+                             calibration=DATA / "glue" / "SST-2" / "train.tsv"))
+    static = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-static"]
+    assert static["details"]["calibration_texts"] == 32 and static["details"]["calibration_batches"] == 2
 
 
 def test_verification_failure_writes_nothing(checkpoints, options, tmp_path):
