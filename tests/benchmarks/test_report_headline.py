@@ -1,0 +1,29 @@
+"""The report's headline picks the fastest variant that keeps its accuracy, not the fastest outright."""
+
+from __future__ import annotations
+
+from benchmarks import report
+
+
+def _latency(runner, p50, opts=None, tag=None):
+    return {"model": "m", "model_label": "M", "threads": 2, "batch": 1, "seq_len": 128, "variant": "bundle",
+            "runner": runner, "opts": opts, "variant_name": f"{tag}/plain-int8" if tag else "plain-int8",
+            "timed": {"p50_ms": p50},
+            "speedup": {"vs_tflite_plain_fp32": 10.0 / p50, "vs_ort_optimum_fp32": 12.0 / p50}}
+
+
+def _accuracy(runner, delta, opts=None, tag=None):
+    return {"model": "m", "runner": runner, "opts": opts, "variant_name": f"{tag}/plain-int8" if tag else "plain-int8",
+            "task": "glue:sst2", "delta": delta}
+
+
+def test_headline_skips_a_variant_that_lost_its_accuracy():
+    measured = [_latency("tflite:fp32", 10.0), _latency("tflite:int8-dynamic", 2.0, opts="nonorm,relu"),
+                _latency("tflite:int8-dynamic", 2.5, opts="nonorm,relu", tag="recovered")]
+    accuracy = [_accuracy("tflite:fp32", 0.0), _accuracy("tflite:int8-dynamic", -38.4, opts="nonorm,relu"),
+                _accuracy("tflite:int8-dynamic", -0.46, opts="nonorm,relu", tag="recovered")]
+    [row] = [line for line in report._headline(measured, accuracy) if line.startswith("| M ")]
+    assert "[recovered]" in row and "| 2.50 |" in row and "4.00x" in row and "-0.46" in row
+    # without accuracy figures the fastest wins, and the row says accuracy was not measured
+    [row] = [line for line in report._headline(measured, []) if line.startswith("| M ")]
+    assert "| 2.00 |" in row and "not measured" in row
