@@ -142,6 +142,9 @@ def _int_list(value):
               help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="int8 verification: minimum top-1 agreement with PyTorch.")
+@click.option("--int8-target-agreement", type=click.FloatRange(0, 1), default=0.995, show_default=True,
+              help="int8 accuracy ladder: smoothing, then Linears in float, until this top-1 agreement with "
+                   "PyTorch on the calibration text (short of it, the cheapest attempt meeting the bar ships).")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
 @click.option("--recover", "recover_task", metavar="TASK", help="Recover the accuracy nonorm/relu cost by "
               "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
@@ -155,8 +158,8 @@ def _int_list(value):
                    "original (dev split); more is refused unless --allow-accuracy-loss.")
 def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, recipes, buckets, calibration,
             calibration_samples, data_dir, verify_samples, max_length, threads, allow_accuracy_loss, overwrite, seed,
-            int8_min_cosine, int8_min_agreement, no_latency, recover_task, recover_budget, recover_schedule,
-            max_accuracy_drop):
+            int8_min_cosine, int8_min_agreement, int8_target_agreement, no_latency, recover_task, recover_budget,
+            recover_schedule, max_accuracy_drop):
     from .pipeline import ConvertOptions
     from .pipeline import convert as run_convert
 
@@ -170,6 +173,7 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, reci
                              data_dir=data_dir, max_length=max_length, overwrite=overwrite,
                              allow_accuracy_loss=allow_accuracy_loss, seed=seed, threads=threads,
                              int8_min_cosine=int8_min_cosine, int8_min_agreement=int8_min_agreement,
+                             int8_target_agreement=int8_target_agreement,
                              measure_latency=not no_latency, recover=recover_task,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule},
                              max_accuracy_drop=max_accuracy_drop)

@@ -56,6 +56,7 @@ class ConvertOptions:
     threads: int = 2
     int8_min_cosine: float = verify.INT8_MIN_COSINE
     int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
+    int8_target_agreement: float = verify.INT8_TARGET_AGREEMENT
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     measure_latency: bool = True
     # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
@@ -397,7 +398,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                    pad_to=min(64, verify_length))
         quantizer = QuantizeStage(loaded, spec, calibration, verify.torch_logits(model, calibration),
                                   options.threads, options.int8_min_cosine, options.int8_min_agreement,
-                                  options.smooth_alpha)
+                                  options.smooth_alpha, options.int8_target_agreement)
     with staging:
         # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
         _write_tokenizer(tokenizer, staging.path, verify_length)
@@ -428,6 +429,11 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             if fallback.get("roles"):
                 reporter.warn(f"{recipe.name}: {fallback['linears_in_float']} of {fallback['linears']} "
                               f"Linear layers kept in float for accuracy: {', '.join(fallback['roles'])}")
+            if fallback.get("accepted") and not fallback.get("target_met", True):
+                best = max(s["top1_agreement"] for s in fallback["search"])
+                reporter.warn(f"{recipe.name}: the int8 target (top-1 agreement ≥ {options.int8_target_agreement:.1%} "
+                              f"on calibration text) was not reached (best {best:.1%}); shipping the cheapest "
+                              "attempt that meets the bar")
             if recipe.kind == "int8":
                 artifact.details.update(calibration_source=textdata.describe(calibration_source),
                                         calibration_texts=len(calibration_texts))
@@ -502,7 +508,8 @@ def _verify(recipe: Recipe, runner, artifact, path: Path, parity_batches, parity
                 figures["failure"] = (f"cosine {min(fixed.cosine, real.cosine):.6f} < {verify.FP16_MIN_COSINE}; "
                                       + figures.get("failure", ""))
     else:
-        figures["tolerance"] = {"min_cosine": options.int8_min_cosine, "min_top1_agreement": options.int8_min_agreement}
+        figures["tolerance"] = {"min_cosine": options.int8_min_cosine, "min_top1_agreement": options.int8_min_agreement,
+                                "ladder_target_top1_agreement": options.int8_target_agreement}
         passed = real.cosine >= options.int8_min_cosine and real.top1_agreement >= options.int8_min_agreement
         if not passed:
             figures["failure"] = (f"cosine {real.cosine:.4f} (needs ≥ {options.int8_min_cosine}), top-1 agreement "

@@ -28,19 +28,26 @@ class QuantizeStage:
     min_cosine: float
     min_agreement: float
     smooth_alpha: float | None
+    target_agreement: float = verify.INT8_TARGET_AGREEMENT
     #: backend name -> its plain float export, quantised instead of exporting again
     float_exports: dict[str, Path] = field(default_factory=dict)
     _smoothed: tuple[ExportSpec, dict] | None = None
 
     def judge(self, backend):
-        """accept(path) -> (meets the int8 bar on the calibration text?, figures)."""
+        """accept(path) -> (meets the int8 target on the calibration text?, figures).
+
+        ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the
+        ladder reaches the target; the float-fallback search then keeps the cheapest such attempt.
+        """
         masks = [b["attention_mask"] for b in self.calibration]
 
         def accept(path: Path) -> tuple[bool, dict]:
             got = verify.runner_logits(backend.load(path, threads=self.threads), self.calibration)
             c = verify.compare(self.reference, got, masks)
-            ok = c.cosine >= self.min_cosine and c.top1_agreement >= self.min_agreement
-            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
+            meets_bar = c.cosine >= self.min_cosine and c.top1_agreement >= self.min_agreement
+            ok = meets_bar and c.top1_agreement >= self.target_agreement
+            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4),
+                        "meets_bar": meets_bar}
 
         return accept
 
@@ -55,16 +62,21 @@ class QuantizeStage:
 
     def build(self, recipe: Recipe, dest: Path, plain: Artifact | None = None) -> Artifact:
         """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
-        when plain int8 misses the bar); then, smoothed, with the most sensitive Linears in float."""
+        when plain int8 misses the target); then, smoothed, with the most sensitive Linears in float.
+        If the ladder cannot reach the target, its cheapest step that meets the bar ships (or plain,
+        when only plain met it)."""
         artifact = plain or self.plain(recipe, dest)
-        if recipe.kind != "int8" or artifact.details["float_fallback"]["accepted"] or self.smooth_alpha is None:
+        if recipe.kind != "int8" or artifact.details["float_fallback"]["target_met"] or self.smooth_alpha is None:
             return artifact
+        plain_ok = artifact.details["float_fallback"]["accepted"]
         smoothed_spec, smoothing = self._smoothed_spec()
         unsmoothed = artifact.details["float_fallback"]["search"][0]
         backend = backends.get(recipe.backend)
-        artifact = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration, self.judge(backend))
-        artifact.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
-        return artifact
+        laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration, self.judge(backend))
+        if plain_ok and not laddered.details["float_fallback"]["accepted"]:
+            return self.plain(recipe, dest)
+        laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
+        return laddered
 
     def _smoothed_spec(self) -> tuple[ExportSpec, dict]:
         if self._smoothed is None:
@@ -96,7 +108,7 @@ class QuantizeStage:
                 trial["outcome"] = f"skipped: plain build already slower than {best['recipe'].name}"
                 continue
             artifact = trial["artifact"]
-            if artifact.details["float_fallback"]["accepted"]:
+            if artifact.details["float_fallback"]["target_met"]:
                 trial["ms"] = trial["plain_ms"]
             else:
                 artifact = trial["artifact"] = self.build(trial["recipe"], trial["path"], plain=artifact)

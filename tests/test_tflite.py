@@ -251,3 +251,63 @@ def test_an_op_without_builtin_lowering_is_named_with_the_transform_that_avoids_
     result = convert(options(ckpt, formats="tflite", buckets=[16], opts="relu", allow_accuracy_loss=True,
                              out=tmp_path / "relu"))
     assert read_manifest(result.bundle)["artifacts"][0]["verification"]["passed"]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
+    """Full-integer int8 must still mask padding.  The additive mask (float minimum where padded)
+    quantised to int8 became ~0 and padding was attended to; it and the softmax now stay float, so
+    whatever token ids sit under attention_mask 0, the logits are the same."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    from converter.backends import get
+    from converter.backends.tflite import _masked_softmax_ops
+
+    from .conftest import export_spec
+
+    _, spec = export_spec(checkpoints[family]["classification"], buckets=[16])
+    calibration = spec.make_batches(TEXTS * 4, pad_to=16)
+    dest = tmp_path / "q.tflite"
+    get("tflite").quantize(spec, "int8-static", dest, calibration)
+    runner = Interpreter(model_path=str(dest)).get_signature_runner("seq_16")
+    feeds = {n: spec.make_batches(TEXTS[1:], pad_to=16)[0][n].astype(np.int32) for n in spec.input_names}
+    assert feeds["attention_mask"][0, -1] == 0  # the row is padded
+    noisy = {n: v.copy() for n, v in feeds.items()}
+    padded = feeds["attention_mask"] == 0
+    noisy["input_ids"][padded] = np.random.default_rng(0).integers(1000, 2000, padded.sum())
+    np.testing.assert_array_equal(runner(**feeds)["logits"], runner(**noisy)["logits"])
+    # every softmax found, and its input (scores + mask) is float in the quantised model
+    found = [name.value for name, _ in _masked_softmax_ops(dest)]
+    assert found.count("SOFTMAX") == op_histogram(dest)["SOFTMAX"] >= 2
+    assert found.count("ADD") + found.count("SELECT_V2") >= found.count("SOFTMAX")
+    model = tfl.read_model(str(dest))
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    softmax = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.SOFTMAX]
+    inputs = [model.subgraphs[0].tensors[op.inputs[0]].type for op in model.subgraphs[0].operators
+              if codes[op.opcodeIndex] == softmax]
+    assert inputs and set(inputs) == {0}  # 0 = FLOAT32
+
+
+def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
+    """Short of the target, the search keeps the cheapest step that meets the bar and writes it again."""
+    from converter.backends.base import float_fallback_search
+
+    roles = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
+    good = {"a": 0.9, "b": 0.8, "c": 0.7}  # the cosine each role reaches alone: a first, then b, then c
+    written = []
+
+    def attempt(float_roles, final):
+        if final:
+            written.append(list(float_roles))
+        cosine = good[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
+        return False, {"cosine": cosine, "top1_agreement": 0.97, "meets_bar": len(float_roles) >= 2}
+
+    result = float_fallback_search(roles, attempt)
+    assert result["accepted"] and not result["target_met"]
+    assert result["roles"] == ["a", "b"] and result["linears_in_float"] == 4
+    assert written == [[], ["a"], ["a", "b"], ["a", "b", "c"], ["a", "b"]]  # the last write is the one shipped
+
+    def never(float_roles, final):
+        return False, {"cosine": 0.1, "meets_bar": False}
+
+    assert not float_fallback_search(roles, never)["accepted"]

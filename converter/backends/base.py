@@ -88,11 +88,14 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
     projection) to its ops; ``attempt(float_roles, final)`` quantises with those roles kept in float
     and judges the result (``final``: write it to the destination, else to a scratch file).
     All-int8 first; if it fails, each role's sensitivity is measured alone, then roles go back to
-    float, most helpful first, until the result passes.  Returns ``details["float_fallback"]``.
+    float, most helpful first, until the result passes.  If none passes, the cheapest step whose
+    figures say ``meets_bar`` (good enough to ship, short of the target) is written and accepted,
+    with ``target_met`` False.  Returns ``details["float_fallback"]``.
     """
     excluded: list[str] = []
     ok, score = attempt(excluded, True)
     search = [{"float_roles": [], **score}]
+    steps = [([], score)]  # the cumulative steps, cheapest first
     if not ok and roles and enabled:
         sensitivity = {}
         for role in roles:
@@ -102,10 +105,19 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
             excluded.append(role)
             ok, score = attempt(excluded, True)
             search.append({"float_roles": list(excluded), **score})
+            steps.append((list(excluded), score))
             if ok:
                 break
+    target_met = ok
+    if not ok:
+        good_enough = next((roles_ for roles_, s in steps if s.get("meets_bar")), None)
+        if good_enough is not None:
+            excluded, ok = good_enough, True
+            if len(steps) > 1:  # the destination holds the last step: write the chosen one again
+                attempt(excluded, True)
     return {"roles": excluded, "linears_in_float": sum(len(roles[r]) for r in excluded),
-            "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "search": search}
+            "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
+            "search": search}
 
 
 def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:

@@ -15,7 +15,7 @@ def open_backend(artifact: Artifact, input_names: list[str], threads: int | None
     if artifact.backend == "onnx":
         from .onnx import OnnxBackend
 
-        return OnnxBackend(artifact.path, input_names, threads)
+        return OnnxBackend(artifact.path, input_names, threads, row_by_row=artifact.precision == "int8-dynamic")
     if artifact.backend == "tflite":
         from .tflite import TfliteBackend
 

@@ -2,6 +2,12 @@
 
 ``InferenceSession.run`` is thread-safe, so concurrent callers share the session (and its weights)
 instead of each loading a copy.
+
+Dynamic int8 runs row by row, each row without its padding: ONNX Runtime quantises every MatMul
+input with one scale for the whole ``[batch, sequence]`` tensor, so a row's logits would depend on
+its batch neighbours and on padding.  On the SST-2 demo model (dev set): 89.33 one row at a time,
+88.30 in length-sorted batches of 32 (fp32: 88.99 either way).  Predictions must not depend on
+what else is in the batch.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ _DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 class OnnxBackend(Backend):
     name = "onnx"
 
-    def __init__(self, path: Path, input_names: list[str], threads: int | None = None):
+    def __init__(self, path: Path, input_names: list[str], threads: int | None = None, row_by_row: bool = False):
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -41,10 +47,26 @@ class OnnxBackend(Backend):
         self._dtypes = {name: _DTYPES.get(graph_inputs[name].type, np.int64) for name in input_names}
         self._quiet = ort.RunOptions()
         self._quiet.log_severity_level = 4
+        self.row_by_row = row_by_row
+        if row_by_row:
+            self.max_batch = 1  # the pipeline then batches nothing it would have to split again
 
     def run(self, feeds: dict[str, np.ndarray], quiet: bool = False) -> np.ndarray:
         arrays = {name: feeds[name].astype(dtype, copy=False) for name, dtype in self._dtypes.items()}
-        return self.session.run(["logits"], arrays, self._quiet if quiet else None)[0]
+        options = self._quiet if quiet else None
+        if not self.row_by_row:
+            return self.session.run(["logits"], arrays, options)[0]
+        mask = np.asarray(feeds["attention_mask"])
+        rows = []
+        for i in range(mask.shape[0]):
+            length = int(np.flatnonzero(mask[i])[-1]) + 1 if mask[i].any() else 1  # through the last real token
+            rows.append(self.session.run(["logits"], {k: v[i:i + 1, :length] for k, v in arrays.items()}, options)[0])
+        if rows[0].ndim == 2:  # [1, labels] per row
+            return np.concatenate(rows)
+        out = np.zeros((len(rows), mask.shape[1], rows[0].shape[-1]), dtype=rows[0].dtype)
+        for i, row in enumerate(rows):  # token logits back at full width; padding positions stay 0
+            out[i, :row.shape[1]] = row[0]
+        return out
 
     def describe(self) -> str:
         return f"onnxruntime {ort.__version__} (CPU)"
