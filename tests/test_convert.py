@@ -180,10 +180,13 @@ def test_builtin_minilm_int8_meets_the_bar(options, tmp_path):
     assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
     assert fp32["verification"]["real_sentences"]["max_abs"] <= 1e-4
     assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
-    # plain int8 misses the bar on MiniLM's outlier channels; smoothing alone fixes dynamic int8
+    # plain int8 misses the bar on MiniLM's outlier channels; smoothing meets the bar, and the 99.5% target
+    # on calibration text also takes the FFN output projections in float
     assert int8["details"]["unsmoothed_attempt"]["cosine"] < 0.99
     assert int8["details"]["smoothing"]["method"] == "smoothquant"
-    assert int8["details"]["float_fallback"]["roles"] == []
+    assert int8["details"]["float_fallback"]["search"][0]["meets_bar"]
+    assert int8["details"]["float_fallback"]["target_met"]
+    assert int8["details"]["float_fallback"]["roles"] == ["/bert/encoder/layer/*/output/dense/linear/MatMul"]
     # Static int8 of a LayerNorm/GELU model only holds with the FFN output projections in float:
     # the search finds them on calibration text, verification confirms on unseen SST-2 dev.
     assert static["verification"]["passed"] and static["verification"]["real_sentences"]["cosine"] >= 0.99
