@@ -302,20 +302,32 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
         fig.savefig(out_dir / "latency_by_variant.png", dpi=110)
         plt.close(fig)
         made["by_variant"] = "latency_by_variant.png"
-        series = defaultdict(dict)
+        # One panel per model measured at several lengths: the peers and the bundles' int8 artifacts (the
+        # fp32 artifacts duplicate the peers' curves and would bury the figure).
+        series = defaultdict(lambda: defaultdict(dict))
         for r in rows:
-            series[(r["model"], _name(r))][r["seq_len"]] = schema.typical_ms(r)
-        if len({r["seq_len"] for r in rows}) > 1:
-            fig, ax = plt.subplots(figsize=(8, 5))
-            for (model, name), values in sorted(series.items()):
-                xs = sorted(values)
-                ax.plot(xs, [values[x] for x in xs], marker="o", label=f"{model} · {name}")
-            ax.set_xlabel("sequence length (tokens)")
-            ax.set_ylabel("p50 ms")
-            ax.set_yscale("log")
-            ax.legend(fontsize=6)
+            if r["variant"] == "peer" or "int8" in r["runner"]:
+                series[r.get("model_label") or r["model"]][_name(r)][r["seq_len"]] = schema.typical_ms(r)
+        swept = sorted(m for m, lines in series.items() if any(len(v) > 1 for v in lines.values()))
+        if swept:
+            cols = min(2, len(swept))
+            fig_rows = -(-len(swept) // cols)
+            fig, axes = plt.subplots(fig_rows, cols, figsize=(6.5 * cols, 4.2 * fig_rows), squeeze=False)
+            for ax, model in zip(axes.flat, swept):
+                for name, values in sorted(series[model].items()):
+                    xs = sorted(values)
+                    ax.plot(xs, [values[x] for x in xs], marker="o", label=name,
+                            linestyle="--" if name.startswith("peer") else "-")
+                ax.set_title(model, fontsize=9)
+                ax.set_xlabel("sequence length (tokens)")
+                ax.set_ylabel("p50 ms (log)")
+                ax.set_yscale("log")
+                ax.legend(fontsize=6)
+            for ax in list(axes.flat)[len(swept):]:
+                ax.axis("off")
+            fig.suptitle(f"batch 1, {threads} threads; dashed: peers", fontsize=9)
             fig.tight_layout()
-            fig.savefig(out_dir / "latency_vs_seq_len.png", dpi=110)
+            fig.savefig(out_dir / "latency_vs_seq_len.png", dpi=100)
             plt.close(fig)
             made["vs_seq"] = "latency_vs_seq_len.png"
     fig, ax = plt.subplots(figsize=(7, 5))

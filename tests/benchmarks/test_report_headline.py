@@ -27,3 +27,17 @@ def test_headline_skips_a_variant_that_lost_its_accuracy():
     # without accuracy figures the fastest wins, and the row says accuracy was not measured
     [row] = [line for line in report._headline(measured, []) if line.startswith("| M ")]
     assert "| 2.00 |" in row and "not measured" in row
+
+
+def test_latency_vs_length_plot_only_for_models_measured_at_several_lengths(tmp_path):
+    """Only models measured at several lengths get a panel; a one-length model makes no plot at all."""
+    def at(seq, runner, p50, model="m"):
+        return {**_latency(runner, p50), "model": model, "model_label": model.upper(), "seq_len": seq,
+                "backend": "tflite", "variant": "peer" if runner.startswith("peer") else "bundle"}
+
+    single = [at(128, "tflite:int8-dynamic", 2.0), at(128, "peer:tflite-plain-fp32", 9.0)]
+    assert "vs_seq" not in report._plots(single, [], tmp_path)
+    swept = single + [at(32, "tflite:int8-dynamic", 0.8), at(32, "peer:tflite-plain-fp32", 3.0),
+                      at(128, "tflite:int8-dynamic", 5.0, model="n")]
+    made = report._plots(swept, [], tmp_path)
+    assert made["vs_seq"] == "latency_vs_seq_len.png" and (tmp_path / made["vs_seq"]).stat().st_size > 10_000
