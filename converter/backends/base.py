@@ -112,9 +112,9 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
     if not ok:
         good_enough = next((roles_ for roles_, s in steps if s.get("meets_bar")), None)
         if good_enough is not None:
+            if good_enough != steps[-1][0]:  # the destination holds the last step: write the chosen one
+                attempt(good_enough, True)
             excluded, ok = good_enough, True
-            if len(steps) > 1:  # the destination holds the last step: write the chosen one again
-                attempt(excluded, True)
     return {"roles": excluded, "linears_in_float": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search}
