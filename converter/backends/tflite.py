@@ -285,8 +285,8 @@ def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
 
     The additive mask holds the float minimum (-3.4e38) where tokens are padding.  int8 cannot hold
     it beside scores of a few units: calibrated over that range the quantised mask became ~0 (scale
-    3.9e-12), padding was attended to and the SST-2 demo agreed with float on 47.7% of sentences, every
-    Linear in float or not.  So the ops that build the mask from ``attention_mask``, the op that
+    3.9e-12) and padding was attended to (SST-2 demo, one bucket of 64: top-1 agreement with float
+    88.0%, 95.3% once fixed).  So the ops that build the mask from ``attention_mask``, the op that
     applies it (ADD, or SELECT_V2 for a masked_fill) and the SOFTMAX stay float: a few element-wise
     ops; the matmuls around them stay int8.
     """
@@ -301,14 +301,19 @@ def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
     for subgraph in flatbuffer.subgraphs:
         producer = {out: op for op in subgraph.operators for out in op.outputs}
 
-        def ancestry(tensor: int) -> list:
-            seen, stack = [], [tensor]
+        def mask_ops(tensor: int) -> list:
+            """The ops computing ``tensor`` if it is the mask (from model inputs and constants only,
+            no matmul on the way), else []: the scores input stops at its first matmul."""
+            seen, stack = {}, [tensor]
             while stack:
                 op = producer.get(stack.pop())
-                if op is not None and not any(op is o for o in seen):
-                    seen.append(op)
-                    stack += [t for t in op.inputs if t >= 0]
-            return seen
+                if op is None or id(op) in seen:
+                    continue
+                if codes[op.opcodeIndex] in (ops.FULLY_CONNECTED, ops.BATCH_MATMUL):
+                    return []
+                seen[id(op)] = op
+                stack += [t for t in op.inputs if t >= 0]
+            return list(seen.values())
 
         for op in subgraph.operators:
             if codes[op.opcodeIndex] != ops.SOFTMAX:
@@ -320,10 +325,7 @@ def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
             if source is not None and codes[source.opcodeIndex] in apply_mask:
                 chain.append(source)
                 for tensor in source.inputs:
-                    path_ops = ancestry(tensor) if tensor >= 0 else []
-                    # the mask input: computed from model inputs and constants only, no matmul on the way
-                    if not any(codes[o.opcodeIndex] in (ops.FULLY_CONNECTED, ops.BATCH_MATMUL) for o in path_ops):
-                        chain += path_ops
+                    chain += mask_ops(tensor) if tensor >= 0 else []
             for o in chain:
                 if codes[o.opcodeIndex] is not None:
                     found[(codes[o.opcodeIndex], tfl.get_op_scope(o, subgraph.tensors))] = None
