@@ -9,9 +9,10 @@ Needs numpy, ``tokenizers`` and the chosen backend only (no torch, transformers 
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
+import os
 
-from .bundle import Artifact, Bundle
+from .bundle import Artifact, Bundle, parse_pin
 from .classification import TextClassificationPipeline, TruncationWarning
 from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
 from .ner import AGGREGATIONS, TokenClassificationPipeline
@@ -21,9 +22,10 @@ __all__ = ["load", "Bundle", "Artifact", "TextClassificationPipeline", "TokenCla
            "BackendUnavailableError"]
 
 
-def load(bundle_dir: str | Path, backend: str = "auto", *, threads: int | None = None,
+def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
          precision: str | None = None, recipe: str | None = None, batch_size: int | None = None,
-         verify: bool = True, instances: int = 1) -> TextClassificationPipeline | TokenClassificationPipeline:
+         verify: bool = True, instances: int = 1,
+         expected_sha256: str | None = None) -> TextClassificationPipeline | TokenClassificationPipeline:
     """Open a bundle and return its task's pipeline.
 
     backend: ``auto`` (ONNX Runtime if the bundle has an ONNX artifact and onnxruntime is installed,
@@ -32,15 +34,26 @@ def load(bundle_dir: str | Path, backend: str = "auto", *, threads: int | None =
     threads: intra-op threads of the backend (default: the backend's own choice).  batch_size: rows per
     model run (LiteRT runs one row at a time).  verify: check the SHA-256 of the files used against the
     manifest.  instances: LiteRT interpreters kept for concurrent callers (one interpreter is never
-    used by two threads at once).
+    used by two threads at once).  expected_sha256: pin the bundle: refuse it (BundleError) unless its
+    manifest.json has this SHA-256 (the converter prints it); the manifest lists every file's SHA-256, so
+    this pins every file read (cannot be combined with ``verify=False``).
+
+    Every file read lies inside ``bundle_dir`` and is listed in the manifest (README, "What a bundle
+    guarantees").  A bundle that cannot be used raises a ``runtime.errors`` error; misuse of the
+    arguments (``bundle_dir=None``, a malformed ``expected_sha256``) raises TypeError or ValueError.
     """
     from .backends import open_backend
     from .tokenization import TextEncoder
 
-    bundle = Bundle.open(bundle_dir)
+    if parse_pin(expected_sha256) is not None and not verify:
+        raise ValueError("expected_sha256 pins the bundle through the SHA-256 of every file read: it cannot be "
+                         "combined with verify=False")
+    bundle = Bundle.open(bundle_dir, expected_sha256=expected_sha256)
     artifact = bundle.select(backend, precision=precision, recipe=recipe)
-    bundle.file(artifact.file, verify=verify)  # exists, right size, right SHA-256
-    tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify)
+    # inside the bundle, listed, right size, right SHA-256; the backend opens the path that was checked
+    artifact = dataclasses.replace(artifact, path=bundle.file(artifact.file, verify=verify, entry="artifact file"))
+    tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
+                                 entry="tokenizer.tokenizer_file")
     model = open_backend(artifact, bundle.input_names, threads, instances)
     max_length = min(bundle.max_sequence_length, model.max_length or bundle.max_sequence_length)
     encoder = TextEncoder.from_file(tokenizer_path, bundle.tokenizer_settings, max_length)

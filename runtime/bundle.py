@@ -8,6 +8,12 @@ Default artifact, when the caller names none: the backend first (``auto``: ONNX 
 bundle has an ONNX artifact and onnxruntime is installed, else LiteRT), then, within it, the
 precision that runs fastest on a CPU: ``int8-dynamic``, then any other ``int8-*``, then ``fp16``,
 then ``fp32``.  ``precision=`` or ``recipe=`` override it.  Only verified artifacts are chosen.
+
+A bundle is untrusted input (it is downloaded and copied between machines): every file is read through
+:meth:`Bundle.file` or the manifest check of :meth:`Bundle.open`, so it must lie inside the bundle
+directory (``bundle_paths``), be listed in the manifest's ``files`` and match its size and SHA-256.
+The manifest itself is covered by no checksum: ``expected_sha256=`` pins it, and through its ``files``
+every file read (README, "What a bundle guarantees").
 """
 
 from __future__ import annotations
@@ -15,18 +21,30 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bundle_paths import resolve_inside
 from .errors import BackendUnavailableError, BundleError
 
 #: highest manifest schema this runtime reads (converter.bundle.SCHEMA_VERSION; a test keeps them equal)
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 TASKS = ("classification", "ner")
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
+#: largest max_sequence_length accepted: far above any BERT's position embeddings (512); more is a damaged
+#: or hostile manifest, which would otherwise surface as an allocation failure inside a backend
+MAX_SEQUENCE_LENGTH = 65536
+#: a manifest is a few kilobytes; reading a larger file whole would let a hostile bundle exhaust memory
+MAX_MANIFEST_BYTES = 16 << 20
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 #: backends in ``auto`` order, with the Python package each one needs
 BACKEND_PACKAGES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert", "ai-edge-litert")}
 _REBUILD = "convert the model again with this version of pocketbert (python -m converter …)"
+_DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " + _REBUILD
 
 
 def precision_rank(precision: str) -> tuple[int, str]:
@@ -62,6 +80,8 @@ class Bundle:
 
     def __init__(self, path: Path, manifest: dict):
         self.path = path
+        #: the directory's real path: files must resolve inside it (the bundle directory may itself be a link)
+        self.root = Path(path).resolve()
         self.manifest = manifest
         self.task: str = manifest["task"]
         self.problem_type: str = manifest.get("problem_type") or (
@@ -73,12 +93,18 @@ class Bundle:
         self.notes: list[str] = list(manifest.get("notes") or [])
         self.artifacts: list[Artifact] = [
             Artifact(recipe=a["recipe"], backend=a["backend"], precision=a["precision"], file=a["file"],
-                     path=path / a["file"], details=a.get("details") or {},
+                     path=self.resolve(a["file"], f"artifacts[{i}].file"), details=a.get("details") or {},
                      passed=bool((a.get("verification") or {}).get("passed", False)))
-            for a in manifest["artifacts"]]
+            for i, a in enumerate(manifest["artifacts"])]
 
     @classmethod
-    def open(cls, path: str | Path) -> Bundle:
+    def open(cls, path: str | os.PathLike, *, expected_sha256: str | None = None) -> Bundle:
+        """Open and check the bundle directory ``path``.  ``expected_sha256``: refuse the bundle unless its
+        manifest.json has this SHA-256 (a pin; see :func:`runtime.load`)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError("the bundle directory must be a path (str or os.PathLike), not "
+                            f"{'None' if path is None else type(path).__name__}")
+        pin = parse_pin(expected_sha256)
         path = Path(path).expanduser()
         if not path.is_dir():
             raise BundleError(f"bundle {str(path)!r} " + ("is not a directory" if path.exists() else "does not exist"),
@@ -87,34 +113,51 @@ class Bundle:
         if not manifest_path.is_file():
             raise BundleError(f"{str(path)!r} has no {MANIFEST}, so it is not a PocketBERT bundle",
                               "give the directory written by `python -m converter … --out DIR`")
+        root = path.resolve()
+        real_manifest = resolve_inside(root, MANIFEST, "the manifest")
+        if real_manifest.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{manifest_path} is {real_manifest.stat().st_size} bytes; a bundle's manifest is a few "
+                              f"kilobytes (at most {MAX_MANIFEST_BYTES})", _DAMAGED)
+        data = real_manifest.read_bytes()  # the pin and the parser see the same bytes
+        if pin is not None:
+            actual = hashlib.sha256(data).hexdigest()
+            if actual != pin:
+                raise BundleError(f"the bundle {str(path)!r} is not the one pinned: its manifest.json has SHA-256 "
+                                  f"{actual}, the pin is {pin}",
+                                  "use the bundle the pin was made for (copy it again from its source); if it was "
+                                  "rebuilt on purpose, pin the SHA-256 the converter printed for the new one")
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            manifest = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise BundleError(f"{manifest_path} is not valid JSON ({exc})", _REBUILD) from exc
         if not isinstance(manifest, dict):
             raise BundleError(f"{manifest_path} does not hold a JSON object", _REBUILD)
-        version = manifest.get("schema_version", 0)
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise BundleError(f"bundle schema {version} is newer than this runtime reads ({SCHEMA_VERSION})",
-                              "upgrade pocketbert (pip install -U pocketbert), or convert with the version you have")
+        _check_schema_version(manifest.get("schema_version", _MISSING), manifest_path)
         _validate(manifest, manifest_path)
+        for entry, name in _named_files(manifest):  # every name, used by this load or not
+            resolve_inside(root, name, entry)
         return cls(path, manifest)
 
+    def resolve(self, name: str, entry: str = "file") -> Path:
+        """Real path of bundle file ``name``; a BundleError naming ``entry`` if it leads outside the bundle."""
+        return resolve_inside(self.root, name, entry)
+
     # --- integrity -------------------------------------------------------------------------
-    def file(self, name: str, *, verify: bool = True) -> Path:
-        """Path of a bundle file that must exist and match its ``files`` entry (size; SHA-256 if ``verify``)."""
-        path = self.path / name
+    def file(self, name: str, *, verify: bool = True, entry: str = "file") -> Path:
+        """Real path of a bundle file to read: inside the bundle, listed in ``files``, existing with the listed
+        size (and SHA-256 if ``verify``).  Every bundle file the runtime reads passes here first."""
+        path = self.resolve(name, entry)
+        listing = (self.manifest.get("files") or {}).get(name)
+        if listing is None:
+            raise BundleError(f"{name} is not listed in the manifest's files, so it cannot be checked", _REBUILD)
         if not path.is_file():
             raise BundleError(f"the bundle is missing {name} (listed in its manifest)",
                               f"copy the complete bundle directory again; {name} must sit beside manifest.json")
-        entry = (self.manifest.get("files") or {}).get(name)
-        if entry is None:
-            raise BundleError(f"{name} is not listed in the manifest's files, so it cannot be checked", _REBUILD)
         size = path.stat().st_size
-        if size != entry.get("bytes"):
-            raise BundleError(f"{name} is corrupt or truncated: {size} bytes, the manifest says {entry.get('bytes')}",
+        if size != listing.get("bytes"):
+            raise BundleError(f"{name} is corrupt or truncated: {size} bytes, the manifest says {listing.get('bytes')}",
                               "copy the bundle again (an interrupted copy or download leaves short files)")
-        if verify and _sha256(path) != entry.get("sha256"):
+        if verify and _sha256(path) != listing.get("sha256"):
             raise BundleError(f"{name} is corrupt: its SHA-256 differs from the manifest's",
                               "copy the bundle again; if you changed the file on purpose, convert again")
         return path
@@ -170,27 +213,107 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _validate(m: dict, where: Path) -> None:
-    """The fields the runtime relies on, with their types: a clear error instead of a KeyError later."""
-    def need(ok: bool, what: str) -> None:
-        if not ok:
-            raise BundleError(f"{where}: {what}", _REBUILD)
+_MISSING = object()
 
-    need(m.get("task") in TASKS, f"'task' must be one of {', '.join(TASKS)}, not {m.get('task')!r}")
-    labels = m.get("labels")
-    need(isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels),
-         "'labels' must be a non-empty list of strings")
-    need(isinstance(m.get("max_sequence_length"), int) and m["max_sequence_length"] >= 2,
-         "'max_sequence_length' must be an integer ≥ 2")
-    inputs = m.get("inputs")
-    need(isinstance(inputs, list) and inputs and all(isinstance(i, dict) and isinstance(i.get("name"), str)
-                                                   for i in inputs), "'inputs' must list the model inputs by name")
-    need({i["name"] for i in inputs} <= {"input_ids", "attention_mask", "token_type_ids"},
-         f"unknown model inputs {[i['name'] for i in inputs]}")
-    tokenizer = m.get("tokenizer")
-    need(isinstance(tokenizer, dict) and isinstance(tokenizer.get("tokenizer_file"), str),
-         "'tokenizer.tokenizer_file' is missing")
-    need(isinstance(m.get("artifacts"), list) and all(
-        isinstance(a, dict) and all(isinstance(a.get(k), str) for k in ("recipe", "backend", "precision", "file"))
-        for a in m["artifacts"]), "'artifacts' entries need recipe, backend, precision and file")
-    need(isinstance(m.get("files", {}), dict), "'files' must map file names to their size and SHA-256")
+
+def parse_pin(expected: object) -> str | None:
+    """``expected_sha256`` as 64 lower-case hex digits (None: no pin).  Misuse is a TypeError/ValueError."""
+    if expected is None:
+        return None
+    if not isinstance(expected, str):
+        raise TypeError(f"expected_sha256 must be a str of 64 hexadecimal digits, not {type(expected).__name__}")
+    pin = expected.strip().lower()
+    if not _SHA256.fullmatch(pin):
+        raise ValueError("expected_sha256 must be 64 hexadecimal digits (the SHA-256 of the bundle's manifest.json), "
+                         f"not {_show(expected)}")
+    return pin
+
+
+def _show(value: object) -> str:
+    text = "missing" if value is _MISSING else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_schema_version(version: object, where: Path) -> None:
+    """First, before any other field: a newer schema may have renamed anything."""
+    if version is _MISSING:
+        raise BundleError(f"{where}: 'schema_version' is missing", _DAMAGED)
+    if not _is_int(version) or version < 1:
+        raise BundleError(f"{where}: 'schema_version' must be a positive integer, not {_show(version)}", _DAMAGED)
+    if version > SCHEMA_VERSION:
+        raise BundleError(f"bundle schema {version} is newer than this runtime reads ({SCHEMA_VERSION})",
+                          "upgrade pocketbert (pip install -U pocketbert), or convert with the version you have")
+
+
+def _named_files(m: dict):
+    """(manifest field, file name) of every path the manifest names: each must stay inside the bundle."""
+    for i, a in enumerate(m["artifacts"]):
+        yield f"artifacts[{i}].file", a["file"]
+    for key in ("tokenizer_file", "vocab_file"):
+        if key in m["tokenizer"]:
+            yield f"tokenizer.{key}", m["tokenizer"][key]
+    for name in m.get("files") or {}:
+        yield "files key", name
+
+
+def _validate(m: dict, where: Path) -> None:
+    """The fields the runtime relies on, with their types and ranges: a clear error naming the field and its
+    value instead of a KeyError, or a failure inside a backend, later."""
+    def need(ok: bool, field: str, rule: str, value: object) -> None:
+        if not ok:
+            raise BundleError(f"{where}: '{field}' must be {rule}, not {_show(value)}", _DAMAGED)
+
+    def optional(container: dict, key: str) -> object:
+        return container.get(key)  # absent and null mean the same for optional fields
+
+    need(m.get("task") in TASKS, "task", f"one of {', '.join(TASKS)}", m.get("task", _MISSING))
+    problem_type = optional(m, "problem_type")
+    need(problem_type is None or problem_type in PROBLEM_TYPES, "problem_type", f"one of {', '.join(PROBLEM_TYPES)}",
+         problem_type)
+    labels = m.get("labels", _MISSING)
+    need(isinstance(labels, list) and len(labels) > 0 and all(isinstance(x, str) for x in labels), "labels",
+         "a non-empty list of strings", labels)
+    length = m.get("max_sequence_length", _MISSING)
+    need(_is_int(length) and 2 <= length <= MAX_SEQUENCE_LENGTH, "max_sequence_length",
+         f"an integer from 2 to {MAX_SEQUENCE_LENGTH}", length)
+    inputs = m.get("inputs", _MISSING)
+    need(isinstance(inputs, list) and len(inputs) > 0 and all(
+        isinstance(i, dict) and i.get("name") in INPUT_NAMES for i in inputs), "inputs",
+        f"a list of model inputs named {', '.join(INPUT_NAMES)}", inputs)
+    tokenizer = m.get("tokenizer", _MISSING)
+    need(isinstance(tokenizer, dict), "tokenizer", "an object of tokenizer settings", tokenizer)
+    need(isinstance(tokenizer.get("tokenizer_file"), str), "tokenizer.tokenizer_file", "a file name",
+         tokenizer.get("tokenizer_file", _MISSING))
+    vocab_size = optional(tokenizer, "vocab_size")
+    need(vocab_size is None or _is_int(vocab_size) and vocab_size >= 1, "tokenizer.vocab_size", "a positive integer",
+         vocab_size)
+    special = optional(tokenizer, "special_tokens") or {}
+    need(isinstance(special, dict), "tokenizer.special_tokens", "an object", special)
+    for name, token in special.items():
+        need(isinstance(token, dict) and isinstance(token.get("token"), str) and _is_int(token.get("id"))
+             and token["id"] >= 0, f"tokenizer.special_tokens.{name}",
+             '{"token": string, "id": non-negative integer}', token)
+    artifacts = m.get("artifacts", _MISSING)
+    need(isinstance(artifacts, list), "artifacts", "a list of objects", artifacts)
+    for i, a in enumerate(artifacts):
+        need(isinstance(a, dict), f"artifacts[{i}]", "an object", a)
+        for key in ("recipe", "backend", "precision", "file"):
+            need(isinstance(a.get(key), str), f"artifacts[{i}].{key}", "a string", a.get(key, _MISSING))
+        for key in ("details", "verification"):
+            need(optional(a, key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
+    files = m.get("files", {})
+    need(isinstance(files, dict), "files", "an object mapping file names to their size and SHA-256", files)
+    for name, listing in files.items():
+        field = f"files[{name!r}]"
+        need(isinstance(listing, dict), field, 'an object {"bytes": …, "sha256": …}', listing)
+        need(_is_int(listing.get("bytes")) and listing["bytes"] >= 0, f"{field}.bytes", "a non-negative integer",
+             listing.get("bytes", _MISSING))
+        need(isinstance(listing.get("sha256"), str) and bool(_SHA256.fullmatch(listing["sha256"])), f"{field}.sha256",
+             "64 lower-case hexadecimal digits", listing.get("sha256", _MISSING))
+    notes = optional(m, "notes")
+    need(notes is None or isinstance(notes, list) and all(isinstance(x, str) for x in notes), "notes",
+         "a list of strings", notes)
