@@ -16,6 +16,8 @@ from rich.table import Table
 
 from . import errors, quiet
 from .builtin import BUILTIN, DEFAULT_MODEL
+from .bundle import MANIFEST
+from .bundle import sha256 as bundle_sha256
 from .recipes import DEFAULT_FORMATS, INT8_CHOICES, OPT_HELP, RECIPES, TASKS
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
@@ -209,6 +211,10 @@ def _print_summary(result) -> None:
     if manifest["source"]["head_initialized"]:
         out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
+    # manifest.json lists every file's SHA-256, so its own SHA-256 pins the whole bundle
+    out_console.print(f"bundle pin: sha256 {bundle_sha256(result.bundle / MANIFEST)} "
+                      "(runtime.load(dir, expected_sha256=...) or python -m runtime DIR --expect-sha256 ...)",
+                      markup=False, highlight=False)
 
 
 @cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import load
+from .bundle import parse_pin
 from .errors import Error, InputError
 from .ner import AGGREGATIONS
 
@@ -100,6 +101,13 @@ def _table(records: list[dict], task: str, start: int) -> Table:
     return table
 
 
+def _pin_option(ctx, param, value):
+    try:
+        return parse_pin(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("bundle", type=click.Path(file_okay=False))
 @click.argument("texts", nargs=-1)
@@ -118,8 +126,10 @@ def _table(records: list[dict], task: str, start: int) -> Table:
 @click.option("--output", type=click.Choice(["auto", "jsonl", "table"]), default="auto", show_default=True,
               help="auto: a table on a terminal, JSON Lines otherwise.")
 @click.option("--no-verify", is_flag=True, help="Skip the SHA-256 check of the bundle files.")
+@click.option("--expect-sha256", metavar="HEX", callback=_pin_option,
+              help="Refuse the bundle unless its manifest.json has this SHA-256 (printed by the converter).")
 def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precision, recipe, threads, batch_size,
-         output, no_verify):
+         output, no_verify, expect_sha256):
     """Run a PocketBERT bundle on TEXTS (or lines of --file / stdin); print results.
 
     Exit codes: 0 ok; 2 bad command line; 3 unusable bundle; 4 model file refused or not matching
@@ -129,6 +139,8 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     try:
         if texts and file is not None:
             raise click.UsageError("give texts as arguments or with --file, not both")
+        if expect_sha256 and no_verify:
+            raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
         if texts:
             source: Iterable[str] = texts
         elif file is not None:
@@ -139,7 +151,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
             raise click.UsageError("no input: give texts as arguments, --file FILE, or pipe text into stdin")
         with _native_logs_silenced():
             pipe = load(bundle, backend, threads=threads, precision=precision, recipe=recipe,
-                        batch_size=batch_size, verify=not no_verify)
+                        batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
         if err.is_terminal:
             for note in pipe.bundle.notes:
                 err.print(f"[yellow]note:[/] {note}", highlight=False)
