@@ -1,5 +1,9 @@
 package pocketbert.core.bundle;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -15,10 +19,11 @@ import pocketbert.core.json.JsonException;
 import pocketbert.core.text.TokenizerSettings;
 
 /**
- * A bundle's {@code manifest.json} (docs/manifest.md, schema version 1), read and checked: a newer
- * schema is refused first, then every field the app relies on must be present with its type, as the
- * Python runtime's {@code Bundle.open} checks them. Unknown fields are ignored (adding fields does not
- * change the schema version).
+ * A bundle's {@code manifest.json} (docs/manifest.md, schema version 1), read and checked: a missing,
+ * non-positive or newer schema version is refused first, then every field the app relies on must be
+ * present with its type and range, and every file name must be a plain relative path
+ * ({@link BundlePaths}), as the Python runtime's {@code Bundle.open} checks them. Unknown fields are
+ * ignored (adding fields does not change the schema version).
  */
 public final class Manifest {
     /** Highest schema version this reader understands. */
@@ -26,7 +31,12 @@ public final class Manifest {
     public static final List<String> TASKS = Collections.unmodifiableList(Arrays.asList("classification", "ner"));
     public static final Set<String> INPUTS = Collections.unmodifiableSet(
             new HashSet<>(Arrays.asList("input_ids", "attention_mask", "token_type_ids")));
+    public static final List<String> PROBLEM_TYPES = Collections.unmodifiableList(Arrays.asList(
+            "single_label_classification", "multi_label_classification", "regression", "token_classification"));
+    /** Largest max_sequence_length accepted: far above any BERT's position embeddings (512). */
+    public static final int MAX_SEQUENCE_LENGTH = 65536;
     private static final String REBUILD = "convert the model again with this version of pocketbert";
+    private static final String DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " + REBUILD;
 
     private final int schemaVersion;
     private final String task;
@@ -40,6 +50,7 @@ public final class Manifest {
     private final Map<String, FileEntry> files;
     private final List<String> notes;
     private final boolean headInitialized;
+    private final List<Map.Entry<String, String>> namedFiles = new ArrayList<>();
 
     private Manifest(Fields m, int schemaVersion) {
         this.schemaVersion = schemaVersion;
@@ -48,16 +59,24 @@ public final class Manifest {
             throw invalid("'task' must be one of " + TASKS + ", not '" + task + "'");
         }
         String problem = m.optionalString("problem_type", null);
+        if (problem != null && !PROBLEM_TYPES.contains(problem)) {
+            throw invalid("'problem_type' must be one of " + PROBLEM_TYPES + ", not '" + problem + "'");
+        }
         problemType = problem != null ? problem
                 : task.equals("ner") ? "token_classification" : "single_label_classification";
         labels = Collections.unmodifiableList(m.strings("labels"));
         if (labels.isEmpty()) {
             throw invalid("'labels' must be a non-empty list of strings");
         }
-        maxSequenceLength = m.requiredInt("max_sequence_length");
-        if (maxSequenceLength < 2) {
-            throw invalid("'max_sequence_length' must be an integer ≥ 2, not " + maxSequenceLength);
+        if (m.raw("max_sequence_length") == null) {
+            m.requiredInt("max_sequence_length"); // "is missing"
         }
+        Object length = m.raw("max_sequence_length");
+        if (!(length instanceof Long) || (Long) length < 2 || (Long) length > MAX_SEQUENCE_LENGTH) {
+            throw invalid("'max_sequence_length' must be an integer from 2 to " + MAX_SEQUENCE_LENGTH + ", not "
+                    + show(length));
+        }
+        maxSequenceLength = (int) (long) (Long) length;
         modelVocabSize = m.has("model_vocab_size") ? Integer.valueOf(m.requiredInt("model_vocab_size")) : null;
         List<String> names = new ArrayList<>();
         for (Fields input : m.objects("inputs")) {
@@ -70,20 +89,28 @@ public final class Manifest {
         tokenizer = TokenizerSettings.fromJson(objectOf(m, "tokenizer"), m.where() + ".tokenizer");
         List<Artifact> list = new ArrayList<>();
         for (Fields artifact : m.objects("artifacts")) {
-            list.add(new Artifact(artifact));
+            Artifact a = new Artifact(artifact);
+            addNamedFile("artifacts[" + list.size() + "].file", a.file());
+            list.add(a);
         }
+        Fields tokenizerFields = m.object("tokenizer");
+        if (tokenizerFields.has("tokenizer_file")) {
+            addNamedFile("tokenizer.tokenizer_file", tokenizerFields.requiredString("tokenizer_file"));
+        }
+        addNamedFile("tokenizer.vocab_file", tokenizer.vocabFile());
         artifacts = Collections.unmodifiableList(list);
         Map<String, FileEntry> entries = new LinkedHashMap<>();
         Fields fileFields = m.optionalObject("files");
         for (String name : fileFields.keys()) {
+            addNamedFile("files key", name);
             Fields entry = fileFields.object(name);
             String sha = entry.requiredString("sha256");
             if (!sha.matches("[0-9a-f]{64}")) {
-                throw invalid("files." + name + ".sha256 is not 64 lower-case hex digits");
+                throw invalid("files." + name + ".sha256 must be 64 lower-case hex digits, not " + show(sha));
             }
             Object bytes = entry.raw("bytes");
             if (!(bytes instanceof Long) || (Long) bytes < 0) {
-                throw invalid("files." + name + ".bytes must be a non-negative integer");
+                throw invalid("files." + name + ".bytes must be a non-negative integer, not " + show(bytes));
             }
             entries.put(name, new FileEntry((Long) bytes, sha));
         }
@@ -93,9 +120,32 @@ public final class Manifest {
         headInitialized = m.optionalObject("source").optionalBoolean("head_initialized", false);
     }
 
+    private void addNamedFile(String entry, String file) {
+        namedFiles.add(new AbstractMap.SimpleImmutableEntry<>(entry, BundlePaths.checkName(file, entry)));
+    }
+
+    private static String show(Object value) {
+        return value instanceof String ? "'" + value + "'" : String.valueOf(value);
+    }
+
     /**
-     * Parses and checks {@code manifest.json}. The schema version is checked before anything else
-     * (missing counts as 0), so a newer bundle gets the "newer schema" error even if its fields changed.
+     * Checks the raw bytes of {@code manifest.json} against a pin ({@link Pin}; null: none), then parses
+     * them as {@link #parse(String)}. The pin and the parser see the same bytes.
+     */
+    public static Manifest parse(byte[] utf8, String expectedSha256) {
+        Pin.check(utf8, expectedSha256);
+        String text;
+        try {
+            text = StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(utf8)).toString();
+        } catch (CharacterCodingException e) {
+            throw new BundleException("manifest.json is not valid UTF-8", DAMAGED, e);
+        }
+        return parse(text);
+    }
+
+    /**
+     * Parses and checks {@code manifest.json}. The schema version is checked before anything else, so a
+     * newer bundle gets the "newer schema" error even if its fields changed.
      */
     public static Manifest parse(String json) {
         Map<String, Object> root;
@@ -105,10 +155,15 @@ public final class Manifest {
             throw new BundleException("manifest.json is not valid JSON: " + e.getMessage(),
                     "copy the bundle again, or " + REBUILD, e);
         }
-        Object version = root.containsKey("schema_version") ? root.get("schema_version") : Long.valueOf(0);
-        if (!(version instanceof Long) || (Long) version > SCHEMA_VERSION) {
-            throw new BundleException("bundle schema " + (version instanceof String ? "'" + version + "'" : version)
-                    + " is newer than this app reads (" + SCHEMA_VERSION + ")",
+        if (!root.containsKey("schema_version")) {
+            throw invalid("'schema_version' is missing");
+        }
+        Object version = root.get("schema_version");
+        if (!(version instanceof Long) || (Long) version < 1) {
+            throw invalid("'schema_version' must be a positive integer, not " + show(version));
+        }
+        if ((Long) version > SCHEMA_VERSION) {
+            throw new BundleException("bundle schema " + version + " is newer than this app reads (" + SCHEMA_VERSION + ")",
                     "update the app (its pocketbert core reads manifest schema " + SCHEMA_VERSION
                             + "), or convert the model with a pocketbert version that writes schema "
                             + SCHEMA_VERSION);
@@ -123,7 +178,7 @@ public final class Manifest {
     }
 
     private static BundleException invalid(String what) {
-        return new BundleException("manifest.json: " + what, REBUILD);
+        return new BundleException("manifest.json: " + what, DAMAGED);
     }
 
     public int schemaVersion() {
@@ -165,6 +220,14 @@ public final class Manifest {
 
     public List<Artifact> artifacts() {
         return artifacts;
+    }
+
+    /**
+     * Every file name the manifest names, each with the field naming it ({@code artifacts[0].file},
+     * {@code tokenizer.vocab_file}, {@code files key}): all plain relative paths ({@link BundlePaths}).
+     */
+    public List<Map.Entry<String, String>> namedFiles() {
+        return Collections.unmodifiableList(namedFiles);
     }
 
     /** Size and SHA-256 of every bundle file but the manifest. */

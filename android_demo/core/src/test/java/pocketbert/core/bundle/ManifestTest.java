@@ -96,15 +96,27 @@ class ManifestTest {
         // a newer schema may have renamed anything: the version error still comes first
         e = assertThrows(BundleException.class, () -> Manifest.parse("{\"schema_version\": 7, \"tasks\": []}"));
         assertEquals("bundle schema 7 is newer than this app reads (1)", e.problem());
-        e = assertThrows(BundleException.class, () -> Manifest.parse("{\"schema_version\": \"1\"}"));
-        assertTrue(e.problem().startsWith("bundle schema '1' is newer"), e.problem());
     }
 
     @Test
-    void aMissingVersionCountsAsZeroAndUnknownFieldsAreIgnored() {
-        String text = manifestText("cls-bundle").replaceFirst("\"schema_version\": 1,", "\"a_field_from_the_future\": {\"x\": [1]},");
+    void aSchemaVersionThatIsNotAPositiveIntegerOrMissingIsRefused() {
+        String[][] cases = {{"\"1\"", "'1'"}, {"-1", "-1"}, {"0", "0"}, {"1.0", "1.0"}, {"true", "true"}, {"null", "null"}};
+        for (String[] c : cases) {
+            BundleException e = assertThrows(BundleException.class,
+                    () -> Manifest.parse(manifestText("cls-bundle").replaceFirst("\"schema_version\": 1", "\"schema_version\": " + c[0])));
+            assertEquals("manifest.json: 'schema_version' must be a positive integer, not " + c[1], e.problem());
+        }
+        String missing = manifestText("cls-bundle").replaceFirst("\"schema_version\": 1,", "");
+        assertEquals("manifest.json: 'schema_version' is missing",
+                assertThrows(BundleException.class, () -> Manifest.parse(missing)).problem());
+    }
+
+    @Test
+    void unknownFieldsAreIgnored() {
+        String text = manifestText("cls-bundle").replaceFirst("\"schema_version\": 1,",
+                "\"schema_version\": 1, \"a_field_from_the_future\": {\"x\": [1]},");
         Manifest m = Manifest.parse(text);
-        assertEquals(0, m.schemaVersion());
+        assertEquals(1, m.schemaVersion());
         assertEquals("classification", m.task());
     }
 
@@ -114,8 +126,21 @@ class ManifestTest {
         assertProblem(good.replaceFirst("\"task\": \"classification\"", "\"task\": \"summarization\""),
                 "manifest.json: 'task' must be one of [classification, ner], not 'summarization'");
         assertProblem(good.replaceFirst("\"task\": \"classification\",", ""), "manifest.json: 'task' is missing");
-        assertProblem(good.replaceFirst("\"max_sequence_length\": \\d+", "\"max_sequence_length\": \"512\""),
-                "manifest.json: 'max_sequence_length' must be an integer, not string");
+        for (String length : new String[] {"\"512\"", "1000000000000", "1e12", "65537", "1", "true"}) {
+            assertProblem(good.replaceFirst("\"max_sequence_length\": \\d+", "\"max_sequence_length\": " + length),
+                    "manifest.json: 'max_sequence_length' must be an integer from 2 to 65536, not "
+                            + (length.startsWith("\"") ? "'512'" : length.equals("1e12") ? "1.0E12" : length));
+        }
+        assertProblem(good.replaceFirst("\"problem_type\": \"[a-z_]+\"", "\"problem_type\": \"ranking\""),
+                "manifest.json: 'problem_type' must be one of");
+        assertProblem(good.replaceFirst("\"file\": \"model.tflite\"", "\"file\": \"../outside/evil.tflite\""),
+                "manifest.json: artifacts[0].file '../outside/evil.tflite' is not a path inside the bundle: it has a '..'");
+        assertProblem(good.replaceFirst("\"file\": \"model.tflite\"", "\"file\": \"/etc/passwd\""),
+                "manifest.json: artifacts[0].file '/etc/passwd' is not a path inside the bundle: it is an absolute path");
+        assertProblem(good.replaceFirst("\"vocab_file\": \"vocab.txt\"", "\"vocab_file\": \"../../vocab.txt\""),
+                "manifest.json: tokenizer.vocab_file '../../vocab.txt' is not a path inside the bundle");
+        assertProblem(good.replaceFirst("\"labels.txt\": \\{", "\"sub\\\\\\\\..\\\\\\\\x\": {"),
+                "manifest.json: files key 'sub\\..\\x' is not a path inside the bundle: it contains a backslash");
         assertProblem(good.replaceFirst("\"labels\": \\[[^\\]]*\\]", "\"labels\": []"),
                 "manifest.json: 'labels' must be a non-empty list of strings");
         assertProblem(good.replaceFirst("\"name\": \"input_ids\"", "\"name\": \"pixel_values\""),
