@@ -41,12 +41,32 @@ manifest_path = bundle / "manifest.json"
 if not manifest_path.is_file():
     fail(f"{bundle} has no manifest.json, so it is not a PocketBERT bundle",
          "give the directory written by `python -m converter … --out DIR`")
-m = json.loads(manifest_path.read_text(encoding="utf-8"))
-version = m.get("schema_version", 0)
-if not isinstance(version, int) or version > 1:
+
+root = bundle.resolve()
+def inside(name, entry):
+    """The bundle boundary (docs/manifest.md §6): a relative name, no '..', no symbolic link leading out."""
+    plain = isinstance(name, str) and not name.startswith("/") and "\\" not in name \
+        and all(part not in ("", ".", "..") for part in name.split("/"))
+    real = (bundle / name).resolve() if plain else None
+    if real is None or real == root or not real.is_relative_to(root):
+        fail(f"{entry} {name!r} leads outside the bundle {str(bundle)!r}",
+             "copy a bundle as the converter wrote it, with no names or symbolic links leading out of it")
+    return name
+
+m = json.loads((bundle / inside("manifest.json", "the manifest")).read_text(encoding="utf-8"))
+version = m.get("schema_version")
+if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    fail(f"manifest.json: 'schema_version' must be a positive integer, not {version!r}",
+         "copy the bundle again, or convert the model again with this version of pocketbert")
+if version > 1:
     fail(f"bundle schema {version} is newer than this app reads (1)", "update the app, or convert with a matching pocketbert")
 if m.get("task") not in ("ner", "classification"):
     fail(f"task {m.get('task')!r} is not ner or classification", "convert a NER or classification model")
+
+for i, a in enumerate(m.get("artifacts", [])):
+    inside(a.get("file"), f"artifacts[{i}].file")
+for name in m.get("files", {}):
+    inside(name, "files key")
 
 def rank(p):
     return 0 if p == "int8-dynamic" else 1 if p.startswith("int8") else {"fp16": 2, "fp32": 3}.get(p, 4)
@@ -59,7 +79,7 @@ if not candidates:
     fail(f"no verified tflite{':' + precision if precision else ''} model in {bundle} (it has: {have})",
          "convert with --format tflite (the default builds tflite and onnx)")
 artifact = min(candidates, key=lambda a: rank(a["precision"]))
-files = [m["tokenizer"].get("vocab_file", "vocab.txt"), "labels.txt", artifact["file"]]
+files = [inside(m["tokenizer"].get("vocab_file", "vocab.txt"), "tokenizer.vocab_file"), "labels.txt", artifact["file"]]
 for name in files:
     entry, path = m.get("files", {}).get(name), bundle / name
     if entry is None or not path.is_file():
@@ -81,6 +101,7 @@ target="$assets/$task"
 rm -rf "$target"
 mkdir -p "$target"
 while IFS= read -r file; do
+    mkdir -p "$(dirname "$target/$file")"
     cp "$bundle/$file" "$target/$file"
 done < <(sed -n '3,$p' <<<"$plan")
 echo "copied the $task bundle ($recipe) to $target:"

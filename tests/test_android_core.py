@@ -9,6 +9,8 @@ command (and CI); a missing JDK or JUnit is a failure, not a skip.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -96,3 +98,35 @@ def test_copy_bundle_refuses_a_damaged_or_unsuitable_bundle(java_run, tmp_path):
     assert done.returncode == 3 and "no verified tflite:int8-static model" in done.stderr
     done = _copy(tmp_path / "not-a-bundle", assets)
     assert done.returncode == 3 and "has no manifest.json" in done.stderr
+
+
+def _relist(bundle: Path, name: str, path: Path) -> None:
+    """List ``path`` under ``name`` in the manifest, size and SHA-256 included: a hostile manifest vouches for it."""
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    data = path.read_bytes()
+    manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_copy_bundle_refuses_names_and_links_leading_outside_the_bundle(java_run, tmp_path):
+    """A manifest naming ../evil.tflite made the script read a file outside the bundle and write it outside the
+    task's asset folder; a model symlinked outside was copied into the app."""
+    _, work = java_run
+    bundle = shutil.copytree(work / "pipeline" / "ner-bundle", tmp_path / "bundle")
+    evil = tmp_path / "evil.tflite"
+    shutil.copy(bundle / "model.tflite", evil)
+    text = (bundle / "manifest.json").read_text(encoding="utf-8")
+    (bundle / "manifest.json").write_text(text.replace('"file": "model.tflite"', '"file": "../evil.tflite"', 1),
+                                          encoding="utf-8")
+    _relist(bundle, "../evil.tflite", evil)
+    assets = tmp_path / "assets"
+    done = _copy(bundle, assets, "--precision", "fp32")
+    assert done.returncode == 3 and "artifacts[0].file '../evil.tflite' leads outside the bundle" in done.stderr
+    assert not assets.exists(), "nothing may be written for a refused bundle"
+
+    bundle = shutil.copytree(work / "pipeline" / "ner-bundle", tmp_path / "linked")
+    (bundle / "model.tflite").unlink()
+    (bundle / "model.tflite").symlink_to(evil)  # the same bytes: only the link gives it away
+    done = _copy(bundle, assets, "--precision", "fp32")
+    assert done.returncode == 3 and "artifacts[0].file 'model.tflite' leads outside the bundle" in done.stderr
+    assert not assets.exists()
