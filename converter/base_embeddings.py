@@ -81,7 +81,6 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     """``python -m converter share-embeddings``: re-tune ``checkpoint`` with ``base``'s word embeddings
     (frozen) by distillation from itself on ``task``'s training text, and write it without the table."""
     from . import loading
-    from .bundle import Staging
     from .data import load_task
     from .distill.retokenized import LOSS, distill_retokenized
     from .loading import SAVED_TRANSFORMS_KEY
@@ -89,9 +88,9 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     from .training.evaluate import evaluate
     from .training.finetune import eval_length, input_names
     from .training.loop import parse_budget
-    from .training.save import save_trained
+    from .training.save import check_output, save_trained
 
-    Staging(out, overwrite)  # checks the output location first
+    check_output(out, overwrite)  # before any work
     budget = parse_budget(retune)
     if threads:
         torch.set_num_threads(threads)

@@ -27,7 +27,8 @@ out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 16
 
 EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
 4 an exported model failed verification; 5 nonorm/relu would lose accuracy (see --allow-accuracy-loss);
-6 output not writable or not empty; 130 interrupted. On any non-zero exit no bundle is written."""
+6 output not writable, not empty, not ours to replace, or the disk is full; 130 interrupted.
+On any non-zero exit no bundle is written."""
 
 
 class DefaultGroup(click.Group):
@@ -138,7 +139,7 @@ def _int_list(value):
               help="CPU threads for PyTorch, verification and the latency figure.")
 @click.option("--allow-accuracy-loss", is_flag=True, help="Accept the measured damage of nonorm/relu on a "
               "LayerNorm/GELU model (without it the conversion refuses).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory.")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier bundle at --out (never any other directory).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for a freshly initialised head.")
 @click.option("--int8-min-cosine", type=click.FloatRange(0, 1), default=0.99, show_default=True,
               help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
@@ -237,7 +238,8 @@ def _print_summary(result) -> None:
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the base model's), "
               "so the result can ship without it: python -m converter share-embeddings.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+@click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
+              "(never any other directory).")
 def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
              train_limit, resume, freeze_word_embeddings, overwrite):
     """Fine-tune CHECKPOINT on TASK and write a Hugging Face checkpoint with a model card."""
@@ -287,7 +289,8 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the teacher's), "
               "so the result can ship without it: python -m converter share-embeddings.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+@click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
+              "(never any other directory).")
 def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
             max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, overwrite):
     """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
@@ -326,7 +329,8 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
 @click.option("--train-limit", type=click.IntRange(1), default=None, help="Use only the first N training examples.")
 @click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+@click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
+              "(never any other directory).")
 def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, threads, train_limit, data_dir, overwrite):
     """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
     from .vocab_trim import trim_checkpoint
@@ -353,7 +357,8 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
 @click.option("--train-limit", type=click.IntRange(1), default=None, help="Use only the first N training examples.")
 @click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+@click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
+              "(never any other directory).")
 def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads, train_limit, data_dir, overwrite):
     """Re-tune CHECKPOINT with BASE's word embeddings (frozen) by distillation from CHECKPOINT itself, and write
     it without the table: PocketBERT's loader takes it from BASE (sha256 checked). For all-MiniLM-L6-v2 that
@@ -398,7 +403,7 @@ def main(argv=None) -> int:
     hf_logging.disable_progress_bar()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        with quiet.silenced():
+        with quiet.silenced(), errors.disk_errors_as_output_errors():
             cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
     except errors.ConverterError as exc:
         console.print(f"[bold red]error:[/] {exc.problem}")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+
 # Exit codes, documented in README and `--help`.
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -46,3 +50,53 @@ class AccuracyLossRefused(ConverterError):
     """nonorm/relu changed the model's outputs and the user did not accept the loss."""
 
     exit_code = EXIT_ACCURACY_LOSS
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _disk_cause(exc: BaseException | None) -> OSError | None:
+    """The full-disk or read-only-disk OSError behind ``exc`` (itself, its cause or its context)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (*DISK_FULL, errno.EROFS):
+            return exc
+        if os.strerror(errno.ENOSPC) in str(exc):  # a library that reports the OS error only in its message
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def output_error_for_disk(exc: BaseException, where: str | None = None,
+                          needed: str | None = None) -> OutputError | None:
+    """An OutputError naming a full or read-only disk, when that is what ``exc`` comes from; else None.
+
+    ``where``: the output being written; ``needed``: how much room it takes, when known."""
+    cause = _disk_cause(exc)
+    if cause is None:
+        return None
+    where = where or cause.filename
+    place = f" {str(where)!r}" if where else " the output"
+    if cause.errno == errno.EROFS:
+        return OutputError(f"cannot write{place}: read-only file system",
+                           "choose an --out path on a writable file system")
+    problem = f"writing{place} failed: {cause.strerror or os.strerror(cause.errno)}"
+    if needed:
+        problem += f"; {needed}"
+    disk = f" (see: df -h {os.path.dirname(str(where))!r})" if where else ""
+    return OutputError(problem, f"free space on that disk{disk}, or choose an --out path on a disk with more room")
+
+
+@contextlib.contextmanager
+def disk_errors_as_output_errors():
+    """Report a full or read-only disk met anywhere (training checkpoints, caches) as an OutputError."""
+    try:
+        yield
+    except ConverterError:
+        raise
+    except Exception as exc:
+        mapped = output_error_for_disk(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc

@@ -404,6 +404,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
         _write_tokenizer(tokenizer, staging.path, verify_length)
         tokenizer_settings = _tokenizer_settings(tokenizer, max_length)
         (staging.path / "labels.txt").write_text("".join(f"{label}\n" for label in loaded.labels), encoding="utf-8")
+        staging.reserve(*_space_estimate(loaded.model, recipes))
         for planned in recipes:
             start = time.perf_counter()
             if isinstance(planned, Choice):
@@ -466,6 +467,19 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             write_manifest(staging.path, manifest)
             bundle = staging.commit()
     return ConvertResult(bundle=bundle, manifest=manifest, artifacts=results, stage_seconds=timings, notes=notes)
+
+
+# Model file size relative to the float32 weights, per precision (int8 keeps some layers in float).
+SIZE_VS_FP32 = {"fp32": 1.0, "fp16": 0.5}
+
+
+def _space_estimate(model, recipes) -> tuple[int, str]:
+    """Bytes the model files of ``recipes`` take, roughly: every int8 candidate is built, then one kept."""
+    weights = sum(p.numel() * 4 for p in model.parameters())
+    built = [r for planned in recipes for r in (planned.candidates if isinstance(planned, Choice) else [planned])]
+    fraction = sum(SIZE_VS_FP32.get(r.precision, 0.5) for r in built)
+    return int(weights * fraction), (f"{len(built)} model file(s) made from {weights / 1e6:.1f} MB of float32 "
+                                     "weights")
 
 
 def _prepare_recovery(options: ConvertOptions, loaded: loading.Loaded, opts: list[str], input_names: tuple,

@@ -136,7 +136,6 @@ def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_di
     task's training text (:mod:`.distill.retokenized`), which wins back what the new segmentation of
     rare words costs (names in NER above all)."""
     from . import loading
-    from .bundle import Staging
     from .data import load_task
     from .distill.retokenized import LOSS, distill_retokenized
     from .loading import SAVED_TRANSFORMS_KEY
@@ -144,9 +143,9 @@ def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_di
     from .training.evaluate import evaluate
     from .training.finetune import eval_length, input_names
     from .training.loop import parse_budget
-    from .training.save import save_trained
+    from .training.save import check_output, save_trained
 
-    Staging(out, overwrite)  # checks the output location first
+    check_output(out, overwrite)  # before any work
     budget = parse_budget(retune) if retune else None
     if threads:
         torch.set_num_threads(threads)

@@ -310,12 +310,34 @@ def test_existing_nonempty_output_without_overwrite(options, checkpoints, existi
     assert_nothing_written(existing_out, tmp_path, before)
 
 
-def test_existing_nonempty_output_with_overwrite(options, checkpoints, existing_out, tmp_path):
-    result = convert(options(checkpoints["bert"]["classification"], out=existing_out, overwrite=True, **FAST))
-    assert result.bundle == existing_out.resolve()
-    assert not (existing_out / "old.txt").exists() and not (existing_out / "sub").exists()
-    assert (existing_out / "manifest.json").is_file()
-    assert_no_leftovers(existing_out, tmp_path)
+@pytest.fixture
+def earlier_bundle(tmp_path) -> Path:
+    """What an earlier conversion left: files listed by a manifest.json (all --overwrite may replace)."""
+    from converter.bundle import write_manifest
+
+    out = tmp_path / "bundle"
+    out.mkdir()
+    (out / "old.onnx").write_bytes(b"\x08\x01" * 50)
+    write_manifest(out, {"schema_version": 1, "artifacts": []})
+    return out
+
+
+def test_existing_nonempty_output_with_overwrite(options, checkpoints, earlier_bundle, tmp_path):
+    result = convert(options(checkpoints["bert"]["classification"], out=earlier_bundle, overwrite=True, **FAST))
+    assert result.bundle == earlier_bundle.resolve()
+    assert not (earlier_bundle / "old.onnx").exists()
+    assert (earlier_bundle / "manifest.json").is_file()
+    assert_no_leftovers(earlier_bundle, tmp_path)
+
+
+def test_overwrite_refuses_what_is_not_a_bundle(options, checkpoints, existing_out, tmp_path):
+    before = snapshot(existing_out)
+    with pytest.raises(OutputError) as info:
+        convert(options(checkpoints["bert"]["classification"], out=existing_out, overwrite=True))
+    for needle in (str(existing_out), "old.txt", "sub/"):
+        assert needle in info.value.problem
+    assert info.value.fix and info.value.exit_code == EXIT_OUTPUT
+    assert_nothing_written(existing_out, tmp_path, before)
 
 
 # --- 12: calibration text ----------------------------------------------------------------------
@@ -418,16 +440,16 @@ def test_cli_keyboard_interrupt(checkpoints, tmp_path, monkeypatch, capsys):
     assert_nothing_written(out, tmp_path)
 
 
-def test_failed_overwrite_keeps_existing_bundle(options, checkpoints, existing_out, tmp_path, monkeypatch):
+def test_failed_overwrite_keeps_existing_bundle(options, checkpoints, earlier_bundle, tmp_path, monkeypatch):
     def broken(self, spec, dest):
         Path(dest).write_bytes(b"half an onnx file")
         raise RuntimeError("exporter exploded")
 
     monkeypatch.setattr(OnnxBackend, "export", broken)
-    before = snapshot(existing_out)
+    before = snapshot(earlier_bundle)
     with pytest.raises(RuntimeError, match="exporter exploded"):
-        convert(options(checkpoints["bert"]["classification"], out=existing_out, overwrite=True, **FAST))
-    assert_nothing_written(existing_out, tmp_path, before)
+        convert(options(checkpoints["bert"]["classification"], out=earlier_bundle, overwrite=True, **FAST))
+    assert_nothing_written(earlier_bundle, tmp_path, before)
 
 
 def test_failed_conversion_removes_parent_directories_it_created(options, checkpoints, tmp_path, monkeypatch):

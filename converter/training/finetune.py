@@ -15,12 +15,11 @@ from pathlib import Path
 import torch
 
 from .. import loading
-from ..bundle import Staging
 from ..data import TaskData, load_task
 from ..errors import InputError
 from . import loop
 from .evaluate import evaluate
-from .save import save_trained
+from .save import check_output, save_trained
 
 
 @dataclass
@@ -105,7 +104,7 @@ def supervised_loss(model):
 def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     start = time.perf_counter()
     train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
-    Staging(options.out, options.overwrite)  # checks the output location before any training
+    check_output(options.out, options.overwrite)  # before any training
     torch.set_num_threads(options.threads)
     loaded = load_for_task(options.checkpoint, train, options.seed)
     names = input_names(loaded)

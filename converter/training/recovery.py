@@ -131,17 +131,16 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     import torch
 
     from .. import loading
-    from ..bundle import Staging
     from ..transforms import TRANSFORMS
     from .card import model_card
     from .finetune import eval_length, input_names, source_name
-    from .save import save_trained
+    from .save import check_output, save_trained
 
     changing = [o for o in opts if o in ("nonorm", "relu")]
     if not changing or set(opts) - {"nonorm", "relu"}:
         raise InputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not that",
                          "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
-    Staging(out, overwrite)  # the output location is checked before any training
+    check_output(out, overwrite)  # before any training
     torch.set_num_threads(threads)
     teacher = loading.load(checkpoint)
     if teacher.head_initialized:

@@ -10,8 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bundle import Staging
+import torch
+
 from ..loading import SAVED_TRANSFORMS_KEY, STRUCTURAL_TRANSFORMS
+from ..owned import CHECKPOINT
+from ..staging import Staging
+
+
+def check_output(out: Path, overwrite: bool) -> None:
+    """Refuse an unusable --out before any training: not writable, or (with overwrite) not our checkpoint."""
+    Staging(Path(out), overwrite, kind=CHECKPOINT)
 
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
@@ -21,7 +29,7 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
     which base model supplies it (converter.base_embeddings)."""
     structural = [t for t in STRUCTURAL_TRANSFORMS if t in transforms]
-    with Staging(Path(out), overwrite) as staging:
+    with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
         entry = {}
         if structural:
             entry["transforms"] = structural
@@ -38,6 +46,8 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             from ..base_embeddings import is_table_key
 
             state = {k: v for k, v in model.state_dict().items() if not is_table_key(k)}
+        dtype_bytes = torch.finfo(dtype).bits // 8 if dtype is not None else 4
+        staging.reserve(sum(p.numel() for p in model.parameters()) * dtype_bytes, "the weights")
         model.save_pretrained(staging.path, state_dict=state)
         tokenizer.save_pretrained(staging.path)
         (staging.path / "training.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
