@@ -21,7 +21,7 @@ from converter import cli as converter_cli
 from runtime.cli import main as runtime_cli
 from runtime.errors import BundleError
 
-from .test_bundles import copy, edit_manifest, relist
+from .test_bundles import edit_manifest, relist
 
 
 def manifest_sha256(bundle: Path) -> str:
@@ -165,7 +165,8 @@ def test_max_sequence_length_out_of_range(bundle, value):
 
 @pytest.mark.parametrize("change, message", [
     (lambda m: m.__setitem__("labels", ["O", 3]), "'labels' must be a non-empty list of strings"),
-    (lambda m: m.__setitem__("task", "summarization"), "'task' must be one of classification, ner, not 'summarization'"),
+    (lambda m: m.__setitem__("task", "summarization"),
+     "'task' must be one of classification, ner, not 'summarization'"),
     (lambda m: m.__setitem__("problem_type", "ranking"), "'problem_type' must be one of"),
     (lambda m: m["files"]["model.onnx"].__setitem__("bytes", "123"), r"'files\['model.onnx'\].bytes' must be"),
     (lambda m: m["files"]["model.onnx"].__setitem__("bytes", -5), r"'files\['model.onnx'\].bytes' must be"),
