@@ -10,6 +10,7 @@ Needs numpy, ``tokenizers`` and the chosen backend only (no torch, transformers 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 
 from .bundle import Artifact, Bundle, parse_pin
@@ -20,6 +21,15 @@ from .ner import AGGREGATIONS, TokenClassificationPipeline
 __all__ = ["load", "Bundle", "Artifact", "TextClassificationPipeline", "TokenClassificationPipeline",
            "TruncationWarning", "AGGREGATIONS", "Error", "BundleError", "ModelError", "InputError",
            "BackendUnavailableError"]
+
+
+def _check_counts(**counts: int | None) -> None:
+    """threads / batch_size / instances: a whole number ≥ 1 (or None for the default).  Caught here, a bad
+    one is named; the backends would report it as a damaged model file or silently use their default."""
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise InputError(f"{name}={value!r}: it must be a whole number ≥ 1",
+                             f"pass e.g. {name}=2, or leave it out for the default")
 
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
@@ -40,11 +50,13 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
 
     Every file read lies inside ``bundle_dir`` and is listed in the manifest (README, "What a bundle
     guarantees").  A bundle that cannot be used raises a ``runtime.errors`` error; misuse of the
-    arguments (``bundle_dir=None``, a malformed ``expected_sha256``) raises TypeError or ValueError.
+    arguments (``bundle_dir=None``, a malformed ``expected_sha256``) raises TypeError or ValueError;
+    ``threads``, ``batch_size`` or ``instances`` that is not a whole number ≥ 1 raises InputError (a ValueError).
     """
     from .backends import open_backend
     from .tokenization import TextEncoder
 
+    _check_counts(threads=threads, batch_size=batch_size, instances=instances)
     if parse_pin(expected_sha256) is not None and not verify:
         raise ValueError("expected_sha256 pins the bundle through the SHA-256 of every file read: it cannot be "
                          "combined with verify=False")

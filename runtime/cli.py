@@ -23,6 +23,7 @@ from . import load
 from .bundle import parse_pin
 from .errors import Error, InputError
 from .ner import AGGREGATIONS
+from .terminal import plain, styled
 
 CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
 
@@ -76,6 +77,7 @@ def _record(item, result, task: str) -> dict:
 
 
 def _table(records: list[dict], task: str, start: int) -> Table:
+    """Texts, labels and spans go in as plain Text: a cell string would be read as rich markup."""
     table = Table(show_lines=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("text", overflow="fold", ratio=3)
@@ -84,7 +86,7 @@ def _table(records: list[dict], task: str, start: int) -> Table:
         table.add_column("score", justify="right")
         for i, r in enumerate(records, start):
             text = r["text"] if "text_pair" not in r else f"{r['text']} ⟂ {r['text_pair']}"
-            table.add_row(str(i), text, "\n".join(p["label"] for p in r["labels"]),
+            table.add_row(str(i), plain(text), plain("\n".join(p["label"] for p in r["labels"])),
                           "\n".join(f"{p['score']:.4f}" for p in r["labels"]))
     else:
         table.add_column("entity")
@@ -94,8 +96,8 @@ def _table(records: list[dict], task: str, start: int) -> Table:
         for i, r in enumerate(records, start):
             entities = r["entities"]
             key = "entity_group" if not entities or "entity_group" in entities[0] else "entity"
-            table.add_row(str(i), r["text"], "\n".join(e[key] for e in entities),
-                          "\n".join(r["text"][e["start"]:e["end"]] for e in entities),
+            table.add_row(str(i), plain(r["text"]), plain("\n".join(e[key] for e in entities)),
+                          plain("\n".join(r["text"][e["start"]:e["end"]] for e in entities)),
                           "\n".join(f"{e['start']}–{e['end']}" for e in entities),
                           "\n".join(f"{e['score']:.4f}" for e in entities))
     return table
@@ -137,6 +139,8 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     """
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
+        if not bundle.strip():
+            raise click.UsageError("BUNDLE is empty: give the bundle directory written by the converter")
         if texts and file is not None:
             raise click.UsageError("give texts as arguments or with --file, not both")
         if expect_sha256 and no_verify:
@@ -154,7 +158,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
                         batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
         if err.is_terminal:
             for note in pipe.bundle.notes:
-                err.print(f"[yellow]note:[/] {note}", highlight=False)
+                err.print(styled("[yellow]note:[/] ", note))
         table = output == "table" or output == "auto" and sys.stdout.isatty()
         out = Console(soft_wrap=not table, highlight=False)
         items = _items(source, pairs)
@@ -172,9 +176,9 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
                 sys.stdout.flush()
             count += len(chunk)
     except Error as exc:
-        err.print(f"[red]error:[/] {exc.problem}", highlight=False)
+        err.print(styled("[red]error:[/] ", exc.problem))
         if exc.fix:
-            err.print(f"  fix: {exc.fix}", highlight=False)
+            err.print(styled("  fix: ", exc.fix))
         sys.exit(exc.exit_code)
     except BrokenPipeError:  # `… | head`: the reader left; not an error
         sys.stderr.close()

@@ -38,7 +38,7 @@ class ModelError(Error):
 
 
 class InputError(Error, ValueError):
-    """A text (or the argument holding the texts) cannot be processed; also a ``ValueError``."""
+    """A text, or an argument of a call (texts, threads, ignore_labels, …), cannot be used; also a ``ValueError``."""
 
     exit_code = EXIT_INPUT
 

@@ -180,6 +180,23 @@ def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[
     return merge_overlapping(entities) if len(windows) > 1 else entities
 
 
+def ignored_labels(ignore_labels) -> tuple[str, ...]:
+    """``ignore_labels`` as given -> the labels to drop.  ``None`` is the default ``("O",)``, as in Hugging
+    Face's pipeline; a bare string is one label (``"O"`` = ``["O"]``; Hugging Face would test substrings)."""
+    if ignore_labels is None:
+        return ("O",)
+    if isinstance(ignore_labels, str):
+        return (ignore_labels,)
+    try:
+        labels = tuple(ignore_labels)
+    except TypeError:
+        labels = None
+    if labels is None or not all(isinstance(label, str) for label in labels):
+        raise InputError(f"ignore_labels must be label names (a list of strings), not {ignore_labels!r}",
+                         'pass e.g. ignore_labels=["O"], or ignore_labels=[] to keep every label')
+    return labels
+
+
 class TokenClassificationPipeline(Pipeline):
     task = "ner"
 
@@ -190,16 +207,18 @@ class TokenClassificationPipeline(Pipeline):
         self.default_stride = default_stride(self.max_length)
 
     def __call__(self, inputs, aggregation: str = "simple", *, stride: int | None = None,
-                 ignore_labels: Sequence[str] = ("O",)):
+                 ignore_labels: Sequence[str] | str | None = ("O",)):
         """Entities of a text (a list of dicts) or of each text in a list (a list of lists).
 
         ``aggregation="none"`` gives Hugging Face's per-token ``{entity, score, index, word, start,
         end}``; the others give ``{entity_group, score, word, start, end}``.  ``start``/``end`` are
         character offsets into the text as given.  Texts longer than the model's maximum are run in
-        windows overlapping by ``stride`` tokens (default: a quarter of the maximum).
+        windows overlapping by ``stride`` tokens (default: a quarter of the maximum).  ``ignore_labels``:
+        results with these labels are dropped (``None``: the default ``["O"]``; a string: that one label).
         """
         if aggregation not in AGGREGATIONS:
             raise InputError(f"unknown aggregation {aggregation!r}", f"use one of: {', '.join(AGGREGATIONS)}")
+        ignore_labels = ignored_labels(ignore_labels)
         texts = validate(inputs, pairs=False)
         strings = [a for a, _ in texts.items]
         stride = self.default_stride if stride is None else stride
