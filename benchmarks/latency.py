@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import machine, schema
+from runtime import machine
+
+from . import schema
 from .gemm_floor import GemmFloor, floor_precision
 from .macs import gemms
 from .measure import run_in_subprocess

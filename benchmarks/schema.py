@@ -3,7 +3,7 @@
 A results file is one JSON object::
 
     {"schema": "pocketbert-bench/1", "command": "latency" | "device" | "accuracy",
-     "created": ISO time, "fast": bool, "machine": {...} (benchmarks.machine.describe), "device": {...},
+     "created": ISO time, "fast": bool, "machine": {...} (runtime.machine.describe), "device": {...},
      "gemm_floor": [...], "results": [record, ...]}
 
 A latency record (desktop and device alike) is one configuration — model × variant × backend ×

@@ -18,6 +18,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from runtime import machine
+
 from . import __version__, backends, loading, verify
 from . import texts as textdata
 from .bundle import SCHEMA_VERSION, Staging, write_manifest
@@ -619,6 +621,8 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
             "reference": "PyTorch float32 model after the transforms (original checkpoint for the damage figures)",
             "texts": verify_source, "samples": verify_count, "max_length": max_length,
             "transform_damage": damage.to_json() if damage else None,
+            # int8 kernels differ by instruction set: say which ones the figures above came from
+            "machine": machine.verifying_machine(),
         },
         "notes": notes,
     }

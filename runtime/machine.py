@@ -1,7 +1,9 @@
-"""What the figures were measured on: CPU, cores, matrix instruction sets, load, library versions.
+"""What a figure or a verification ran on: CPU, cores, matrix instruction sets, load, library versions.
 
-Every results file carries this, so a report never shows a number without the machine that made it
-(and the load average says whether the machine was quiet).
+Every benchmark results file carries :func:`describe`, so a report never shows a number without the
+machine that made it (and the load average says whether the machine was quiet).  Every bundle's
+manifest carries :func:`verifying_machine`: int8 kernels differ by instruction set, so a verification
+states the kernels it ran on.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import platform
 from pathlib import Path
 
 # CPU flags that decide which GEMM kernels run: int8 dot products (VNNI), AMX tiles, wide vectors.
-MATRIX_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8",
+MATRIX_FLAGS = ("sse4_1", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8",
                 "amx_bf16", "asimd", "asimddp", "i8mm", "sve")
 PACKAGES = ("torch", "transformers", "onnxruntime", "onnx", "ai-edge-litert", "litert-torch", "numpy")
 
@@ -57,6 +59,32 @@ def describe() -> dict:
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "versions": versions(),
     }
+
+
+def int8_kernels(flags: set[str] | list[str]) -> str:
+    """Which integer dot-product path ONNX Runtime (MLAS) and XNNPACK take on a CPU with these flags."""
+    flags = set(flags)
+    if "amx_int8" in flags:
+        return "x86 AMX tiles"
+    if flags & {"avx512_vnni", "avx_vnni"}:
+        return "x86 VNNI dot products (32-bit accumulation)"
+    if "avx2" in flags:
+        return "x86 AVX2/AVX-512 without VNNI (uint8 x int8 pairs summed in 16 bits)"
+    if flags & {"sse4_1", "avx"}:
+        return "x86 SSE4.1/AVX without AVX2 (16-bit widening multiplies)"
+    if "asimddp" in flags:
+        return "ARM dot products (SDOT/UDOT)"
+    if "asimd" in flags:
+        return "ARM NEON without dot products (16-bit widening multiplies)"
+    return f"generic ({platform.machine()})"
+
+
+def verifying_machine() -> dict:
+    """The part of :func:`describe` that decides int8 results: recorded in every manifest."""
+    info = describe()
+    return {"cpu": info["cpu"], "architecture": platform.machine(), "matrix_flags": info["matrix_flags"],
+            "int8_kernels": int8_kernels(info["matrix_flags"]),
+            "versions": {k: v for k, v in info["versions"].items() if k in ("onnxruntime", "ai-edge-litert")}}
 
 
 def load_average() -> list[float] | None:
