@@ -361,13 +361,16 @@ def test_full_disk_is_an_output_error(checkpoint, small_disk, tmp_path, fmt):
     assert_disk_full_reported(result, out)
 
 
-def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_disk, tmp_path):
-    """Space that runs out after the up-front check (another program filling the disk) is reported alike."""
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_disk, tmp_path, fmt):
+    """Space that runs out after the up-front check (another program filling the disk) is reported alike,
+    by the exporters' own writes too (the TFLite exporter's writer used to exit the process silently)."""
     prelude = ("import shutil, types\n"  # the up-front check sees a roomy disk
                "shutil.disk_usage = lambda path: types.SimpleNamespace(total=1 << 40, used=0, free=1 << 40)\n")
     out = small_disk / "bundle"
-    result = run_converter([str(checkpoint), "--out", str(out), *TINY, "--data-dir", str(tmp_path / "no-data")],
-                           prelude=prelude)
+    buckets = ["--buckets", "32"] if fmt == "tflite" else []
+    result = run_converter([str(checkpoint), "--out", str(out), "--format", fmt, *buckets, "--verify-samples", "10",
+                            "--no-latency", "--data-dir", str(tmp_path / "no-data")], prelude=prelude)
     assert_disk_full_reported(result, out)
     assert "No space left on device" in result.stderr
 

@@ -174,9 +174,12 @@ class TfliteBackend(Backend):
             converter = converter.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
         try:
             with _quiet(), torch.no_grad():
-                converter.convert().export(str(dest))
+                content = converter.convert().model_content()
         except (RuntimeError, ValueError) as exc:
             raise _unconvertible(exc, spec) from exc
+        # Written here, not by the exporter: its writer exits the process on a full disk (LLVM's
+        # fatal-error handler), where Python's raises OSError and the user gets a message.
+        Path(dest).write_bytes(content)
 
     def export(self, spec: ExportSpec, dest: Path) -> Artifact:
         self._convert(spec, dest)
@@ -231,7 +234,7 @@ class TfliteBackend(Backend):
         rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
                 for batch in calibration for i in range(batch["input_ids"].shape[0])]
         data = {f"{SIGNATURE_PREFIX}{b}": [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
-        qt = quantizer.Quantizer(str(float_path), _recipe("int8-static", [], float_ops))
+        qt = quantizer.Quantizer(_model_bytes(float_path), _recipe("int8-static", [], float_ops))
         with _quiet():
             return qt.calibrate(data, num_threads=max(1, spec.threads))
 
@@ -271,11 +274,17 @@ def _recipe(precision: str, float_scopes: list[str], float_ops: list[tuple[str, 
     return manager.get_quantization_recipe()
 
 
+def _model_bytes(path: Path) -> bytearray:
+    """The model file's bytes, for ai-edge-quantizer: given a path, its mmap helper (ai-edge-litert
+    tools.mmap_utils) never closes the descriptor it maps, so every call would leak one."""
+    return bytearray(Path(path).read_bytes())
+
+
 def _quantize(float_path: Path, dest: Path, precision: str, float_scopes: list[str], calibrated=None,
               float_ops: list[tuple[str, str]] = ()) -> None:
     from ai_edge_quantizer import quantizer
 
-    qt = quantizer.Quantizer(str(float_path), _recipe(precision, float_scopes, float_ops))
+    qt = quantizer.Quantizer(_model_bytes(float_path), _recipe(precision, float_scopes, float_ops))
     with _quiet():
         qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
 
@@ -292,7 +301,7 @@ def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
     """
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
-    flatbuffer = tfl.read_model(str(path))
+    flatbuffer = tfl.read_model(_model_bytes(path))
     names = {code: name for name, code in tfl.TFL_OP_NAME_TO_CODE.items()}
     codes = [names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in flatbuffer.operatorCodes]
     ops = tfl.qtyping.TFLOperationName
@@ -346,7 +355,7 @@ def _linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
 
     linears = [(re.sub(r"\.\d+\.", ".*.", name.removeprefix("model.")), module.weight.detach().float().numpy())
                for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
-    flatbuffer = tfl.read_model(str(path))
+    flatbuffer = tfl.read_model(_model_bytes(path))
     codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
     fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
     roles: dict[str, list[str]] = {}
