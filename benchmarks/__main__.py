@@ -21,6 +21,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from runtime.terminal import plain, styled
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 WORK = HERE / ".cache"
@@ -38,8 +40,14 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _fail(problem: str, fix: str, code: int = 3) -> None:
-    console.print(f"[red]error:[/red] {problem}\n  fix: {fix}")
+    console.print(styled("[red]error:[/red] ", problem))
+    console.print(styled("  fix: ", fix))
     sys.exit(code)
+
+
+def _log(message: str) -> None:
+    """Progress lines name bundles, files and tasks: printed as they are, never as markup."""
+    console.print(plain(message))
 
 
 def _quiet_transformers() -> None:
@@ -88,7 +96,7 @@ def bundles(models, variants, buckets, work_dir, fast):
     try:
         made = registry.build_bundles(names, chosen, work_dir, _ints(buckets or ("32" if fast else "32,64,128,256"),
                                                                       "--buckets"),
-                                      log=lambda m: console.print(m), verify_samples=64 if fast else 300)
+                                      log=_log, verify_samples=64 if fast else 300)
     except KeyError as exc:
         _fail(str(exc.args[0]), "pass NAME=DIR with the directory the fine-tuning wrote (config.json, weights)", 2)
     for path in made:
@@ -149,7 +157,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
         if not fast:
             _fail("no BUNDLE given", "pass bundle directories (python -m benchmarks bundles makes them), or --fast", 2)
         bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir,
-                                             settings.seq_lens, log=lambda m: console.print(m), verify_samples=64)
+                                             settings.seq_lens, log=_log, verify_samples=64)
     for path in bundle_dirs:
         if not (Path(path) / "manifest.json").is_file():
             _fail(f"{path} is not a bundle (no manifest.json)" if Path(path).is_dir() else f"{path} does not exist",
@@ -158,7 +166,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
         total = lat.count_configurations(list(bundle_dirs), settings)
         with _progress() as bar:
             task = bar.add_task("latency", total=total)
-            data = lat.run(list(bundle_dirs), settings, work_dir, progress=lambda m: bar.console.print(m),
+            data = lat.run(list(bundle_dirs), settings, work_dir, progress=lambda m: bar.console.print(plain(m)),
                            advance=lambda n: bar.advance(task, n))
     except lat.LatencyError as exc:
         _fail(exc.problem, exc.fix)
@@ -213,7 +221,7 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
     try:
         if not dry_run:
             settings.adb = dev.find_adb(adb)
-        data = dev.run(list(bundle_dirs), settings, runner, progress=lambda m: console.print(m))
+        data = dev.run(list(bundle_dirs), settings, runner, progress=_log)
     except dev.DeviceError as exc:
         _fail(exc.problem, exc.fix)
     if dry_run:
@@ -253,14 +261,14 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
         if not fast:
             _fail("no BUNDLE given", "pass the bundles fine-tuned for this task, or --fast", 2)
         bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir, [32],
-                                             log=lambda m: console.print(m), verify_samples=64)
+                                             log=_log, verify_samples=64)
     wanted = tuple(b.strip() for b in backends.split(",") if b.strip())
     for b in wanted:
         if b not in ("onnx", "tflite"):
             _fail(f"unknown backend {b!r}", "use onnx or tflite (comma-separated)", 2)
     try:
         data = acc.evaluate(list(bundle_dirs), task, split, limit, wanted, model_name, variant, threads, data_dir,
-                            fast, progress=lambda m: console.print(m))
+                            fast, progress=_log)
     except acc.AccuracyError as exc:
         _fail(exc.problem, exc.fix)
     name = f"accuracy-{task.replace(':', '-')}-{split}" + (f"-{variant}" if variant else "") + ("-fast" if fast else "")
@@ -287,7 +295,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
     for bundle in bundle_dirs:
         try:
             rows += gate_checks.check(bundle, limit=limit, max_drop=max_drop, int8_extra=int8_extra,
-                                      data_dir=data_dir, progress=lambda m: console.print(m))
+                                      data_dir=data_dir, progress=_log)
         except AccuracyError as exc:
             _fail(exc.problem, exc.fix)
     click.echo(gate_checks.table(rows))

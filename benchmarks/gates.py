@@ -34,9 +34,13 @@ def recovery_record(manifest: dict) -> dict | None:
 
 def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP, int8_extra: float = INT8_EXTRA,
           data_dir: str | None = None, progress=print) -> list[dict]:
-    import json
+    from runtime import Bundle
+    from runtime.errors import BundleError
 
-    manifest = json.loads((Path(bundle) / "manifest.json").read_text(encoding="utf-8"))
+    try:  # a missing or broken bundle is the runtime's clear BundleError, not a JSON traceback
+        manifest = Bundle.open(bundle).manifest
+    except BundleError as exc:
+        raise AccuracyError(exc.problem, exc.fix) from exc
     record = recovery_record(manifest)
     if record is None:
         raise AccuracyError(f"{bundle} records no teacher scores (not made from a recovered checkpoint)",
