@@ -14,6 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from runtime.terminal import plain, styled
+
 from . import errors, quiet
 from .builtin import BUILTIN, DEFAULT_MODEL
 from .bundle import MANIFEST
@@ -40,19 +42,24 @@ class DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+def _log(message) -> None:
+    """Progress messages name paths, labels and tasks: printed as they are, never as rich markup."""
+    console.print(plain(message))
+
+
 class RichReporter:
     @contextlib.contextmanager
     def stage(self, name, description):
         start = time.perf_counter()
-        with console.status(f"{description}…"):
+        with console.status(plain(f"{description}…")):
             yield
-        console.print(f"[green]✓[/] {description} [dim]{time.perf_counter() - start:.1f} s[/]")
+        console.print(styled("[green]✓[/] ", description), plain(f"{time.perf_counter() - start:.1f} s", "dim"))
 
     def info(self, message):
-        console.print(message)
+        _log(message)
 
     def warn(self, message):
-        console.print(f"[yellow]![/] {message}")
+        console.print(styled("[yellow]![/] ", message))
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]},
@@ -97,13 +104,23 @@ def _int_list(value):
     if value is None:
         return None
     try:
-        return [int(v) for v in value.split(",") if v.strip()]
+        values = [int(v) for v in value.split(",") if v.strip()]
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a comma-separated list of integers, e.g. 32,64,128")
+    if not values:  # `--buckets ,` would otherwise quietly mean the defaults
+        raise click.BadParameter(f"{value!r} lists no integers; write e.g. 32,64,128, or leave the option out")
+    return values
+
+
+def _not_empty(ctx, param, value):
+    """An empty CHECKPOINT would resolve to the current directory and blame a missing config.json there."""
+    if not value.strip():
+        raise click.BadParameter("is empty; give a checkpoint directory or a built-in model name")
+    return value
 
 
 @cli.command(help=CONVERT_HELP, short_help="Convert a checkpoint (the default command).", epilog=EXIT_CODES)
-@click.argument("checkpoint")
+@click.argument("checkpoint", callback=_not_empty)
 @click.option("-o", "--out", type=click.Path(path_type=Path),
               help="Bundle directory to write [default: bundles/<checkpoint>-<opts>].")
 @click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
@@ -128,7 +145,7 @@ def _int_list(value):
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
               "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
 @click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
-@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+@click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ (verification sentences) "
                    "[env POCKETBERT_DATA; default: ../shared/data beside the repository].")
 @click.option("--verify-samples", type=click.IntRange(10, 100_000), default=1000, show_default=True,
@@ -186,7 +203,7 @@ def convert(checkpoint, out, task, opts, labels, num_labels, int8, formats, reci
 
 def _print_summary(result) -> None:
     manifest = result.manifest
-    table = Table(title=f"Bundle {result.bundle}", title_justify="left")
+    table = Table(title=plain(f"Bundle {result.bundle}"), title_justify="left")
     sequence = next((a["latency_ms"]["sequence"] for a in manifest["artifacts"] if a["latency_ms"]), None)
     latency_column = f"latency b1×s{sequence}" if sequence else "latency"
     for column in ("recipe", "file", "size", "parity vs PyTorch", latency_column, "vs fp32", "seconds"):
@@ -207,8 +224,8 @@ def _print_summary(result) -> None:
     out_console.print(table)
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in result.stage_seconds.items())
     verification = manifest["verification"]
-    out_console.print(f"Verified on {verification['samples']} sentences from {verification['texts']}; "
-                      f"stages: {stages}")
+    out_console.print(plain(f"Verified on {verification['samples']} sentences from {verification['texts']}; "
+                            f"stages: {stages}"))
     if manifest["source"]["head_initialized"]:
         out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
@@ -219,7 +236,7 @@ def _print_summary(result) -> None:
 
 
 @cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)
-@click.argument("checkpoint")
+@click.argument("checkpoint", callback=_not_empty)
 @click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
 @click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
 @click.option("-o", "--out", type=click.Path(path_type=Path), help="Checkpoint directory to write "
@@ -231,7 +248,7 @@ def _print_summary(result) -> None:
 @click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True)
-@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+@click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
@@ -253,14 +270,14 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
                               budget=budget, lr=lr, batch_size=batch_size, max_length=max_length, seed=seed,
                               threads=threads, data_dir=data_dir, train_limit=train_limit, resume=resume,
                               overwrite=overwrite, progress=True, freeze_word_embeddings=freeze_word_embeddings)
-    result = run(options, log=console.print)
-    out_console.print(f"wrote {result.out}: {result.log.steps} steps in {result.log.seconds:.0f} s; dev "
-                      + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()))
+    result = run(options, log=_log)
+    out_console.print(plain(f"wrote {result.out}: {result.log.steps} steps in {result.log.seconds:.0f} s; dev "
+                            + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items())))
 
 
 @cli.command(short_help="Distil a nonorm/relu student from a fine-tuned checkpoint (accuracy recovery).",
              epilog=EXIT_CODES)
-@click.argument("checkpoint")
+@click.argument("checkpoint", callback=_not_empty)
 @click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
 @click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST",
               help="The function-changing optimisations to recover from: nonorm, relu.")
@@ -283,7 +300,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True)
-@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+@click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--train-limit", type=click.IntRange(1), help="Use only the first N training examples.")
 @click.option("--freeze-word-embeddings", is_flag=True,
@@ -306,16 +323,16 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
                              max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit,
                              freeze_word_embeddings=freeze_word_embeddings)
     path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
-                                      log=console.print)
+                                      log=_log)
     scores = record["dev_scores"]
     metric = record["metric"]
-    out_console.print(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, without recovery "
-                      f"{scores['without_recovery'][metric]:.2f}, recovered {scores['recovered'][metric]:.2f} "
-                      f"({record['delta_vs_teacher']:+.2f})")
+    out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, without recovery "
+                            f"{scores['without_recovery'][metric]:.2f}, recovered {scores['recovered'][metric]:.2f} "
+                            f"({record['delta_vs_teacher']:+.2f})"))
 
 
 @cli.command("trim-vocab", short_help="Keep only the word pieces a task uses (smaller embedding table).")
-@click.argument("checkpoint")
+@click.argument("checkpoint", callback=_not_empty)
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Whose training text chooses the pieces. "
               + TASK_HELP)
 @click.option("--size", type=click.IntRange(100), required=True, help="Vocabulary size to keep (at most).")
@@ -327,7 +344,7 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
 @click.option("--retune-lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
 @click.option("--threads", type=click.IntRange(1, 256), default=None, help="PyTorch threads [default: all cores].")
 @click.option("--train-limit", type=click.IntRange(1), default=None, help="Use only the first N training examples.")
-@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+@click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
               "(never any other directory).")
@@ -337,13 +354,13 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
 
     path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16, retune=retune,
                                    retune_lr=retune_lr, threads=threads, train_limit=train_limit,
-                                   overwrite=overwrite, log=console.print)
-    out_console.print(f"wrote {path}")
+                                   overwrite=overwrite, log=_log)
+    out_console.print(plain(f"wrote {path}"))
 
 
 @cli.command("share-embeddings", short_help="Re-tune a checkpoint around a base model's word embeddings and "
              "write it without them.")
-@click.argument("checkpoint")
+@click.argument("checkpoint", callback=_not_empty)
 @click.option("--base", default="minilm", show_default=True,
               help="Built-in model name or checkpoint directory whose word-embedding table the result uses.")
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the re-tuning. "
@@ -355,7 +372,7 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
 @click.option("--fp16", is_flag=True, help="Store the weights in float16 (half the size).")
 @click.option("--threads", type=click.IntRange(1, 256), default=None, help="PyTorch threads [default: all cores].")
 @click.option("--train-limit", type=click.IntRange(1), default=None, help="Use only the first N training examples.")
-@click.option("--data-dir", type=click.Path(path_type=Path), envvar="POCKETBERT_DATA",
+@click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
 @click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT wrote at --out "
               "(never any other directory).")
@@ -367,8 +384,8 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
 
     path, record = share_checkpoint(checkpoint, base, task_name, out, retune=retune, lr=lr, fp16=fp16,
                                     threads=threads, train_limit=train_limit, data_dir=data_dir,
-                                    overwrite=overwrite, log=console.print)
-    out_console.print(f"wrote {path}")
+                                    overwrite=overwrite, log=_log)
+    out_console.print(plain(f"wrote {path}"))
 
 
 @cli.command("list")
@@ -406,9 +423,9 @@ def main(argv=None) -> int:
         with quiet.silenced(), errors.disk_errors_as_output_errors():
             cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
     except errors.ConverterError as exc:
-        console.print(f"[bold red]error:[/] {exc.problem}")
+        console.print(styled("[bold red]error:[/] ", exc.problem))
         if exc.fix:
-            console.print(f"  [bold]fix:[/] {exc.fix}")
+            console.print(styled("  [bold]fix:[/] ", exc.fix))
         return exc.exit_code
     except click.exceptions.Abort:
         console.print("interrupted: nothing was written")

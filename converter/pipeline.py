@@ -89,7 +89,8 @@ class ConvertResult:
 
 
 class Reporter:
-    """Progress sink; the CLI's implementation draws spinners, tests use this silent one."""
+    """Progress sink; the CLI's implementation draws spinners, tests use this silent one.  Messages are
+    plain text holding user values (paths, labels, task names): a reporter prints them as they are."""
 
     @contextlib.contextmanager
     def stage(self, name: str, description: str) -> Iterator[None]:
@@ -215,6 +216,9 @@ def _backends(plan: list[Recipe | Choice]) -> set[str]:
 def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Choice], list | None, Path | None]:
     """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
+    if isinstance(options.threads, bool) or not isinstance(options.threads, int) or options.threads < 1:
+        raise InputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1", "pass e.g. --threads 2")
+    textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
     if options.int8 not in INT8_CHOICES:
         raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
     if "int8" not in opts and options.int8 != "auto":
@@ -446,7 +450,8 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                 result = _verify(recipe, runner, artifact, artifact.path, parity_batches, parity_ref, parity_masks,
                                  verify_batches, verify_ref, verify_masks, options)
                 result.seconds = time.perf_counter() - start
-                reporter.info(f"  {recipe.name}: {_figures_line(result.verification)}")
+                report = reporter.info if result.verification["passed"] else reporter.warn
+                report(f"  {recipe.name}: {_figures_line(result.verification)}")
                 if options.measure_latency:
                     result.latency_ms = backends.median_latency_ms(runner, latency_feeds)
                 results.append(result)
@@ -568,8 +573,7 @@ def _selection_line(selection: dict) -> str:
     parts = []
     for c in selection["candidates"]:
         ms = c["latency_ms"] if c["latency_ms"] is not None else c["plain_latency_ms"]
-        parts.append(f"{'[bold]' if c['chosen'] else ''}{c['recipe']} {ms:.1f} ms"
-                     f"{'[/]' if c['chosen'] else ''} ({c['outcome']})")
+        parts.append(f"{c['recipe']} {ms:.1f} ms ({c['outcome']})")  # the chosen one's outcome says "chosen"
     return "int8 auto: " + "; ".join(parts)
 
 
@@ -579,7 +583,7 @@ def _figures_line(figures: dict) -> str:
             f"max |Δ| {real['max_abs']:.2g}")
     if "fixed_inputs" in figures:
         line = f"fixed inputs max |Δ| {figures['fixed_inputs']['max_abs']:.2g}; " + line
-    return line + ("" if figures["passed"] else f"  [red]FAILED: {figures['failure']}[/]")
+    return line + ("" if figures["passed"] else f"  FAILED: {figures['failure']}")
 
 
 def _manifest(options, loaded, opts, reports, damage, results, max_length, input_names, tokenizer_settings,

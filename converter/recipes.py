@@ -93,6 +93,9 @@ def parse_recipes(text: str | None) -> list[Recipe]:
     if unknown:
         raise InputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
                          f"valid recipes: {', '.join(RECIPES)} (see python -m converter list)")
+    if text is not None and not names:  # `--recipe ,` would otherwise quietly build the defaults
+        raise InputError(f"--recipe {text!r} names no recipe",
+                         f"name at least one of: {', '.join(RECIPES)}; or leave --recipe out for the defaults")
     return [r for name, r in RECIPES.items() if name in names]
 
 

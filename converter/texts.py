@@ -20,9 +20,18 @@ DEFAULT_VERIFY = {"classification": "glue/SST-2/dev.tsv", "ner": "conll2003/dev.
 
 
 def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
-    """The data directory: --data-dir, else $POCKETBERT_DATA, else ../shared/data beside the repo."""
+    """The data directory: --data-dir, else $POCKETBERT_DATA, else ../shared/data beside the repo.
+
+    One given explicitly must be a directory (a typo must not quietly verify on the built-in sentences);
+    the environment variable and the default may be missing: callers fall back with a notice."""
     if explicit:
-        return Path(explicit)
+        path = Path(explicit)
+        if not path.is_dir():
+            problem = "is not a directory" if path.exists() else "does not exist"
+            raise InputError(f"--data-dir {str(path)!r} {problem}",
+                             "give the directory holding glue/ and conll2003/, or leave --data-dir out "
+                             f"(then ${DATA_ENV}, else ../shared/data beside the repository)")
+        return path
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
     beside_repo = Path(__file__).resolve().parents[2] / "shared" / "data"

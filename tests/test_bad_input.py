@@ -434,7 +434,7 @@ def test_cli_keyboard_interrupt(checkpoints, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(OnnxBackend, "export", interrupted)
     out = tmp_path / "bundle"
     code = cli.main([str(checkpoints["bert"]["classification"]), "--out", str(out), "--verify-samples", "20",
-                     "--no-latency", "--data-dir", str(tmp_path / "no-data")])
+                     "--no-latency", "--data-dir", str(tmp_path)])
     assert code == EXIT_INTERRUPTED
     assert "interrupted" in capsys.readouterr().err
     assert_nothing_written(out, tmp_path)

@@ -73,7 +73,7 @@ def checkpoint(checkpoints) -> Path:
 
 
 def convert_cli(checkpoint: Path, out: Path, *extra: str, tmp: Path) -> int:
-    return cli.main([str(checkpoint), "--out", str(out), *TINY, "--data-dir", str(tmp / "no-data"), *extra])
+    return cli.main([str(checkpoint), "--out", str(out), *TINY, "--data-dir", str(tmp), *extra])
 
 
 # --- 1: --overwrite replaces only what PocketBERT wrote ----------------------------------------
@@ -264,7 +264,7 @@ KILL_AFTER_EXCHANGE = textwrap.dedent("""
 def test_kill_between_the_renames_is_finished_by_the_next_run(checkpoint, tmp_path):
     out = fake_bundle(tmp_path / "bundle")
     killed = run_converter([str(checkpoint), "--out", str(out), "--overwrite", *TINY, "--data-dir",
-                            str(tmp_path / "no-data")], prelude=KILL_AFTER_BACKUP)
+                            str(tmp_path)], prelude=KILL_AFTER_BACKUP)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not out.exists()  # the crash hit where it was aimed: between the two renames
     assert any(".old-" in n for n in siblings(out)) and any(".ready-" in n for n in siblings(out))
@@ -279,7 +279,7 @@ def test_kill_between_the_renames_is_finished_by_the_next_run(checkpoint, tmp_pa
 def test_kill_after_the_exchange_leaves_the_new_bundle_and_the_next_run_cleans_up(checkpoint, tmp_path):
     out = fake_bundle(tmp_path / "bundle")
     killed = run_converter([str(checkpoint), "--out", str(out), "--overwrite", *TINY, "--data-dir",
-                            str(tmp_path / "no-data")], prelude=KILL_AFTER_EXCHANGE)
+                            str(tmp_path)], prelude=KILL_AFTER_EXCHANGE)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert assert_complete_bundle(out)["artifacts"]  # atomic: the new bundle is already in place
     assert siblings(out), "the earlier bundle is still beside it (the kill came before its removal)"
@@ -357,7 +357,7 @@ def test_full_disk_is_an_output_error(checkpoint, small_disk, tmp_path, fmt):
     out = small_disk / "bundle"
     buckets = ["--buckets", "32"] if fmt == "tflite" else []
     result = run_converter([str(checkpoint), "--out", str(out), "--format", fmt, *buckets, "--verify-samples", "10",
-                            "--no-latency", "--data-dir", str(tmp_path / "no-data")])
+                            "--no-latency", "--data-dir", str(tmp_path)])
     assert_disk_full_reported(result, out)
 
 
@@ -370,7 +370,7 @@ def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_
     out = small_disk / "bundle"
     buckets = ["--buckets", "32"] if fmt == "tflite" else []
     result = run_converter([str(checkpoint), "--out", str(out), "--format", fmt, *buckets, "--verify-samples", "10",
-                            "--no-latency", "--data-dir", str(tmp_path / "no-data")], prelude=prelude)
+                            "--no-latency", "--data-dir", str(tmp_path)], prelude=prelude)
     assert_disk_full_reported(result, out)
     assert "No space left on device" in result.stderr
 
@@ -413,7 +413,7 @@ def modes(directory: Path) -> set[int]:
 @pytest.mark.parametrize("umask, directory_mode, file_mode", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
 def test_bundle_follows_the_umask(checkpoint, tmp_path, umask, directory_mode, file_mode):
     out = tmp_path / "bundle"
-    result = run_converter([str(checkpoint), "--out", str(out), *TINY, "--data-dir", str(tmp_path / "no-data")],
+    result = run_converter([str(checkpoint), "--out", str(out), *TINY, "--data-dir", str(tmp_path)],
                            umask=umask)
     assert result.returncode == EXIT_OK, result.stderr
     assert stat.S_IMODE(out.stat().st_mode) == directory_mode

@@ -136,8 +136,10 @@ class _Progress:
         if enabled and sys.stderr.isatty():
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"))
+            # markup=False: the description names the user's task file, which may hold brackets
+            self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                                TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TimeRemainingColumn(),
+                                TextColumn("{task.fields[status]}", markup=False))
             self.task = self.bar.add_task(self.description, total=1000, status="")
 
     def __enter__(self):

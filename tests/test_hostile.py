@@ -1,0 +1,318 @@
+"""Hostile input to every command line and to the runtime API: each is refused with a clear message
+(or handled), never with a traceback, and user text is never taken for rich markup.
+
+One table per surface.  A row gives the arguments, the expected exit code (or exception class) and
+substrings the message must contain; every row also checks that no traceback was printed.  The
+runtime's and the benchmarks' command lines run as real processes with ``FORCE_COLOR=1``, so rich
+behaves as on a terminal: markup in a text, a label or a path would be restyled, become a live
+OSC-8 hyperlink (``ESC ]8;``) or crash with MarkupError.  The converter's rows run in-process
+(``cli.main``, as in test_bad_input.py: importing torch per row would cost seconds), plus a few real
+processes for the terminal-only checks.  Conversions are never started: every row fails on its
+options or paths first, except one small ONNX export that checks the summary's printing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import runtime
+from converter import cli as converter_cli
+from runtime.errors import BundleError, InputError, ModelError
+
+from .runtime.conftest import cls_bundle, ner_bundle  # noqa: F401  (session fixtures: small real bundles)
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Markup rich would act on: a bare closing tag (MarkupError), styling, a hyperlink, an emoji code.
+HOSTILE_TEXT = "see a[/] b [bold red]loud[/] [link=http://evil.example]click[/link] :smile: end"
+HOSTILE_LABELS = ["neg [bold red]x[/]", "[link=http://evil.example]click[/link]", "a[/] b"]
+HOSTILE_NOTE = "note [bold]kept[/] as is [/] [link=http://evil.example]x[/link]"
+# A terminal's own hyperlink escape inside a text: must not reach the terminal as one.
+OSC8_TEXT = "go \x1b]8;;http://evil.example\x1b\\here\x1b]8;;\x1b\\ now"
+
+ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+# --- what every row checks ------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    id: str
+    argv: list[str]
+    code: int
+    needles: list[str] = field(default_factory=list)
+    stdin: bytes | None = None
+
+
+def check_output(raw: str, code: int, case: Case) -> None:
+    shown = ANSI_SGR.sub("", raw)
+    assert code == case.code, f"{case.id}: exit {code}, expected {case.code}\n{shown}"
+    assert "Traceback" not in shown and "MarkupError" not in shown, f"{case.id}: traceback\n{shown}"
+    assert "\x1b]8;" not in raw, f"{case.id}: a live terminal hyperlink was printed\n{raw!r}"
+    for needle in case.needles:
+        assert needle in shown, f"{case.id}: {needle!r} not in the output\n{shown}"
+
+
+def terminal_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TTY_COMPATIBLE", "POCKETBERT_VERBOSE")}
+    env.update(FORCE_COLOR="1", COLUMNS="240", PYTHONIOENCODING="utf-8")
+    return env
+
+
+def run_module(module: str, case: Case, paths: dict[str, str]) -> None:
+    argv = [a.format(**paths) for a in case.argv]
+    done = subprocess.run([sys.executable, "-m", module, *argv], input=case.stdin or b"", capture_output=True,
+                          timeout=180, env=terminal_env(), cwd=REPO)
+    check_output(done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace"),
+                 done.returncode, case)
+
+
+# --- the hostile world: bundles, checkpoints and files --------------------------------------------
+
+def copy_bundle(source: Path, dest: Path, **manifest_changes) -> Path:
+    shutil.copytree(source, dest)
+    manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update(manifest_changes)
+    (dest / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory, ner_bundle, cls_bundle) -> dict[str, str]:  # noqa: F811
+    root = tmp_path_factory.mktemp("hostile")
+    ner_manifest = json.loads((ner_bundle / "manifest.json").read_text(encoding="utf-8"))
+    hostile = copy_bundle(cls_bundle, root / "hostile-labels", labels=HOSTILE_LABELS, notes=[HOSTILE_NOTE])
+    extra = copy_bundle(ner_bundle, root / "extra-label", labels=ner_manifest["labels"] + ["B-EXTRA"])
+    corrupt = copy_bundle(ner_bundle, root / "corrupt")
+    size = (corrupt / "model.onnx").stat().st_size
+    (corrupt / "model.onnx").write_bytes(b"\x00\xff" * (size // 2) + b"\x00" * (size % 2))
+    for name, content in {"not-json": '{"task": ', "array": "[1, 2]", "empty": ""}.items():
+        (root / name).mkdir()
+        (root / name / "manifest.json").write_text(content, encoding="utf-8")
+    (root / "plain-dir").mkdir()
+    (root / "a-file.txt").write_text("I am a file\n", encoding="utf-8")
+    (root / "ckpt[bold]file[b]").write_bytes(b"weights?")
+    (root / "no[b]config").mkdir()
+    (root / "no[b]config" / "model.safetensors").write_bytes(b"\0" * 64)
+    (root / "bad-config").mkdir()
+    (root / "bad-config" / "config.json").write_text('{"model_type": "bert", "hidden_size": ', encoding="utf-8")
+    (root / "latin1-config").mkdir()
+    (root / "latin1-config" / "config.json").write_bytes('{"model_type": "b\xe9rt"}'.encode("latin-1"))
+    (root / "results").mkdir()
+    return {"root": str(root), "ner": str(ner_bundle), "cls": str(cls_bundle), "hostile": str(hostile),
+            "extra": str(extra), "corrupt": str(corrupt),
+            # a path with markup in it: '[/]' nests directories, so it is an ordinary path
+            "marked": str(root / "no[bold]such[/]bundle [link=http://evil.example]x[/link]")}
+
+
+# --- python -m runtime ----------------------------------------------------------------------------
+
+RUNTIME_CASES = [
+    # markup in texts, labels, notes, paths and error messages is printed verbatim
+    Case("table-text-markup", ["{ner}", HOSTILE_TEXT, "--output", "table"], 0, [HOSTILE_TEXT]),
+    Case("table-labels-and-note-markup", ["{hostile}", "a fine film", "--top-k", "3", "--output", "table"], 0,
+         [*HOSTILE_LABELS, HOSTILE_NOTE]),
+    Case("jsonl-labels-markup", ["{hostile}", "a fine film", "--top-k", "3"], 0,
+         [json.dumps(label) for label in HOSTILE_LABELS]),
+    Case("table-terminal-escape-in-text", ["{ner}", OSC8_TEXT, "--output", "table"], 0, ["here", "now"]),
+    Case("missing-bundle-with-markup", ["{marked}", "x"], 3, ["{marked}", "does not exist"]),
+    Case("not-a-bundle-with-markup", ["{root}/no[b]config", "x"], 3, ["no[b]config", "manifest.json"]),
+    Case("model-error-shape-kept", ["{extra}", "x"], 4, ["[batch, sequence, 10]", "10 labels"]),
+    # the bundle argument
+    Case("empty-bundle-path", ["", "x"], 2, ["BUNDLE", "empty"]),
+    Case("bundle-is-a-file", ["{root}/a-file.txt", "x"], 2, ["a-file.txt", "is a file"]),
+    Case("manifest-not-json", ["{root}/not-json", "x"], 3, ["manifest.json", "not valid JSON"]),
+    Case("manifest-json-array", ["{root}/array", "x"], 3, ["manifest.json", "JSON object"]),
+    Case("manifest-empty", ["{root}/empty", "x"], 3, ["manifest.json", "not valid JSON"]),
+    Case("corrupt-model-unverified", ["{corrupt}", "x", "--backend", "onnx", "--no-verify"], 4,
+         ["model.onnx", "cannot load"]),
+    Case("corrupt-model-verified", ["{corrupt}", "x", "--backend", "onnx"], 3, ["model.onnx", "SHA-256"]),
+    # options
+    Case("threads-zero", ["{ner}", "x", "--threads", "0"], 2, ["--threads"]),
+    Case("threads-negative-tflite", ["{ner}", "x", "--backend", "tflite", "--threads", "-1"], 2, ["--threads"]),
+    Case("batch-size-zero", ["{ner}", "x", "--batch-size", "0"], 2, ["--batch-size"]),
+    Case("top-k-zero", ["{cls}", "x", "--top-k", "0"], 2, ["--top-k"]),
+    Case("stride-negative", ["{ner}", "x", "--stride", "-1"], 2, ["--stride"]),
+    Case("stride-huge", ["{ner}", "x", "--stride", "100000"], 5, ["stride 100000"]),
+    Case("unknown-backend", ["{ner}", "x", "--backend", "coreml"], 2, ["coreml"]),
+    Case("unknown-precision", ["{ner}", "x", "--precision", "int3"], 3, ["int3", "onnx:fp32"]),
+    Case("recipe-comma", ["{ner}", "x", "--recipe", ","], 3, ["','", "onnx:fp32"]),
+    Case("unknown-aggregation", ["{ner}", "x", "--aggregation", "bogus"], 2, ["bogus"]),
+    Case("unknown-output", ["{ner}", "x", "--output", "html"], 2, ["html"]),
+    # input
+    Case("file-is-a-directory", ["{ner}", "--file", "{root}"], 2, ["--file", "directory"]),
+    Case("file-missing", ["{ner}", "--file", "{root}/none.txt"], 2, ["--file", "none.txt"]),
+    Case("stdin-not-utf8-on-line-3", ["{ner}"], 5, ["line 3 is not UTF-8"], stdin=b"ok\nfine\n\xff\xfebad\n"),
+    Case("pairs-with-three-fields", ["{cls}", "--pairs"], 5, ["3 tab-separated fields"], stdin=b"a\tb\tc\n"),
+    Case("empty-text", ["{ner}", ""], 0, ['"entities": []']),
+]
+
+
+@pytest.mark.parametrize("case", RUNTIME_CASES, ids=lambda c: c.id)
+def test_runtime_cli(case, paths):
+    case.needles = [n.format(**paths) for n in case.needles]
+    run_module("runtime", case, paths)
+
+
+# --- python -m benchmarks -------------------------------------------------------------------------
+
+BENCHMARK_CASES = [
+    Case("gates-missing-bundle", ["gates", "{root}/nope"], 3, ["nope", "does not exist"]),
+    Case("gates-manifest-not-json", ["gates", "{root}/not-json"], 3, ["not valid JSON"]),
+    Case("gates-manifest-array", ["gates", "{root}/array"], 3, ["JSON object"]),
+    Case("gates-bundle-is-a-file", ["gates", "{root}/a-file.txt"], 3, ["a-file.txt", "not a directory"]),
+    Case("gates-no-manifest", ["gates", "{root}/plain-dir"], 3, ["plain-dir", "manifest.json"]),
+    Case("gates-path-with-markup", ["gates", "{marked}"], 3, ["{marked}"]),
+    Case("gates-without-teacher-scores", ["gates", "{ner}"], 3, ["records no teacher scores"]),
+    Case("latency-path-with-markup", ["latency", "{marked}"], 3, ["{marked}", "does not exist"]),
+    Case("latency-threads-zero", ["latency", "{ner}", "--threads", "0"], 2, ["--threads"]),
+    Case("latency-unknown-backend", ["latency", "{ner}", "--backend", "coreml"], 2, ["coreml"]),
+    Case("accuracy-without-task", ["accuracy", "{ner}"], 2, ["--task"]),
+    Case("accuracy-unknown-split", ["accuracy", "{ner}", "--task", "conll2003", "--split", "train"], 2, ["train"]),
+    Case("accuracy-manifest-not-json", ["accuracy", "{root}/not-json", "--task", "glue:sst2"], 3,
+         ["not valid JSON"]),
+    Case("device-manifest-array", ["device", "--serial", "x", "--dry-run", "{root}/array"], 3, ["JSON object"]),
+    Case("report-no-results", ["report", "--results", "{root}/results", "--out", "{root}/r.md"], 3,
+         ["no results files"]),
+]
+
+
+@pytest.mark.parametrize("case", BENCHMARK_CASES, ids=lambda c: c.id)
+def test_benchmarks_cli(case, paths):
+    case.needles = [n.format(**paths) for n in case.needles]
+    run_module("benchmarks", case, paths)
+
+
+# --- python -m converter --------------------------------------------------------------------------
+
+CKPT = "{ckpt}"
+OUT = ["--out", "{out}", "--no-latency"]
+CONVERTER_CASES = [
+    # markup in paths and option values is printed verbatim
+    Case("missing-checkpoint-with-markup", ["{marked}", *OUT], 3, ["{marked}", "does not exist"]),
+    Case("checkpoint-file-with-markup", ["{root}/ckpt[bold]file[b]", *OUT], 3, ["ckpt[bold]file[b]", "is a file"]),
+    Case("no-config-with-markup", ["{root}/no[b]config", *OUT], 3, ["no[b]config", "config.json"]),
+    Case("unknown-opt-with-markup", [CKPT, "--opt", "nonorm,[bold]x[/]", *OUT], 3, ["'[bold]x[/]'"]),
+    Case("calibration-with-markup", [CKPT, "--opt", "int8", "--calibration", "{root}/c[red]al[/].txt", *OUT], 3,
+         ["c[red]al[/].txt", "does not exist"]),
+    Case("finetune-task-file-with-markup", ["finetune", CKPT, "--task", "{root}/t[bold]x[/].tsv", "--out", "{out}"],
+         3, ["t[bold]x[/].tsv", "does not exist"]),
+    Case("share-embeddings-base-with-markup", ["share-embeddings", CKPT, "--base", "{root}/b[link=x]y[/link]",
+                                               "--task", "glue:sst2", "--out", "{out}"], 3, ["b[link=x]y[/link]"]),
+    # the small cases
+    Case("recipe-comma", [CKPT, "--recipe", ",", *OUT], 3, ["--recipe", "no recipe"]),
+    Case("buckets-comma", [CKPT, "--buckets", ",", *OUT], 2, ["--buckets"]),
+    Case("data-dir-missing", [CKPT, "--data-dir", "{root}/no-data", *OUT], 3, ["{root}/no-data", "does not exist"]),
+    Case("data-dir-is-a-file", [CKPT, "--data-dir", "{root}/a-file.txt", *OUT], 3, ["a-file.txt", "not a directory"]),
+    Case("finetune-data-dir-missing", ["finetune", CKPT, "--task", "glue:sst2", "--data-dir", "{root}/no-data",
+                                       "--out", "{out}"], 3, ["{root}/no-data", "does not exist"]),
+    Case("threads-zero", [CKPT, "--threads", "0", *OUT], 2, ["--threads"]),
+    Case("threads-negative", [CKPT, "--threads", "-1", *OUT], 2, ["--threads"]),
+    # the checkpoint
+    Case("empty-checkpoint", ["", *OUT], 2, ["CHECKPOINT", "empty"]),
+    Case("config-not-json", ["{root}/bad-config", *OUT], 3, ["config.json", "not valid JSON"]),
+    Case("config-not-utf8", ["{root}/latin1-config", *OUT], 3, ["config.json", "utf-8"]),
+    # options
+    Case("max-length-huge", [CKPT, "--max-length", "1000000", *OUT], 3, ["--max-length 1000000"]),
+    Case("max-length-negative", [CKPT, "--max-length", "-5", *OUT], 3, ["--max-length -5"]),
+    Case("max-length-not-a-number", [CKPT, "--max-length", "lots", *OUT], 2, ["--max-length", "lots"]),
+    Case("unknown-format", [CKPT, "--format", "coreml", *OUT], 3, ["'coreml'", "onnx, tflite"]),
+    Case("unknown-recipe", [CKPT, "--recipe", "tflite:int4", *OUT], 3, ["'tflite:int4'"]),
+    Case("unknown-task", [CKPT, "--task", "translation", *OUT], 2, ["translation"]),
+    Case("unknown-int8-method", [CKPT, "--opt", "int8", "--int8", "int4", *OUT], 2, ["int4"]),
+    Case("empty-label", [CKPT, "--labels", "a,,b", *OUT], 2, ["empty label"]),
+    Case("verify-samples-too-few", [CKPT, "--verify-samples", "5", *OUT], 2, ["--verify-samples"]),
+    Case("budget-unreadable", [CKPT, "--recover-budget", "forever", *OUT], 2, ["forever"]),
+    Case("unknown-option", [CKPT, "--turbo", *OUT], 2, ["--turbo"]),
+    Case("trim-vocab-size-too-small", ["trim-vocab", CKPT, "--task", "glue:sst2", "--size", "5", "--out", "{out}"],
+         2, ["--size"]),
+    Case("out-under-a-file", [CKPT, "--out", "{root}/a-file.txt/bundle", "--no-latency"], 6, ["a-file.txt"]),
+]
+
+
+@pytest.mark.parametrize("case", CONVERTER_CASES, ids=lambda c: c.id)
+def test_converter_cli(case, paths, checkpoints, tmp_path, capsys):
+    values = {**paths, "ckpt": str(checkpoints["bert"]["classification"]), "out": str(tmp_path / "bundle")}
+    code = converter_cli.main([a.format(**values) for a in case.argv])
+    captured = capsys.readouterr()
+    case.needles = [n.format(**values) for n in case.needles]
+    check_output(captured.out + captured.err, code, case)
+    assert not (tmp_path / "bundle").exists(), f"{case.id}: a bundle was written"
+
+
+@pytest.mark.parametrize("case", [
+    Case("missing-checkpoint-with-markup", ["{marked}", "--out", "{root}/never"], 3, ["{marked}", "does not exist"]),
+    Case("unknown-opt-with-markup", ["{root}/x", "--opt", "[link=http://evil.example]x[/link]", "--out",
+                                     "{root}/never"], 3,
+         ["'[link=http://evil.example]x[/link]'"]),
+], ids=lambda c: c.id)
+def test_converter_cli_on_a_terminal(case, paths):
+    case.needles = [n.format(**paths) for n in case.needles]
+    run_module("converter", case, paths)
+
+
+def test_converter_summary_prints_paths_verbatim(checkpoints, tmp_path, capsys):
+    """A successful conversion into a directory whose name holds markup: the summary names it as it is."""
+    out = tmp_path / "out [bold]x[/b] [link=http://evil.example]y[/link]"
+    code = converter_cli.main([str(checkpoints["bert"]["classification"]), "--out", str(out), "--format", "onnx",
+                               "--no-latency", "--verify-samples", "10"])
+    captured = capsys.readouterr()
+    check_output(captured.out + captured.err, code, Case("summary", [], 0))
+    assert f"Bundle {out}" in " ".join(captured.out.split())  # the title may wrap
+    assert (out / "manifest.json").is_file()
+
+
+# --- the runtime API ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def api(paths):
+    return {**paths, "ner_pipe": runtime.load(paths["ner"], "onnx"), "cls_pipe": runtime.load(paths["cls"], "onnx")}
+
+
+API_CASES = [
+    ("threads-negative-tflite", lambda a: runtime.load(a["ner"], "tflite", threads=-1), InputError, "threads"),
+    ("threads-zero-onnx", lambda a: runtime.load(a["ner"], "onnx", threads=0), InputError, "threads"),
+    ("threads-not-an-integer", lambda a: runtime.load(a["ner"], "onnx", threads="2"), InputError, "threads"),
+    ("batch-size-zero", lambda a: runtime.load(a["ner"], batch_size=0), InputError, "batch_size"),
+    ("instances-zero", lambda a: runtime.load(a["ner"], "tflite", instances=0), InputError, "instances"),
+    ("unknown-backend", lambda a: runtime.load(a["ner"], "coreml"), BundleError, "coreml"),
+    ("bundle-is-a-file", lambda a: runtime.load(f"{a['root']}/a-file.txt"), BundleError, "not a directory"),
+    ("manifest-array", lambda a: runtime.load(f"{a['root']}/array"), BundleError, "JSON object"),
+    ("labels-do-not-match-model", lambda a: runtime.load(a["extra"]), ModelError, "[batch, sequence, 10]"),
+    ("ignore-labels-number", lambda a: a["ner_pipe"]("Peter Blackburn", ignore_labels=5), InputError, "ignore_labels"),
+    ("ignore-labels-not-strings", lambda a: a["ner_pipe"]("Peter Blackburn", ignore_labels=["O", None]), InputError,
+     "ignore_labels"),
+    ("stride-negative", lambda a: a["ner_pipe"]("Peter Blackburn", stride=-1), InputError, "stride"),
+    ("top-k-zero", lambda a: a["cls_pipe"]("fine", top_k=0), InputError, "top_k"),
+    ("bytes-text", lambda a: a["cls_pipe"](b"fine"), InputError, "bytes"),
+]
+
+
+@pytest.mark.parametrize("call, error, needle", [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES])
+def test_runtime_api(api, call, error, needle):
+    with pytest.raises(error) as info:
+        call(api)
+    assert needle in str(info.value) and info.value.fix
+
+
+def test_ignore_labels_none_and_a_bare_string(api):
+    """As in Hugging Face's pipeline, ``None`` means the default (``["O"]``); a bare string is one label."""
+    ner = api["ner_pipe"]
+    text = "Peter Blackburn met EU officials in Brussels ."
+    everything = ner(text, aggregation="none", ignore_labels=[])
+    default = ner(text, aggregation="none")
+    assert ner(text, aggregation="none", ignore_labels=None) == default
+    assert ner(text, aggregation="none", ignore_labels="O") == default
+    tag = everything[0]["entity"]
+    assert ner(text, aggregation="none", ignore_labels=tag) == [e for e in everything if e["entity"] != tag]
+    group = ner(text)[0]["entity_group"]
+    assert all(e["entity_group"] != group for e in ner(text, ignore_labels=group))
