@@ -21,7 +21,10 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from runtime.errors import Error
 from runtime.terminal import plain, styled
+
+from . import emulated_cpus
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -158,10 +161,14 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
             _fail("no BUNDLE given", "pass bundle directories (python -m benchmarks bundles makes them), or --fast", 2)
         bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir,
                                              settings.seq_lens, log=_log, verify_samples=64)
-    for path in bundle_dirs:
-        if not (Path(path) / "manifest.json").is_file():
-            _fail(f"{path} is not a bundle (no manifest.json)" if Path(path).is_dir() else f"{path} does not exist",
-                  "pass directories written by `python -m converter … --out DIR` or `python -m benchmarks bundles`")
+    from runtime import Bundle
+    from runtime.errors import BundleError
+
+    for path in bundle_dirs:  # missing, a file, no manifest, a broken one: the runtime names which, before any run
+        try:
+            Bundle.open(path)
+        except BundleError as exc:
+            _fail(exc.problem, exc.fix)
     try:
         total = lat.count_configurations(list(bundle_dirs), settings)
         with _progress() as bar:
@@ -301,6 +308,41 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
     click.echo(gate_checks.table(rows))
     failed = [r for r in rows if not r["passed"]]
     click.echo(f"{len(rows) - len(failed)} of {len(rows)} gates pass")
+    sys.exit(1 if failed else 0)
+
+
+# --- cpus ---------------------------------------------------------------------------------------
+@cli.command(help="Every verified artifact of each BUNDLE on emulated x86 CPUs (QEMU user mode: Haswell = AVX2 "
+             "without VNNI, SandyBridge = no AVX2), compared with this machine's run. Results, never timings. "
+             "Exit code 1 when an artifact differs beyond its tolerance.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--cpus", default=",".join(emulated_cpus.CPUS), show_default=True, help="comma-separated CPU models")
+@click.option("--samples", type=click.IntRange(min=1), default=50, show_default=True,
+              help="verification sentences of the bundle's task (data directory), else built-in English text")
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+def cpus(bundle_dirs, cpus, samples, data_dir):
+    from converter.errors import ConverterError
+
+    names = [c.strip() for c in cpus.split(",") if c.strip()]
+    unknown = [c for c in names if c not in emulated_cpus.CPUS]
+    if unknown or not names:
+        _fail(f"unknown CPU model(s) {', '.join(unknown) or '(none given)'}",
+              f"use one or more of {', '.join(emulated_cpus.CPUS)}", 2)
+    try:
+        emulated_cpus.qemu()
+    except emulated_cpus.EmulationUnavailable as exc:
+        _fail(exc.problem, exc.fix)
+    failed = False
+    for bundle in bundle_dirs:
+        try:
+            texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)
+            _log(f"{bundle}: {len(texts)} sentences on {', '.join(names)} (emulated) and this CPU")
+            rows = emulated_cpus.check(bundle, texts, names)
+        except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
+            _fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
+                  "written by python -m converter")
+        click.echo(emulated_cpus.table(rows))
+        failed |= not all(r["passed"] for r in rows)
     sys.exit(1 if failed else 0)
 
 

@@ -35,11 +35,12 @@ class EmulatedCpu:
 
 CPUS = {cpu.name: cpu for cpu in (
     EmulatedCpu("haswell", "Haswell-noTSX", "AVX2 + FMA, no AVX-512, no VNNI"),
-    EmulatedCpu("sandybridge", "SandyBridge", "AVX, no AVX2 (SSE4.1 integer kernels)"),
+    EmulatedCpu("sandybridge", "SandyBridge", "AVX, no AVX2"),
 )}
 #: numpy's CPUID feature names -> /proc/cpuinfo flag names (runtime.machine speaks the latter);
 #: under qemu-user /proc/cpuinfo is the host's, so the emulated CPU is read through numpy's CPUID probe
-_NUMPY_FLAGS = {"SSE41": "sse4_1", "AVX": "avx", "AVX2": "avx2", "FMA3": "fma", "AVX512F": "avx512f", "AVX512VNNI": "avx512_vnni"}
+_NUMPY_FLAGS = {"SSE41": "sse4_1", "AVX": "avx", "AVX2": "avx2", "FMA3": "fma", "AVX512F": "avx512f",
+                "AVX512VNNI": "avx512_vnni"}
 QEMU = "qemu-x86_64-static"
 _TIMEOUT = 1800
 
@@ -72,7 +73,18 @@ def token_rows(bundle: Path, texts: list[str]) -> list[tuple[list[int], list[int
     import runtime
 
     encoder = runtime.load(bundle).encoder
-    return [(e.ids, e.type_ids) for e in encoder.encode([(t, None) for t in texts])]
+    items = [tuple(t) if isinstance(t, (tuple, list)) else (t, None) for t in texts]
+    return [(e.ids, e.type_ids) for e in encoder.encode(items)]
+
+
+def bundle_texts(bundle: Path, samples: int, data_dir=None) -> list:
+    """The first ``samples`` sentences the converter verifies this bundle's task on."""
+    import runtime
+    from converter.texts import data_dir as find_data_dir
+    from converter.texts import default_verify_texts
+
+    texts, _ = default_verify_texts(runtime.Bundle.open(bundle).task, find_data_dir(data_dir))
+    return texts[:samples]
 
 
 def run_artifacts(bundle: Path, recipes: list[str], rows) -> dict[str, list[np.ndarray]]:
@@ -126,7 +138,24 @@ def compare(reference: list[np.ndarray], other: list[np.ndarray]) -> dict:
             "max_abs_logit": scale}
 
 
-def check(bundle: Path, texts: list[str], cpus: list[str]) -> list[dict]:
+def passes(recipe: str, figures: dict) -> bool:
+    """fp32: float rounding (the converter's fp32 tolerance); int8: the same predictions, rows aligned."""
+    if recipe.endswith((":fp32", ":fp16")):
+        return figures["max_abs"] <= 1e-4 * max(1.0, figures["max_abs_logit"])
+    return figures["top1_agreement"] >= 0.99 and figures["min_cosine"] >= 0.999
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: one line per artifact and emulated CPU."""
+    lines = ["| artifact | CPU (emulated) | int8 kernels | rows | top-1 vs this CPU | worst row cosine | max abs diff "
+             "| ok |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['recipe']} | {r['cpu']} ({r['instructions']}) | {r['int8_kernels']} | {r['rows']} "
+              f"| {100 * r['top1_agreement']:.1f}% | {r['min_cosine']:.6f} | {r['max_abs']:.2e} "
+              f"| {'yes' if r['passed'] else 'NO'} |" for r in rows]
+    return "\n".join(lines)
+
+
+def check(bundle: Path, texts: list, cpus: list[str]) -> list[dict]:
     """Every verified artifact of ``bundle`` on each emulated CPU, compared with this machine's run."""
     import runtime
 
@@ -138,9 +167,10 @@ def check(bundle: Path, texts: list[str], cpus: list[str]) -> list[dict]:
         cpu = CPUS[name]
         emulated, flags = run_on(cpu, bundle, recipes, rows)
         for recipe in recipes:
+            figures = compare(native[recipe], emulated[recipe])
             results.append({"recipe": recipe, "cpu": cpu.name, "instructions": cpu.instructions,
-                            "int8_kernels": machine.int8_kernels(flags), "rows": len(rows),
-                            **compare(native[recipe], emulated[recipe])})
+                            "int8_kernels": machine.int8_kernels(flags), "rows": len(rows), **figures,
+                            "passed": passes(recipe, figures)})
     return results
 
 

@@ -14,8 +14,8 @@ import platform
 from pathlib import Path
 
 # CPU flags that decide which GEMM kernels run: int8 dot products (VNNI), AMX tiles, wide vectors.
-MATRIX_FLAGS = ("sse4_1", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8",
-                "amx_bf16", "asimd", "asimddp", "i8mm", "sve")
+MATRIX_FLAGS = ("sse4_1", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile",
+                "amx_int8", "amx_bf16", "asimd", "asimddp", "i8mm", "sve")
 PACKAGES = ("torch", "transformers", "onnxruntime", "onnx", "ai-edge-litert", "litert-torch", "numpy")
 
 

@@ -114,3 +114,15 @@ def test_the_manifest_states_the_verifying_cpu(int8_bundle):
     here = machine.verifying_machine()
     assert recorded["matrix_flags"] == here["matrix_flags"] and recorded["int8_kernels"] == here["int8_kernels"]
     assert recorded["versions"]["onnxruntime"] and recorded["architecture"]
+
+
+def test_cpus_command_prints_the_parity_table(qemu, int8_bundle):
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "cpus", str(int8_bundle), "--cpus", "haswell",
+                           "--samples", "5"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| onnx:") or line.startswith("| tflite:")]
+    assert len(rows) == 5 and all(row.endswith("| yes |") and "haswell" in row for row in rows), done.stdout
+    unknown = subprocess.run([sys.executable, "-m", "benchmarks", "cpus", str(int8_bundle), "--cpus", "pentium"],
+                             capture_output=True, text=True, timeout=600)
+    assert unknown.returncode == 2 and "unknown CPU model(s) pentium" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
