@@ -26,6 +26,8 @@ import pytest
 
 import runtime
 from converter import cli as converter_cli
+from converter.errors import InputError as ConverterInputError
+from converter.pipeline import ConvertOptions, convert
 from runtime.errors import BundleError, InputError, ModelError
 
 from .runtime.conftest import cls_bundle, ner_bundle  # noqa: F401  (session fixtures: small real bundles)
@@ -174,6 +176,8 @@ BENCHMARK_CASES = [
     Case("gates-path-with-markup", ["gates", "{marked}"], 3, ["{marked}"]),
     Case("gates-without-teacher-scores", ["gates", "{ner}"], 3, ["records no teacher scores"]),
     Case("latency-path-with-markup", ["latency", "{marked}"], 3, ["{marked}", "does not exist"]),
+    Case("latency-bundle-is-a-file", ["latency", "{root}/a-file.txt"], 3, ["a-file.txt", "not a directory"]),
+    Case("latency-manifest-not-json", ["latency", "{root}/not-json", "--no-floor"], 3, ["not valid JSON"]),
     Case("latency-threads-zero", ["latency", "{ner}", "--threads", "0"], 2, ["--threads"]),
     Case("latency-unknown-backend", ["latency", "{ner}", "--backend", "coreml"], 2, ["coreml"]),
     Case("accuracy-without-task", ["accuracy", "{ner}"], 2, ["--task"]),
@@ -269,6 +273,15 @@ def test_converter_summary_prints_paths_verbatim(checkpoints, tmp_path, capsys):
     check_output(captured.out + captured.err, code, Case("summary", [], 0))
     assert f"Bundle {out}" in " ".join(captured.out.split())  # the title may wrap
     assert (out / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("threads", [0, -1])
+def test_converter_api_threads(checkpoints, tmp_path, threads):
+    """The API takes what the CLI's --threads refuses: it must fail before loading, not run on one thread."""
+    options = ConvertOptions(checkpoint=str(checkpoints["bert"]["classification"]), out=tmp_path / "b", threads=threads)
+    with pytest.raises(ConverterInputError, match="--threads"):
+        convert(options)
+    assert not (tmp_path / "b").exists()
 
 
 # --- the runtime API ------------------------------------------------------------------------------
