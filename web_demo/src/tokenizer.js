@@ -137,6 +137,15 @@ function words(text, tables) { // BertPreTokenizer: split on whitespace, each pu
 const CLEANUP = [[' .', '.'], [' ?', '?'], [' !', '!'], [' ,', ','], [' \' ', '\''], [' n\'t', 'n\'t'],
   [' \'m', '\'m'], [' do not', ' don\'t'], [' \'s', '\'s'], [' \'ve', '\'ve'], [' \'re', '\'re']];
 
+/** Hugging Face's WordPiece decoder (cleanup on): "##" pieces glued, others joined by spaces. */
+export function detokenize(tokens, prefix = '##') {
+  return tokens.map((token, i) => {
+    let t = i === 0 ? token : token.startsWith(prefix) ? token.slice(prefix.length) : ` ${token}`;
+    for (const [a, b] of CLEANUP) t = t.split(a).join(b);
+    return t;
+  }).join('');
+}
+
 /** Code points of a string and the UTF-16 index of each (utf16[n] = text.length). */
 export function indexText(text) {
   const cps = [], utf16 = [];
@@ -271,13 +280,8 @@ export class WordPieceTokenizer {
       .map((start) => this.row(tokens, start, Math.min(start + content, tokens.ids.length), utf16));
   }
 
-  /** Hugging Face's WordPiece decoder (cleanup on): "##" pieces glued, others joined by spaces. */
   detokenize(tokens) {
-    return tokens.map((token, i) => {
-      let t = i === 0 ? token : token.startsWith(this.prefix) ? token.slice(this.prefix.length) : ` ${token}`;
-      for (const [a, b] of CLEANUP) t = t.split(a).join(b);
-      return t;
-    }).join('');
+    return detokenize(tokens, this.prefix);
   }
 }
 

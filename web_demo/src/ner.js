@@ -1,0 +1,151 @@
+// Token classification decoding: runtime/ner.py (Hugging Face's token-classification pipeline) step by step.
+// Offsets are code-point indices into the text, as the runtime gives them.
+
+export const AGGREGATIONS = ['none', 'simple', 'first', 'average', 'max'];
+
+/** Softmax of one row in float32, max-shifted, as the runtime computes it. */
+export function softmax(row) {
+  const max = Math.max(...row);
+  const exps = Float32Array.from(row, (x) => Math.exp(Math.fround(x - max)));
+  const sum = Math.fround(exps.reduce((a, b) => Math.fround(a + b), 0));
+  return Float32Array.from(exps, (e) => Math.fround(e / sum));
+}
+
+function argmax(row) {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+}
+
+const codePointLength = (s) => [...s].length;
+
+/** Non-special tokens: their text span, best label and whether each continues the previous word. */
+function tokensOf(cps, window, probs, how) {
+  const out = [];
+  window.special_tokens_mask.forEach((special, index) => {
+    if (special) return;
+    let word = window.tokens[index];
+    const [start, end] = window.offsets[index];
+    let isSubword;
+    if (how.unkId !== null && window.input_ids[index] === how.unkId) {
+      word = String.fromCodePoint(...cps.slice(start, end));
+      isSubword = false;
+    } else if (how.wordAware) {
+      isSubword = codePointLength(word) !== end - start;
+    } else {
+      const around = String.fromCodePoint(...cps.slice(Math.max(0, start - 1), start + 1));
+      isSubword = start > 0 && !around.includes(' ');
+    }
+    const label = argmax(probs[index]);
+    out.push({ index, word, start, end, isSubword, label, score: probs[index][label] });
+  });
+  return out;
+}
+
+function wordOf(group, aggregation, probs, how) { // the tokens of one word -> one labelled word
+  let label, score;
+  if (aggregation === 'first' || group.length === 1) {
+    ({ label, score } = group[0]);
+  } else if (aggregation === 'max') {
+    const top = group.reduce((a, t) => (t.score > a.score ? t : a)); // the first of equally confident tokens
+    ({ label, score } = top);
+  } else if (aggregation === 'average') {
+    const mean = new Float32Array(how.labels.length);
+    for (let k = 0; k < mean.length; k++) {
+      mean[k] = group.reduce((sum, t) => Math.fround(sum + probs[t.index][k]), 0) / group.length;
+    }
+    label = argmax(mean);
+    score = mean[label];
+  } else {
+    throw new Error(`not a word aggregation: ${aggregation}`);
+  }
+  return { entity: how.labels[label], score, word: how.detokenize(group.map((t) => t.word)),
+    start: group[0].start, end: group.at(-1).end };
+}
+
+function wordsOf(tokens, aggregation, probs, how) {
+  const words = [];
+  let group = [];
+  for (const token of tokens) {
+    if (group.length && !token.isSubword) { words.push(wordOf(group, aggregation, probs, how)); group = []; }
+    group.push(token);
+  }
+  if (group.length) words.push(wordOf(group, aggregation, probs, how));
+  return words;
+}
+
+/** `B-PER` -> [B, PER]; `I-PER` -> [I, PER]; a label without prefix continues, like `I-`. */
+export function splitTag(label) {
+  if (label.startsWith('B-')) return ['B', label.slice(2)];
+  if (label.startsWith('I-')) return ['I', label.slice(2)];
+  return ['I', label];
+}
+
+const tagOf = (entity) => { // Python's label.split('-', 1)[-1]
+  const dash = entity.entity.indexOf('-');
+  return dash < 0 ? entity.entity : entity.entity.slice(dash + 1);
+};
+
+/** Adjacent entities of one tag -> groups; groups whose tag is ignored (`O`) are not kept. */
+export function groupEntities(entities, how, ignoreLabels) {
+  const groups = [];
+  let current = [];
+  const close = () => {
+    const tag = tagOf(current[0]);
+    if (ignoreLabels.includes(tag)) return;
+    groups.push({ entity_group: tag, score: current.reduce((s, e) => s + e.score, 0) / current.length,
+      word: how.detokenize(current.map((e) => e.word)), start: current[0].start, end: current.at(-1).end });
+  };
+  for (const entity of entities) {
+    if (current.length) {
+      const [bi, tag] = splitTag(entity.entity);
+      if (tag !== splitTag(current.at(-1).entity)[1] || bi === 'B') { close(); current = []; }
+    }
+    current.push(entity);
+  }
+  if (current.length) close();
+  return groups;
+}
+
+/** Logits [tokens][labels] of one window -> entities. */
+export function decode(cps, window, logits, aggregation, how, ignoreLabels = ['O'], indexOffset = 0) {
+  const probs = logits.map(softmax);
+  const tokens = tokensOf(cps, window, probs, how);
+  let entities;
+  if (aggregation === 'none' || aggregation === 'simple') {
+    entities = tokens.map((t) => ({ entity: how.labels[t.label], score: t.score, index: t.index + indexOffset,
+      word: t.word, start: t.start, end: t.end }));
+  } else {
+    entities = wordsOf(tokens, aggregation, probs, how);
+  }
+  if (aggregation !== 'none') entities = groupEntities(entities, how, ignoreLabels);
+  return entities.filter((e) => !ignoreLabels.includes(e.entity ?? e.entity_group));
+}
+
+/** Entities of all windows of one text -> one list sorted by start: the longer span, then the higher score, wins. */
+export function mergeOverlapping(entities) {
+  if (!entities.length) return entities;
+  const sorted = [...entities].sort((a, b) => a.start - b.start);
+  const merged = [];
+  let previous = sorted[0];
+  for (const entity of sorted) {
+    if (previous.start <= entity.start && entity.start < previous.end) {
+      const length = entity.end - entity.start, previousLength = previous.end - previous.start;
+      if (length > previousLength || (length === previousLength && entity.score > previous.score)) previous = entity;
+    } else {
+      merged.push(previous);
+      previous = entity;
+    }
+  }
+  merged.push(previous);
+  return merged;
+}
+
+/** All windows of one text -> its entities; `step`: tokens between window starts. */
+export function decodeText(cps, windows, logits, aggregation, how, ignoreLabels = ['O'], step = 0) {
+  let entities = [];
+  windows.forEach((window, k) => {
+    entities = entities.concat(decode(cps, window, logits[k], aggregation, how, ignoreLabels, k * step));
+  });
+  return windows.length > 1 ? mergeOverlapping(entities) : entities;
+}
