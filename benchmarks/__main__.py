@@ -6,6 +6,7 @@
     python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
                                   [--use-nnapi] BUNDLE…
     python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
+    python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max] [--samples N]  # LiteRT's aarch64 build (QEMU)
     python -m benchmarks report   [--results DIR] [--out benchmarks/REPORT.md]
 
 Results are JSON files in one schema (benchmarks/schema.py) under benchmarks/results/ unless --out
@@ -24,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from runtime.errors import Error
 from runtime.terminal import plain, styled
 
-from . import emulated_cpus
+from . import arm64, emulated_cpus
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -344,6 +345,58 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
         click.echo(emulated_cpus.table(rows))
         failed |= not all(r["passed"] for r in rows)
     sys.exit(1 if failed else 0)
+
+
+# --- arm64 --------------------------------------------------------------------------------------
+@cli.command("arm64", help="Every verified TFLite artifact of each BUNDLE, at every bucket, on LiteRT's aarch64 build (the "
+             "ARM kernels phones run) under QEMU user-mode emulation, compared with this machine's LiteRT. Prepares "
+             "the aarch64 Python once, cached outside the repository. Results, never timings. Exit code 1 when an "
+             "artifact differs beyond its tolerance.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--cpus", default=",".join(arm64.DEFAULT_CPUS), show_default=True,
+              help=f"comma-separated QEMU ARM CPU models ({', '.join(arm64.CPUS)})")
+@click.option("--samples", type=click.IntRange(min=1), default=24, show_default=True,
+              help="verification sentences of the bundle's task, each run at every bucket")
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--out", type=click.Path(path_type=Path), default=RESULTS / "arm64.json", show_default=True,
+              help="results file")
+def arm64_(bundle_dirs, cpus, samples, data_dir, out):
+    from converter.errors import ConverterError
+    from runtime import machine
+
+    from . import aarch64_env, schema
+
+    names = [c.strip() for c in cpus.split(",") if c.strip()]
+    unknown = [c for c in names if c not in arm64.CPUS]
+    if unknown or not names:
+        _fail(f"unknown ARM CPU model(s) {', '.join(unknown) or '(none given)'}",
+              f"use one or more of {', '.join(arm64.CPUS)}", 2)
+    try:
+        environment = aarch64_env.prepare(log=_log)
+    except aarch64_env.EmulationUnavailable as exc:
+        _fail(exc.problem, exc.fix)
+    data = schema.new_file("arm64", fast=False, machine=machine.describe(), settings={"cpus": names,
+                           "samples": samples}, device={"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(
+                               environment.qemu), "python": aarch64_env.PYTHON + " (Debian arm64)",
+                           "versions": environment.versions})
+    for bundle in bundle_dirs:
+        try:
+            texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)
+            data["results"] += arm64.check(bundle, texts, names, environment, log=_log)
+        except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
+            _fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
+                  "written by python -m converter")
+    click.echo(arm64.table(data["results"]))
+    schema.write(data, out)
+    click.echo(str(out))
+    sys.exit(0 if all(r["passed"] for r in data["results"]) else 1)
+
+
+def _qemu_version(qemu: str) -> str:
+    import subprocess
+
+    done = subprocess.run([qemu, "--version"], capture_output=True, text=True)
+    return (done.stdout.splitlines() or ["qemu-aarch64 (version unknown)"])[0]
 
 
 # --- report -------------------------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""Run TFLite models on pre-tokenized rows at every bucket signature; the same file on x86 and on aarch64.
+
+    python litert_worker.py FEEDS.npz OUT.npz RECIPE=MODEL.tflite …
+
+Needs numpy and ai-edge-litert only (the aarch64 Python has nothing else), so it runs the interpreter
+directly, as runtime/backends/tflite.py does: each row padded to a ``seq_<length>`` signature with pad id
+0, mask 0 and type 0, integer logits dequantised with the output's (scale, zero point).  Every row is
+fitted to every bucket (a longer row keeps its first tokens and its final [SEP]), so each bucket's
+signature runs on every sentence.  FEEDS holds ``ids<i>`` and ``types<i>`` per row; OUT holds the
+logits as ``RECIPE|BUCKET|<i>`` and what the process ran on (``machine``, ``cpu_features``).
+``litert_worker.py --hwcaps`` prints the CPU features only.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+import numpy as np
+
+SIGNATURE_PREFIX = "seq_"
+
+
+def fit(ids: list, types: list, bucket: int) -> tuple[list, list]:
+    if len(ids) <= bucket:
+        return ids, types
+    return ids[:bucket - 1] + ids[-1:], types[:bucket - 1] + types[-1:]
+
+
+def feeds_for(details: dict, ids: list, types: list, bucket: int) -> dict:
+    values = {"input_ids": ids, "attention_mask": [1] * len(ids), "token_type_ids": types}
+    feeds = {}
+    for name, detail in details.items():
+        if name not in values:
+            raise SystemExit(f"unknown model input {name!r}")
+        padded = np.zeros((1, bucket), dtype=detail["dtype"])
+        padded[0, :len(ids)] = values[name]
+        feeds[name] = padded
+    return feeds
+
+
+def run_model(path: str, rows: list) -> dict:
+    """bucket -> logits per row (float32; token logits cut to the row's length)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=path, num_threads=1)
+    out = {}
+    for name in interpreter.get_signature_list():
+        if not (name.startswith(SIGNATURE_PREFIX) and name[len(SIGNATURE_PREFIX):].isdigit()):
+            continue
+        bucket = int(name[len(SIGNATURE_PREFIX):])
+        runner = interpreter.get_signature_runner(name)
+        details = runner.get_input_details()
+        output = runner.get_output_details()["logits"]
+        logits = []
+        for ids, types in rows:
+            ids, types = fit(ids, types, bucket)
+            result = runner(**feeds_for(details, ids, types, bucket))["logits"]
+            if np.issubdtype(output["dtype"], np.integer):
+                scale, zero_point = output["quantization"]
+                result = (result.astype(np.float32) - zero_point) * np.float32(scale)
+            result = np.array(result, dtype=np.float32)  # a copy: the interpreter reuses its buffer
+            logits.append(result[:, :len(ids)] if result.ndim == 3 else result)
+        out[bucket] = logits
+    return out
+
+
+#: Linux arm64 HWCAP / HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h) XNNPACK's kernel choice reads
+_HWCAP = {"fp": 0, "asimd": 1, "atomics": 8, "fphp": 9, "asimdhp": 10, "cpuid": 11, "asimdrdm": 12, "asimddp": 20,
+          "sve": 22, "asimdfhm": 23}
+_HWCAP2 = {"sve2": 1, "svei8mm": 9, "i8mm": 13, "bf16": 14}
+_AT_HWCAP, _AT_HWCAP2 = 16, 26
+
+
+def cpu_features() -> list[str]:
+    """The HWCAPs this process was given (under QEMU: the emulated CPU's), from /proc/self/auxv."""
+    if platform.machine() != "aarch64":
+        return []
+    words = np.frombuffer(open("/proc/self/auxv", "rb").read(), dtype=np.uint64).reshape(-1, 2)
+    aux = {int(key): int(value) for key, value in words}
+    hwcap, hwcap2 = aux.get(_AT_HWCAP, 0), aux.get(_AT_HWCAP2, 0)
+    return sorted([name for name, bit in _HWCAP.items() if hwcap >> bit & 1]
+                  + [name for name, bit in _HWCAP2.items() if hwcap2 >> bit & 1])
+
+
+def main(feeds_path: str, out_path: str, *models: str) -> None:
+    data = np.load(feeds_path)
+    rows = [(data[f"ids{i}"].tolist(), data[f"types{i}"].tolist()) for i in range(len(data.files) // 2)]
+    arrays = {}
+    for spec in models:
+        recipe, _, path = spec.partition("=")
+        for bucket, logits in run_model(path, rows).items():
+            arrays.update({f"{recipe}|{bucket}|{i}": row for i, row in enumerate(logits)})
+    np.savez(out_path, machine=np.array(platform.machine()), cpu_features=np.array(cpu_features()), **arrays)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--hwcaps"]:
+        print(" ".join(cpu_features()))
+    else:
+        main(*sys.argv[1:])

@@ -1,0 +1,80 @@
+"""TFLite artifacts compute the same on LiteRT's aarch64 build (the kernels phones run), under QEMU.
+
+The aarch64 Python, numpy and ai-edge-litert are prepared once in the user's cache (a few minutes the
+first time); later runs reuse them.  Where the machine cannot prepare them (no root for apt, not x86-64)
+the tests are skipped with the reason and its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import aarch64_env, arm64, schema
+from converter.texts import read_texts
+
+from .conftest import DATA
+from .runtime.conftest import convert_bundle
+
+
+@pytest.fixture(scope="module")
+def environment():
+    try:
+        return aarch64_env.prepare(log=lambda message: None)
+    except aarch64_env.EmulationUnavailable as exc:
+        pytest.skip(f"cannot run LiteRT's aarch64 build here: {exc.problem} ({exc.fix})")
+
+
+@pytest.fixture(scope="module")
+def tiny_bundle(checkpoints, tmp_path_factory):
+    return convert_bundle(checkpoints["bert"]["classification"], tmp_path_factory.mktemp("arm64") / "cls",
+                          recipes="tflite:fp32,tflite:int8-dynamic", buckets=[16, 32], verify_samples=32)
+
+
+def test_every_tflite_artifact_and_bucket_agrees_on_aarch64(environment, tiny_bundle):
+    # sentences of every length: some fit bucket 16, some only 32, some are cut to fit both
+    texts = read_texts(DATA / "glue" / "SST-2" / "dev.tsv")[:12]
+    records = arm64.check(tiny_bundle, texts, ["max"], environment, log=lambda message: None)
+    assert {(r["recipe"], r["bucket"]) for r in records} == {
+        (recipe, bucket) for recipe in ("tflite:fp32", "tflite:int8-dynamic") for bucket in (16, 32)}
+    for r in records:
+        where = f"{r['recipe']} bucket {r['bucket']}"
+        assert r["guest_machine"] == "aarch64" and r["where"] == "aarch64-emulated", where
+        assert {"asimd", "asimddp", "i8mm"} <= set(r["cpu_features"]), r["cpu_features"]
+        if r["recipe"] == "tflite:fp32":
+            assert r["max_abs"] <= 1e-4 * max(1.0, r["max_abs_logit"]), f"{where}: {r}"
+        else:
+            assert r["top1_agreement"] == 1.0, f"{where}: {r}"
+        assert r["passed"], where
+
+
+def test_arm64_command_writes_results_and_the_report_shows_parity(environment, tiny_bundle, tmp_path):
+    out = tmp_path / "results" / "arm64.json"
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle), "--cpus", "cortex-a53",
+                           "--samples", "4", "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = schema.read(out)
+    assert data["command"] == "arm64" and data["device"]["kind"] == "aarch64-emulated"
+    assert data["device"]["versions"]["ai-edge-litert"] == aarch64_env.pinned_versions()["ai-edge-litert"]
+    assert len(data["results"]) == 4 and all(r["passed"] and r["cpu"] == "cortex-a53" for r in data["results"])
+    assert all("asimddp" not in r["cpu_features"] for r in data["results"])  # the no-dot-product int8 path
+    assert not any("ms" in key for r in data["results"] for key in r)  # emulated time is never reported
+    report = tmp_path / "REPORT.md"
+    built = subprocess.run([sys.executable, "-m", "benchmarks", "report", "--results", str(out.parent), "--out",
+                            str(report)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    text = report.read_text()
+    assert "## LiteRT on aarch64 (emulated)" in text
+    rows = [line for line in text.splitlines() if line.startswith("| cls | tflite:")]
+    assert len(rows) == 4 and all(line.endswith("| yes |") for line in rows), text
+    json.dumps(data)
+
+
+def test_unknown_cpu_is_a_usage_error(tiny_bundle):
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle), "--cpus", "pentium"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "unknown ARM CPU model(s) pentium" in done.stderr
+    assert "Traceback" not in done.stderr
