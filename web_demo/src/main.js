@@ -4,6 +4,9 @@ import { BundleError, filesSource, folderSource, openBundle } from './bundle.js'
 import { UnicodeTables } from './unicode-tables.js';
 import { Pipeline } from './pipeline.js';
 import { latencyRecord, resultsFile, syntheticRow, timeRuns } from './measure.js';
+import { WordPieceTokenizer } from './tokenizer.js';
+import { decodeText } from './ner.js';
+import { ranked, scoreFunction, scores } from './classification.js';
 
 const EXAMPLES = {
   ner: [
@@ -209,7 +212,10 @@ async function loadFiles(files) {
   }
 }
 
-const demo = { pipelines, run, measure, loadFiles, setTask, coldMs: null, last: null, lastError: null, measured: null };
+const demo = { pipelines, run, measure, loadFiles, setTask, load: (base, expectedTask) => load(folderSource(base), expectedTask),
+  coldMs: null, last: null, lastError: null, measured: null,
+  // the page's own modules, for the test suite's golden-vector and fuzz checks in this browser
+  modules: { WordPieceTokenizer, tables, decodeText, ranked, scoreFunction, scores } };
 window.demo = demo;
 
 for (const input of document.querySelectorAll('input[name=task]')) {

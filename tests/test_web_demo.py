@@ -1,0 +1,227 @@
+"""The web demo (web_demo/): the page run in headless Chromium against the Python runtime.
+
+The page is built (esbuild) into a temporary folder with two bundles converted here (ner-demo and
+sst2-demo, TFLite fp32, buckets 32 and 64), served from localhost, and driven by
+``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium). What the browser computes
+is compared here with the runtime: the seed example's entities, the golden vectors, 2,000+ random texts
+tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4), a tampered
+model refused with a visible message, and the measure panel's record in the benchmarks' schema.  The
+JS modules' own node tests (decoding edge cases) run too.  A missing node, npm or chromium is a failure
+with the command that installs it, not a skip; missing npm packages are installed with ``npm ci``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WEB = REPO / "web_demo"
+GOLDEN = REPO / "tests" / "golden"
+CHROMIUM = "/usr/bin/chromium"
+SEED = "Jeff Dean is a computer scientist at Google in California."
+FUZZ_PER_TOKENIZER = 1100  # single texts per tokenizer; pairs are not a web-page input
+SCORE_TOLERANCE = 1e-4
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def node_modules():
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    assert not missing, f"{' and '.join(missing)} not found: the web demo's tests need Node 18+ (apt-get install -y nodejs npm)"
+    assert Path(CHROMIUM).exists(), "chromium not found: the web demo's browser test needs it (apt-get install -y chromium)"
+    if not (WEB / "node_modules" / "playwright-core").is_dir() or not (WEB / "node_modules" / "esbuild").is_dir():
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=WEB, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"npm ci failed in web_demo/:\n{done.stderr[-3000:]}"
+    return WEB / "node_modules"
+
+
+def _convert(name: str, out: Path) -> Path:
+    done = subprocess.run([sys.executable, "-m", "converter", name, "--opt", "nonorm,relu,fold", "--format", "tflite",
+                           "--buckets", "32,64", "--no-latency", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert done.returncode == 0, f"converting {name} failed:\n{done.stderr[-3000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    work = tmp_path_factory.mktemp("web-bundles")
+    return {"ner": _convert("ner-demo", work / "ner"), "classification": _convert("sst2-demo", work / "sst2")}
+
+
+@pytest.fixture(scope="module")
+def site(node_modules, bundles, tmp_path_factory):
+    """The built page with both bundles and a tampered copy of the NER bundle, served on localhost."""
+    root = tmp_path_factory.mktemp("web-site")
+    done = subprocess.run(["node", str(WEB / "build.mjs"), "--out", str(root), "--ner", str(bundles["ner"]),
+                           "--classification", str(bundles["classification"])],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    tampered = root / "tampered"
+    shutil.copytree(root / "bundles" / "ner", tampered)  # copies, not the build's hard links
+    model = bytearray((tampered / "model.tflite").read_bytes())
+    model[len(model) // 2] ^= 1
+    (tampered / "model.tflite").unlink()
+    (tampered / "model.tflite").write_bytes(bytes(model))
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def fuzz_cases(tmp_path_factory):
+    out = tmp_path_factory.mktemp("web-fuzz") / "fuzz.jsonl"
+    done = subprocess.run([sys.executable, str(REPO / "android_demo" / "core" / "tools" / "make_fuzz_cases.py"), str(out),
+                           "--count", str(FUZZ_PER_TOKENIZER)], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return [c for c in _lines(out) if c["text_pair"] is None]
+
+
+def _texts() -> list[str]:
+    """Real texts for both models: the seed, the golden single texts, and a long one that needs windows."""
+    golden = [c["text"] for c in _lines(GOLDEN / "tokenization.jsonl") if c["text_pair"] is None]
+    long = ("Barack Obama met Angela Merkel in Berlin before flying to Paris with Emmanuel Macron. " * 6).strip()
+    return [SEED, *dict.fromkeys(golden), long]
+
+
+@pytest.fixture(scope="module")
+def browser(site, fuzz_cases, tmp_path_factory):
+    """What the page showed and computed (browser_check.mjs's JSON), with the files it used."""
+    root, url = site
+    work = tmp_path_factory.mktemp("web-browser")
+    from converter.builtin import BUILTIN
+
+    golden_tok = [c for c in _lines(GOLDEN / "tokenization.jsonl") if c["text_pair"] is None]
+    spec = {"url": url + "?task=ner&precision=fp32", "chromium": CHROMIUM, "user_data_dir": str(work / "profile"),
+            "screenshot": str(work / "screenshot-ner.png"),
+            "vocab": (BUILTIN["minilm"].path() / "vocab.txt").read_text(encoding="utf-8").splitlines(),
+            "settings": json.loads((GOLDEN / "tokenizers.json").read_text(encoding="utf-8")),
+            "tokenization": golden_tok + fuzz_cases, "ner_golden": _lines(GOLDEN / "ner.jsonl"),
+            "classification_golden": _lines(GOLDEN / "classification.jsonl"),
+            "texts": {"ner": _texts(), "classification": _texts()},
+            "tampered_url": url + "?task=ner&ner=tampered/&precision=fp32",
+            "tampered_files": [str(p) for p in sorted((root / "tampered").iterdir())]}
+    (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    done = subprocess.run(["node", str(WEB / "tools" / "browser_check.mjs"), str(work / "spec.json"), str(work / "out.json")],
+                          capture_output=True, text=True, timeout=900, cwd=WEB)
+    assert done.returncode == 0, f"the browser run failed:\n{done.stderr[-4000:]}"
+    out = json.loads((work / "out.json").read_text(encoding="utf-8"))
+    return {**out, "spec": spec, "work": work}
+
+
+def test_seed_example_shows_person_organisation_and_place_at_their_offsets(browser):
+    seed = browser["seed"]
+    assert seed["error"] is None and seed["text"] == SEED
+    found = [(e["entity_group"], SEED[e["start"]:e["end"]], e["start"], e["end"]) for e in seed["entities"]]
+    assert found == [("PER", "Jeff Dean", 0, 9), ("ORG", "Google", 37, 43), ("LOC", "California", 47, 57)]
+    assert seed["marks"] == ["Jeff Dean", "Google", "California"]  # highlighted in the page, in the text's case
+    assert seed["shown"].startswith("Jeff DeanPER is a computer scientist at GoogleORG in CaliforniaLOC.")
+    assert browser["console_errors"] == []
+    shot = browser["work"] / "screenshot-ner.png"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_tokenization_equals_the_runtime_on_golden_and_2000_random_texts(browser, fuzz_cases):
+    cases = browser["spec"]["tokenization"]
+    assert len(fuzz_cases) >= 2000
+    keys = ("input_ids", "tokens", "token_type_ids", "attention_mask", "special_tokens_mask", "offsets", "offsets_utf16")
+    differing = []
+    for case, rows in zip(cases, browser["tokenization"], strict=True):
+        expected = [{k: w[k] for k in keys if k in w} for w in case["windows"]]
+        got = [{k: r[k] for k in keys if k in e} for r, e in zip(rows, expected)]
+        if len(rows) != len(expected) or got != expected:
+            differing.append(case["text"])
+    assert not differing, f"{len(differing)} of {len(cases)} texts tokenized differently, e.g. {differing[:3]!r}"
+
+
+def _close(got: list[dict], expected: list[dict], tolerance: float) -> bool:
+    if len(got) != len(expected):
+        return False
+    return all({k: v for k, v in g.items() if k in e and k != "score"} == {k: v for k, v in e.items() if k != "score"}
+               and abs(g["score"] - e["score"]) <= tolerance for g, e in zip(got, expected))
+
+
+def test_golden_ner_and_classification_decode_like_hugging_face_in_the_browser(browser):
+    wrong = []
+    for record, got in zip(_lines(GOLDEN / "ner.jsonl"), browser["ner_golden"], strict=True):
+        for aggregation, expected in record["expected"].items():
+            if not _close(got[aggregation], expected, 1e-6):
+                wrong.append((record["text"][:40], aggregation))
+    for record, got in zip(_lines(GOLDEN / "classification.jsonl"), browser["classification_golden"], strict=True):
+        if not _close(got, record["expected"]["top_k_all"], 1e-6):
+            wrong.append((record["logits"], "classification"))
+    assert not wrong, wrong
+
+
+def test_entities_and_labels_of_real_texts_equal_the_runtime_fp32(browser, bundles):
+    import runtime
+
+    texts = browser["spec"]["texts"]["ner"]
+    ner = runtime.load(bundles["ner"], "tflite", precision="fp32")
+    page = browser["texts"]["ner"]
+    assert page["artifact"] == "tflite:fp32"
+    assert any(len(r["rows"]) > 1 for r in page["results"]), "no text was long enough to need windows"
+    assert {b for r in page["results"] for b in r["buckets"]} == {32, 64}
+    stride = ner.default_stride
+    for text, got in zip(texts, page["results"], strict=True):
+        windows = ner.encoder.windows([text], stride)[0]
+        assert [r["input_ids"] for r in got["rows"]] == [w.ids for w in windows], text
+        assert [[list(o) for o in r["offsets"]] for r in got["rows"]] == [[list(o) for o in w.offsets] for w in windows]
+        expected = ner(text)
+        assert _close(got["entities"], expected, SCORE_TOLERANCE), (text, got["entities"], expected)
+    classifier = runtime.load(bundles["classification"], "tflite", precision="fp32")
+    page = browser["texts"]["classification"]
+    for text, got in zip(browser["spec"]["texts"]["classification"], page["results"], strict=True):
+        assert got["rows"][0]["input_ids"] == classifier.encoder.encode([(text, None)])[0].ids
+        assert _close(got["labels"], classifier(text, top_k=None), SCORE_TOLERANCE), text
+
+
+def test_a_tampered_model_is_refused_with_a_visible_message(browser):
+    for where in ("tampered_folder", "tampered_files"):
+        error = browser[where]["error"]
+        assert error and "model.tflite does not match the manifest's size and SHA-256" in error, (where, error)
+    assert browser["tampered_folder"]["highlighted"] == "", "nothing may be shown from a refused bundle"
+
+
+def test_measure_panel_exports_a_record_report_shows_beside_the_desktop(browser, tmp_path):
+    from benchmarks import report, schema
+
+    data = browser["measured"]
+    assert data["schema"] == schema.SCHEMA and data["command"] == "browser"
+    assert data["device"]["kind"] == "browser" and "Chrome" in data["device"]["user_agent"]
+    assert data["device"]["hardware_concurrency"] >= 1
+    assert [r["seq_len"] for r in data["results"]] == [32, 64]
+    for record in data["results"]:
+        assert schema.check_record(record) == [], record
+        assert record["where"] == "browser" and record["runner"] == "tflite:fp32" and record["timed"]["runs"] == 3
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "browser.json").write_text(json.dumps(data), encoding="utf-8")
+    text = report.build(results, tmp_path / "REPORT.md").read_text(encoding="utf-8")
+    assert "## In a web browser" in text and "tflite:fp32" in text and data["device"]["user_agent"] in text
+
+
+def test_js_modules_pass_their_node_tests(node_modules):
+    done = subprocess.run(["node", "--test", "test/"], cwd=WEB, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "# fail 0" in done.stdout and "# pass " in done.stdout
