@@ -162,6 +162,7 @@ def build(results_dir: Path, out: Path) -> Path:
                   "excluded.", ""]
         lines += _latency_rows(sorted([r for r in browser if not r.get("skipped")], key=_order)) + [""]
     lines += _accuracy_section(accuracy, plots)
+    lines += _arm64_section([f for f in files if f["command"] == "arm64"])
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
         lines += ["## Configurations not measured", ""]
@@ -170,6 +171,31 @@ def build(results_dir: Path, out: Path) -> Path:
     lines += ["## Reproduce", "", "See README.md, section Benchmarks, for the exact commands.", ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     return out
+
+
+def _arm64_section(files: list[dict]) -> list[str]:
+    """Parity of the TFLite artifacts on LiteRT's aarch64 build (emulated): agreement only, never time."""
+    records = [r for f in files for r in f["results"]]
+    if not records:
+        return []
+    from .arm64 import table
+
+    lines = ["## LiteRT on aarch64 (emulated)", "",
+             "LiteRT's aarch64 wheel (the interpreter and XNNPACK's ARM kernels phones run) on an arm64 Python under "
+             "QEMU user-mode emulation, against this machine's x86 LiteRT on the same rows, every row padded or cut "
+             "to each bucket signature. The emulated CPU's HWCAPs decide XNNPACK's int8 path (NEON only, dot "
+             "product, i8mm); LiteRT does not log which kernels it picked, so the column lists the features it "
+             "saw. Pass: fp32 and fp16 max |Δ| ≤ 1e-4·max(1, |logit|); int8 top-1 ≥ 99% and cosine ≥ 0.999. "
+             "Emulated time says nothing about a phone and is not reported; no phone, delegate or timing here.", ""]
+    for f in files:
+        d = f.get("device") or {}
+        versions = ", ".join(f"{k} {v}" for k, v in (d.get("versions") or {}).items())
+        lines += [f"`{Path(f['_path']).name}` ({f['created']}): {d.get('emulator')}, {d.get('python')}, {versions}; "
+                  f"settings {f.get('settings')}"]
+    lines += ["", table(records), ""]
+    failed = [r for r in records if not r["passed"]]
+    lines += [f"{len(records) - len(failed)} of {len(records)} artifact × bucket × CPU checks pass.", ""]
+    return lines
 
 
 def _rel(path: Path, out: Path) -> str:
