@@ -28,7 +28,7 @@ try {
       text: document.getElementById('text').value, shown: document.getElementById('highlighted').textContent,
       marks: [...document.querySelectorAll('#highlighted mark')].map((m) => m.firstChild.textContent) };
   });
-  await page.locator('main').screenshot({ path: spec.screenshot });
+  await page.screenshot({ path: spec.screenshot, fullPage: true });
 
   out.tokenization = await page.evaluate(async ({ vocab, settings, cases }) => {
     const { WordPieceTokenizer, tables } = window.demo.modules;

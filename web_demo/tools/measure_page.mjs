@@ -26,7 +26,7 @@ for (const precision of spec.precisions) {
       return { cold_ms: window.demo.coldMs, error: window.demo.lastError, entities: r?.entities ?? null };
     });
     if (first.error) throw new Error(first.error);
-    if (spec.screenshot && precision === spec.precisions[0]) await page.locator('main').screenshot({ path: spec.screenshot });
+    if (spec.screenshot && precision === spec.precisions[0]) await page.screenshot({ path: spec.screenshot, fullPage: true });
     await page.evaluate(() => { document.querySelector('details.measure').open = true; });
     await page.fill('#warmup', String(spec.warmup));
     await page.fill('#runs', String(spec.runs));
