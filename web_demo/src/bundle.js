@@ -92,6 +92,10 @@ export function chooseArtifact(manifest, precision = null) {
 }
 
 async function sha256(bytes) {
+  if (!globalThis.crypto?.subtle) {
+    throw new BundleError('the browser offers no SHA-256 here: the page is not in a secure context',
+      'open it through http://localhost (on a phone: adb reverse tcp:8000 tcp:8000) or https');
+  }
   const digest = await crypto.subtle.digest('SHA-256', bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
