@@ -78,3 +78,15 @@ def test_unknown_cpu_is_a_usage_error(tiny_bundle):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "unknown ARM CPU model(s) pentium" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_missing_emulator_is_a_message_with_the_fix(tiny_bundle, tmp_path):
+    """No qemu-aarch64-static and no apt-get to install it: the command names the fix, no traceback."""
+    import os
+
+    env = {**os.environ, "PATH": str(tmp_path), "POCKETBERT_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "qemu-aarch64-static not found" in done.stderr and "apt-get install -y qemu-user-static" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "cache").exists()
