@@ -146,7 +146,8 @@ async function run() {
     if (task === 'ner') showEntities(text, result.entities); else showLabels(result.labels);
     const buckets = result.rows.map((r) => pipeline.model.bucketFor(r.input_ids.length));
     $('latency').textContent = `${ms.toFixed(1)} ms on this device (tokenization, LiteRT, decoding; `
-      + `${result.rows.length} row(s), bucket ${buckets.join(', ')})`;
+      + `${result.rows.length} row(s), bucket ${buckets.join(', ')})`
+      + (result.rows[0].truncated ? `; the text was cut to ${pipeline.maxLength} tokens` : '');
     demo.coldMs ??= performance.now();
     demo.last = result;
     return result;
