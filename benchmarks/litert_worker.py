@@ -13,12 +13,25 @@ logits as ``RECIPE|BUCKET|<i>`` and what the process ran on (``machine``, ``cpu_
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import sys
+from pathlib import Path
 
 import numpy as np
 
-SIGNATURE_PREFIX = "seq_"
+
+def _load_contract():
+    """runtime/contract.py by path: the aarch64 Python has only numpy and ai-edge-litert, so the runtime
+    package (which imports tokenizers) cannot be imported, but its stdlib-only contract module can."""
+    spec = importlib.util.spec_from_file_location(
+        "pocketbert_contract", Path(__file__).resolve().parents[1] / "runtime" / "contract.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+contract = _load_contract()
 
 
 def fit(ids: list, types: list, bucket: int) -> tuple[list, list]:
@@ -46,9 +59,9 @@ def run_model(path: str, rows: list) -> dict:
     interpreter = Interpreter(model_path=path, num_threads=1)
     out = {}
     for name in interpreter.get_signature_list():
-        if not (name.startswith(SIGNATURE_PREFIX) and name[len(SIGNATURE_PREFIX):].isdigit()):
+        bucket = contract.bucket_of(name)
+        if bucket is None:
             continue
-        bucket = int(name[len(SIGNATURE_PREFIX):])
         runner = interpreter.get_signature_runner(name)
         details = runner.get_input_details()
         output = runner.get_output_details()["logits"]

@@ -13,10 +13,11 @@ import json
 import os
 from pathlib import Path
 
+from runtime.contract import MANIFEST
+
 BUNDLE = "bundle"
 CHECKPOINT = "checkpoint"
 
-MANIFEST = "manifest.json"
 TRAINING_RECORD = "training.json"
 CHECKPOINT_KINDS = ("finetune", "recover", "vocab-trim", "share-embeddings")
 # What model.save_pretrained + tokenizer.save_pretrained + save_trained write.

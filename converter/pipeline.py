@@ -446,7 +446,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
                                         calibration_texts=len(calibration_texts))
             with stage("verify", f"Verifying {recipe.name}"):
                 backend = backends.get(recipe.backend)
-                runner = backend.load(artifact.path, threads=options.threads)
+                runner = backend.load(artifact.path, input_names, recipe.precision, threads=options.threads)
                 result = _verify(recipe, runner, artifact, artifact.path, parity_batches, parity_ref, parity_masks,
                                  verify_batches, verify_ref, verify_masks, options)
                 result.seconds = time.perf_counter() - start
@@ -472,6 +472,7 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             manifest["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             manifest["stage_seconds"] = {k: round(v, 2) for k, v in timings.items()}
             write_manifest(staging.path, manifest)
+            _readable_by_the_runtime(staging.path)
             bundle = staging.commit()
     return ConvertResult(bundle=bundle, manifest=manifest, artifacts=results, stage_seconds=timings, notes=notes)
 
@@ -487,6 +488,19 @@ def _space_estimate(model, recipes) -> tuple[int, str]:
     fraction = sum(SIZE_VS_FP32.get(r.precision, 0.5) for r in built)
     return int(weights * fraction), (f"{len(built)} model file(s) made from {weights / 1e6:.1f} MB of float32 "
                                      "weights")
+
+
+def _readable_by_the_runtime(directory: Path) -> None:
+    """The bundle as every reader will open it: a manifest the runtime refuses is never shipped."""
+    from runtime.bundle import Bundle
+    from runtime.errors import BundleError
+
+    try:
+        Bundle.open(directory)
+    except BundleError as exc:
+        raise VerificationError(f"the runtime refuses the bundle the converter wrote: {exc.problem}",
+                                "please report it: the converter and the runtime disagree on the bundle "
+                                "contract") from exc
 
 
 def _prepare_recovery(options: ConvertOptions, loaded: loading.Loaded, opts: list[str], input_names: tuple,

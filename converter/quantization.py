@@ -33,7 +33,10 @@ class QuantizeStage:
     float_exports: dict[str, Path] = field(default_factory=dict)
     _smoothed: tuple[ExportSpec, dict] | None = None
 
-    def judge(self, backend):
+    def _load(self, backend, path: Path, precision: str):
+        return backend.load(path, self.spec.input_names, precision, threads=self.threads)
+
+    def judge(self, backend, precision: str):
         """accept(path) -> (meets the int8 target on the calibration text?, figures).
 
         ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the
@@ -42,7 +45,7 @@ class QuantizeStage:
         masks = [b["attention_mask"] for b in self.calibration]
 
         def accept(path: Path) -> tuple[bool, dict]:
-            got = verify.runner_logits(backend.load(path, threads=self.threads), self.calibration)
+            got = verify.runner_logits(self._load(backend, path, precision), self.calibration)
             c = verify.compare(self.reference, got, masks)
             meets_bar = c.cosine >= self.min_cosine and c.top1_agreement >= self.min_agreement
             ok = meets_bar and c.top1_agreement >= self.target_agreement
@@ -54,7 +57,7 @@ class QuantizeStage:
     def plain(self, recipe: Recipe, dest: Path) -> Artifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback."""
         backend = backends.get(recipe.backend)
-        accept = self.judge(backend) if recipe.kind == "int8" else None
+        accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" else None
         artifact = backend.quantize(self.spec, recipe.precision, dest, self.calibration, accept,
                                     float_fallback=False, float_export=self.float_exports.get(recipe.backend))
         artifact.details["smoothing"] = None
@@ -72,7 +75,8 @@ class QuantizeStage:
         smoothed_spec, smoothing = self._smoothed_spec()
         unsmoothed = artifact.details["float_fallback"]["search"][0]
         backend = backends.get(recipe.backend)
-        laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration, self.judge(backend))
+        laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
+                                     self.judge(backend, recipe.precision))
         if plain_ok and not laddered.details["float_fallback"]["accepted"]:
             return self.plain(recipe, dest)
         laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
@@ -101,7 +105,7 @@ class QuantizeStage:
             path = directory / f".candidate-{backend.filename(recipe.precision)}"
             artifact = self.plain(recipe, path)
             trials.append({"recipe": recipe, "path": path, "artifact": artifact,
-                           "plain_ms": backends.median_latency_ms(backend.load(path, self.threads), feeds)})
+                           "plain_ms": backends.median_latency_ms(self._load(backend, path, recipe.precision), feeds)})
         best = None
         for trial in sorted(trials, key=lambda t: t["plain_ms"]):
             if best is not None and trial["plain_ms"] >= best["ms"]:
@@ -113,7 +117,8 @@ class QuantizeStage:
             else:
                 artifact = trial["artifact"] = self.build(trial["recipe"], trial["path"], plain=artifact)
                 if artifact.details["float_fallback"]["accepted"]:
-                    trial["ms"] = backends.median_latency_ms(backend.load(trial["path"], self.threads), feeds)
+                    runner = self._load(backend, trial["path"], trial["recipe"].precision)
+                    trial["ms"] = backends.median_latency_ms(runner, feeds)
             if "ms" not in trial:
                 trial["outcome"] = "failed the int8 bar"
             elif best is None or trial["ms"] < best["ms"]:

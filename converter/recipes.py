@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime.contract import TASKS  # noqa: F401  (the CLI's --task choices)
+
 from .errors import InputError
 
-TASKS = ("classification", "ner")
 #: user-facing --opt names, in the order they are applied
 OPTS = ("nonorm", "relu", "fold", "int8")
 OPT_HELP = {

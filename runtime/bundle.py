@@ -27,12 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bundle_paths import resolve_inside
+from .contract import MANIFEST, SCHEMA_VERSION, TASKS, sha256
 from .errors import BackendUnavailableError, BundleError
 
-#: highest manifest schema this runtime reads (converter.bundle.SCHEMA_VERSION; a test keeps them equal)
-SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
-TASKS = ("classification", "ner")
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
 #: largest max_sequence_length accepted: far above any BERT's position embeddings (512); more is a damaged
 #: or hostile manifest, which would otherwise surface as an allocation failure inside a backend
@@ -157,7 +154,7 @@ class Bundle:
         if size != listing.get("bytes"):
             raise BundleError(f"{name} is corrupt or truncated: {size} bytes, the manifest says {listing.get('bytes')}",
                               "copy the bundle again (an interrupted copy or download leaves short files)")
-        if verify and _sha256(path) != listing.get("sha256"):
+        if verify and sha256(path) != listing.get("sha256"):
             raise BundleError(f"{name} is corrupt: its SHA-256 differs from the manifest's",
                               "copy the bundle again; if you changed the file on purpose, convert again")
         return path
@@ -203,14 +200,6 @@ class Bundle:
             module, package = BACKEND_PACKAGES[name]
             raise BackendUnavailableError(f"backend {name!r} needs the Python package {package}, which is not "
                                           "installed", f"pip install {package}, or choose another backend")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 _MISSING = object()

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import torch
 from onnxruntime.quantization import (
     CalibrationDataReader,
@@ -47,24 +46,11 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, Runner, float_fallback_search, interleaved_latency_ms
+from .base import Artifact, Backend, ExportSpec, float_fallback_search, interleaved_latency_ms
 
 OPSET = 20
 # Keep an optimised graph only if it is at least this much faster: below that, noise decides.
 MIN_SPEEDUP = 1.05
-
-
-class OrtRunner(Runner):
-    def __init__(self, path: Path, threads: int = 1):
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.input_names = [i.name for i in self.session.get_inputs()]
-
-    def __call__(self, feeds):
-        return self.session.run(None, {name: feeds[name] for name in self.input_names})[0]
 
 
 def _strip_initializer_value_info(model: onnx.ModelProto) -> None:
@@ -113,9 +99,6 @@ class OnnxBackend(Backend):
     name = "onnx"
     precisions = ("fp32", "int8-dynamic", "int8-static")
 
-    def load(self, path, threads=1):
-        return OrtRunner(path, threads)
-
     # --- export --------------------------------------------------------------------------
     def export(self, spec: ExportSpec, dest: Path) -> Artifact:
         example = spec.make_batches(["a short one", "a somewhat longer example sentence, with padding"])[0]
@@ -143,7 +126,7 @@ class OnnxBackend(Backend):
         with tempfile.TemporaryDirectory() as tmp:
             candidate = Path(tmp) / "optimized.onnx"
             optimized.save_model_to_file(str(candidate))
-            base_runner, opt_runner = OrtRunner(path, spec.threads), OrtRunner(candidate, spec.threads)
+            base_runner, opt_runner = (self.load(p, spec.input_names, threads=spec.threads) for p in (path, candidate))
             base_ms, opt_ms = interleaved_latency_ms([base_runner, opt_runner], feeds)
             base_out, opt_out = base_runner(feeds), opt_runner(feeds)
             drift = float(np.abs(base_out - opt_out).max())

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from runtime.contract import signature_name
+
 from ..errors import InputError, VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, Runner, float_fallback_search
-
-SIGNATURE_PREFIX = "seq_"
+from .base import Artifact, Backend, ExportSpec, float_fallback_search
 
 
 def _quiet():
@@ -112,56 +112,12 @@ def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
     return InputError(problem, fix)
 
 
-def smallest_bucket(buckets: list[int], length: int) -> int:
-    """The runtime's rule: the smallest bucket that holds ``length`` tokens."""
-    for bucket in sorted(buckets):
-        if bucket >= length:
-            return bucket
-    raise InputError(f"input of {length} tokens is longer than the largest bucket ({max(buckets)})",
-                     "truncate the input, or convert with a larger --buckets value")
-
-
-class TfliteRunner(Runner):
-    """Runs any batch and length by padding each row to the smallest bucket signature that fits."""
-
-    def __init__(self, path: Path, threads: int = 1):
-        from ai_edge_litert.interpreter import Interpreter
-
-        self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
-        signatures = self.interpreter.get_signature_list()
-        self.buckets = sorted(int(k.removeprefix(SIGNATURE_PREFIX)) for k in signatures)
-        self.input_names = list(signatures[f"{SIGNATURE_PREFIX}{self.buckets[0]}"]["inputs"])
-        self._runners = {b: self.interpreter.get_signature_runner(f"{SIGNATURE_PREFIX}{b}") for b in self.buckets}
-        # Full-integer models return int8 logits: (q - zero_point) * scale gives them back in float.
-        self._dequantize = {}
-        for bucket, runner in self._runners.items():
-            details = runner.get_output_details()["logits"]
-            if np.issubdtype(details["dtype"], np.integer):
-                self._dequantize[bucket] = details["quantization"]
-
-    def __call__(self, feeds):
-        batch, length = feeds["input_ids"].shape
-        bucket = smallest_bucket(self.buckets, length)
-        rows = []
-        for i in range(batch):
-            row = {name: _fit(feeds[name][i:i + 1], bucket) for name in self.input_names}
-            logits = self._runners[bucket](**row)["logits"]
-            if bucket in self._dequantize:
-                scale, zero_point = self._dequantize[bucket]
-                logits = (logits.astype(np.float32) - zero_point) * scale
-            rows.append(logits[:, :length] if logits.ndim == 3 else logits)
-        return np.concatenate(rows)
-
-
 class TfliteBackend(Backend):
     name = "tflite"
     precisions = ("fp32", "fp16", "int8-dynamic", "int8-static")
 
     def filename(self, precision):
         return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
-
-    def load(self, path, threads=1):
-        return TfliteRunner(path, threads)
 
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         import litert_torch
@@ -171,7 +127,7 @@ class TfliteBackend(Backend):
         for bucket in spec.buckets:
             example = spec.make_batches(["x"], pad_to=bucket)[0]
             kwargs = {name: torch.from_numpy(example[name].astype(np.int32)) for name in spec.input_names}
-            converter = converter.signature(f"{SIGNATURE_PREFIX}{bucket}", module, sample_kwargs=kwargs)
+            converter = converter.signature(signature_name(bucket), module, sample_kwargs=kwargs)
         try:
             with _quiet(), torch.no_grad():
                 content = converter.convert().model_content()
@@ -187,7 +143,7 @@ class TfliteBackend(Backend):
 
     def _describe(self, spec: ExportSpec, path: Path, details: dict) -> dict:
         return {**details, "buckets": list(spec.buckets), "batch": 1,
-                "signatures": [f"{SIGNATURE_PREFIX}{b}" for b in spec.buckets],
+                "signatures": [signature_name(b) for b in spec.buckets],
                 "input_dtype": "int32", "op_histogram": check_builtin_only(path)}
 
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
@@ -233,7 +189,7 @@ class TfliteBackend(Backend):
 
         rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
                 for batch in calibration for i in range(batch["input_ids"].shape[0])]
-        data = {f"{SIGNATURE_PREFIX}{b}": [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
+        data = {signature_name(b): [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
         qt = quantizer.Quantizer(_model_bytes(float_path), _recipe("int8-static", [], float_ops))
         with _quiet():
             return qt.calibrate(data, num_threads=max(1, spec.threads))

@@ -18,10 +18,9 @@ from pathlib import Path
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+from ..contract import bucket_of, smallest_bucket
 from ..errors import InputError, ModelError
 from .base import Backend
-
-SIGNATURE_PREFIX = "seq_"
 
 
 @dataclass
@@ -62,13 +61,13 @@ class TfliteBackend(Backend):
             raise ModelError(f"LiteRT cannot load {self.path.name}: {exc}",
                              "the file is damaged or not a TFLite model; copy the bundle again or convert again") \
                 from exc
-        names = [s for s in signatures if s.startswith(SIGNATURE_PREFIX) and s[len(SIGNATURE_PREFIX):].isdigit()]
+        names = [s for s in signatures if bucket_of(s) is not None]
         if not names or any("logits" not in signatures[s]["outputs"] for s in names):
             raise ModelError(f"{self.path.name} has signatures {sorted(signatures)}; expected seq_<length> "
                              "signatures with a logits output", "convert again with --format tflite")
         runners, dequantize = {}, {}
         for name in names:
-            bucket = int(name[len(SIGNATURE_PREFIX):])
+            bucket = bucket_of(name)
             runners[bucket] = interpreter.get_signature_runner(name)
             output = runners[bucket].get_output_details()["logits"]
             if np.issubdtype(output["dtype"], np.integer):
@@ -91,9 +90,9 @@ class TfliteBackend(Backend):
             self._pool.put(instance)
 
     def bucket_for(self, length: int) -> int:
-        for bucket in self.buckets:
-            if bucket >= length:
-                return bucket
+        bucket = smallest_bucket(self.buckets, length)
+        if bucket is not None:
+            return bucket
         raise InputError(f"a row of {length} tokens is longer than the largest bucket ({self.max_length})",
                          "truncate to the pipeline's max_length (the pipeline does this for you)")
 

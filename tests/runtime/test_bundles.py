@@ -12,7 +12,6 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 import runtime
 import runtime.bundle
-from converter.bundle import SCHEMA_VERSION as CONVERTER_SCHEMA
 from runtime.errors import BackendUnavailableError, BundleError, ModelError
 
 
@@ -32,10 +31,6 @@ def relist(bundle: Path, name: str) -> None:
     data = (bundle / name).read_bytes()
     edit_manifest(bundle, lambda m: m["files"].__setitem__(
         name, {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
-
-
-def test_schema_version_is_the_converters():
-    assert runtime.bundle.SCHEMA_VERSION == CONVERTER_SCHEMA
 
 
 def test_default_artifact_is_int8_then_fp32(cls_bundle, ner_bundle):

@@ -1,0 +1,63 @@
+"""The bundle contract: the names and rules that the converter writes and every reader follows.
+
+One definition, torch-free, owned by the runtime: the converter imports it (and verifies every
+artifact through the runtime's own loader and backends), never the reverse.  The Java core
+(android_demo/core, ``bundle/``) and the web demo mirror these values; their tests read bundles
+this module wrote.  The manifest's fields are documented in docs/manifest.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+#: highest manifest schema the readers understand, and the one the converter writes
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+TASKS = ("classification", "ner")
+#: a TFLite file holds one signature per static sequence length: ``seq_<length>``
+SIGNATURE_PREFIX = "seq_"
+
+
+def signature_name(bucket: int) -> str:
+    return f"{SIGNATURE_PREFIX}{bucket}"
+
+
+def bucket_of(signature: str) -> int | None:
+    """The sequence length of a ``seq_<length>`` signature; None for any other name."""
+    digits = signature[len(SIGNATURE_PREFIX):]
+    return int(digits) if signature.startswith(SIGNATURE_PREFIX) and digits.isdigit() else None
+
+
+def smallest_bucket(buckets: list[int], length: int) -> int | None:
+    """The bucket a row of ``length`` tokens runs in: the smallest that holds it (None: none does)."""
+    return next((b for b in sorted(buckets) if b >= length), None)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_entry(path: Path) -> dict:
+    """A ``files`` entry of the manifest: size and SHA-256."""
+    return {"bytes": path.stat().st_size, "sha256": sha256(path)}
+
+
+def write_manifest(directory: Path, manifest: dict) -> Path:
+    """Write manifest.json with ``files``: size and SHA-256 of every other file in ``directory``.
+
+    Written to a temporary name and renamed, so a reader never sees half a manifest."""
+    path = Path(directory) / MANIFEST
+    partial = path.with_name(f".{MANIFEST}.partial")
+    manifest = dict(manifest)
+    manifest["files"] = {p.name: file_entry(p) for p in sorted(Path(directory).iterdir())
+                         if p.is_file() and p.name not in (MANIFEST, partial.name)}
+    partial.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+    return path

@@ -1,0 +1,76 @@
+"""One bundle contract: defined once (runtime.contract), written by the converter, and the converter's
+verification runs the runtime's own loader and backends, so it checks the code that ships."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from converter.errors import VerificationError
+from converter.pipeline import convert
+from runtime import contract
+
+REPO = Path(__file__).resolve().parents[1]
+CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "SIGNATURE_PREFIX")
+
+
+def test_every_contract_name_is_defined_once():
+    sources = [p for part in ("converter", "runtime", "benchmarks") for p in (REPO / part).rglob("*.py")]
+    for name in CONTRACT_NAMES:
+        defined = [str(p.relative_to(REPO)) for p in sources
+                   if re.search(rf"^{name}\s*=", p.read_text(encoding="utf-8"), re.MULTILINE)]
+        assert defined == ["runtime/contract.py"], f"{name} is defined in {defined}"
+
+
+def _off_by_one(original):
+    def run(self, feeds, quiet=False):
+        return original(self, feeds, quiet) + np.float32(1.0)
+    return run
+
+
+@pytest.mark.parametrize("fmt, module, cls", [("onnx", "runtime.backends.onnx", "OnnxBackend"),
+                                               ("tflite", "runtime.backends.tflite", "TfliteBackend")])
+def test_breaking_the_runtime_backend_fails_the_conversion(checkpoints, options, monkeypatch, fmt, module, cls):
+    """A runtime backend that computes something else must stop the converter from writing a bundle."""
+    import importlib
+
+    backend = getattr(importlib.import_module(module), cls)
+    monkeypatch.setattr(backend, "run", _off_by_one(backend.run))
+    with pytest.raises(VerificationError, match=f"{fmt}:fp32"):
+        buckets = {"buckets": [32]} if fmt == "tflite" else {}
+        convert(options(checkpoints["bert"]["classification"], formats=fmt, verify_samples=20, **buckets))
+
+
+def test_the_converter_writes_what_the_runtime_reads(checkpoints, options):
+    import runtime
+
+    result = convert(options(checkpoints["bert"]["ner"], formats="onnx,tflite", buckets=[32, 64], verify_samples=20))
+    bundle = runtime.Bundle.open(result.bundle)
+    manifest = json.loads((result.bundle / contract.MANIFEST).read_text())
+    assert manifest["schema_version"] == contract.SCHEMA_VERSION and bundle.task in contract.TASKS
+    assert sorted(manifest["files"]) == sorted(p.name for p in result.bundle.iterdir() if p.name != contract.MANIFEST)
+    assert all(manifest["files"][p.name] == contract.file_entry(p) for p in result.bundle.iterdir()
+               if p.name != contract.MANIFEST)
+    tflite = next(a for a in manifest["artifacts"] if a["recipe"] == "tflite:fp32")
+    assert tflite["details"]["signatures"] == [contract.signature_name(b) for b in (32, 64)]
+    assert [contract.bucket_of(s) for s in tflite["details"]["signatures"]] == [32, 64]
+
+
+def test_bucket_rules():
+    assert contract.smallest_bucket([64, 32, 128], 33) == 64
+    assert contract.smallest_bucket([32, 64], 32) == 32
+    assert contract.smallest_bucket([32, 64], 65) is None
+    assert contract.bucket_of("seq_128") == 128
+    assert contract.bucket_of("serving_default") is None and contract.bucket_of("seq_x") is None
+
+
+def test_manifest_is_written_whole(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"x" * 10)
+    contract.write_manifest(tmp_path, {"schema_version": contract.SCHEMA_VERSION})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "model.onnx"]  # no partial file left
+    files = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    assert files == {"model.onnx": {"bytes": 10, "sha256": contract.sha256(tmp_path / "model.onnx")}}
