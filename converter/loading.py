@@ -25,6 +25,7 @@ from .builtin import BUILTIN
 from .errors import InputError
 from .families import Family, family_for, supported_summary
 from .recipes import TASKS
+from .shared_table import is_table_key, restore
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
 _HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}
@@ -183,9 +184,7 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
                          "the weights file is corrupt or truncated, or config.json does not describe a valid "
                          "model; re-download or re-save the checkpoint") from exc
     shared = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("base_embeddings")
-    if shared:  # the word embeddings come from a base model (converter.base_embeddings), checked by sha256
-        from .base_embeddings import is_table_key, restore
-
+    if shared:  # the word embeddings come from a base model (converter.shared_table), checked by sha256
         info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
         restore(model, shared)
         notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")

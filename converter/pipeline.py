@@ -10,13 +10,12 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from runtime import machine
 
@@ -25,6 +24,7 @@ from . import texts as textdata
 from .bundle import SCHEMA_VERSION, Staging, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
+from .logits_model import LogitsModel
 from .quantization import QuantizeStage
 from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_opts, parse_recipes, select
 from .transforms import TRANSFORMS, TransformReport
@@ -101,22 +101,6 @@ class Reporter:
 
     def warn(self, message: str) -> None:
         pass
-
-
-class LogitsModel(nn.Module):
-    """The exported signature: named int64 inputs -> ``logits`` (no dicts, no optional outputs)."""
-
-    def __init__(self, model: nn.Module, input_names: Sequence[str]):
-        super().__init__()
-        self.model = model
-        self.input_names = list(input_names)
-        self.config = model.config
-
-    def forward(self, input_ids, attention_mask, token_type_ids=None):
-        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            kwargs["token_type_ids"] = token_type_ids
-        return self.model(**kwargs).logits
 
 
 def _sorted_by_length(items: list) -> list:

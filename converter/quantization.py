@@ -14,6 +14,7 @@ import numpy as np
 from . import backends, loading, verify
 from .backends import Artifact, ExportSpec
 from .errors import VerificationError
+from .logits_model import LogitsModel
 from .recipes import Choice, Recipe
 from .transforms.smoothquant import activation_maxima, smooth
 
@@ -84,8 +85,6 @@ class QuantizeStage:
 
     def _smoothed_spec(self) -> tuple[ExportSpec, dict]:
         if self._smoothed is None:
-            from .pipeline import LogitsModel
-
             maxima = activation_maxima(self.loaded.model, self.loaded.family, self.calibration)
             smoothed, count = smooth(self.loaded.model, self.loaded.family, maxima, alpha=self.smooth_alpha)
             spec = ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(smoothed, self.spec.input_names).eval()})

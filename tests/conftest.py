@@ -101,7 +101,7 @@ def export_spec(checkpoint: Path, buckets=(32,)):
     from converter import loading
     from converter.backends import ExportSpec
     from converter.encoding import encode
-    from converter.pipeline import LogitsModel
+    from converter.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoint))
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if loaded.family.uses_token_type_ids else [])

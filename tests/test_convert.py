@@ -202,7 +202,7 @@ def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints
     from converter.backends import ExportSpec, get
     from converter.backends.onnx import _roles
     from converter.encoding import encode
-    from converter.pipeline import LogitsModel
+    from converter.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoints["bert"]["classification"]))
     names = ["input_ids", "attention_mask", "token_type_ids"]

@@ -146,7 +146,7 @@ def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options
     """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
     from converter import loading
     from converter.backends.tflite import _linear_roles
-    from converter.pipeline import LogitsModel
+    from converter.logits_model import LogitsModel
 
     ckpt = checkpoints["bert"]["classification"]
     result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))

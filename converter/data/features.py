@@ -10,11 +10,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..errors import InputError
-from .tasks import TaskData
+
+if TYPE_CHECKING:  # a type only: tasks.py imports this module
+    from .tasks import TaskData
 
 IGNORE = -100
 

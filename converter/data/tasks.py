@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..texts import data_dir as default_data_dir
 from . import conll, glue
+from .features import encode
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,6 @@ class TaskData:
 
     def encode(self, tokenizer, max_length: int = 128, label_names: list[str] | None = None):
         """Token features for training/evaluation (see :mod:`converter.data.features`)."""
-        from .features import encode
-
         return encode(self, tokenizer, max_length=max_length, label_names=label_names)
 
     def subset(self, count: int | None) -> TaskData:

