@@ -6,7 +6,7 @@
     python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
                                   [--use-nnapi] BUNDLE…
     python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
-    python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max] [--samples N]  # LiteRT's aarch64 build (QEMU)
+    python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
     python -m benchmarks report   [--results DIR] [--out benchmarks/REPORT.md]
 
 Results are JSON files in one schema (benchmarks/schema.py) under benchmarks/results/ unless --out
@@ -357,10 +357,11 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
               help=f"comma-separated QEMU ARM CPU models ({', '.join(arm64.CPUS)})")
 @click.option("--samples", type=click.IntRange(min=1), default=24, show_default=True,
               help="verification sentences of the bundle's task, each run at every bucket")
+@click.option("--recipes", default=None, help="comma-separated TFLite recipes to check (default: every verified one)")
 @click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
 @click.option("--out", type=click.Path(path_type=Path), default=RESULTS / "arm64.json", show_default=True,
               help="results file")
-def arm64_(bundle_dirs, cpus, samples, data_dir, out):
+def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
     from converter.errors import ConverterError
     from runtime import machine
 
@@ -376,13 +377,14 @@ def arm64_(bundle_dirs, cpus, samples, data_dir, out):
     except aarch64_env.EmulationUnavailable as exc:
         _fail(exc.problem, exc.fix)
     data = schema.new_file("arm64", fast=False, machine=machine.describe(), settings={"cpus": names,
-                           "samples": samples}, device={"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(
+                           "samples": samples, "recipes": recipes or "all"}, device={"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(
                                environment.qemu), "python": aarch64_env.PYTHON + " (Debian arm64)",
                            "versions": environment.versions})
     for bundle in bundle_dirs:
         try:
             texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)
-            data["results"] += arm64.check(bundle, texts, names, environment, log=_log)
+            data["results"] += arm64.check(bundle, texts, names, environment, log=_log,
+                                           recipes=[r.strip() for r in recipes.split(",")] if recipes else None)
         except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
             _fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
                   "written by python -m converter")

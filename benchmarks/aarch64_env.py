@@ -64,16 +64,16 @@ class Environment:
         an x86 one and crashes.  QEMU looks up guest paths in the -L prefix first, so this prefix answers
         with what a phone with that core would (MIDR from QEMU's model, features from the emulated HWCAPs).
         """
-        root = self.sysroot.parent / "cpus" / cpu
+        root = self.sysroot.parent / "cpus" / cpu.replace(",", "_").replace("=", "-")
         if (root / "proc" / "cpuinfo").is_file():
             return root
-        partial = root.with_name(cpu + ".partial")
+        partial = root.with_name(root.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         (partial / "proc").mkdir(parents=True)
         for name in ("usr", "lib", "bin", "etc", "var"):
             if (self.sysroot / name).exists():
                 (partial / name).symlink_to(self.sysroot / name)
-        (partial / "proc" / "cpuinfo").write_text(_cpuinfo(MIDR[cpu], self.hwcaps(cpu)))
+        (partial / "proc" / "cpuinfo").write_text(_cpuinfo(MIDR[cpu.split(",")[0]], self.hwcaps(cpu)))
         system = partial / "sys" / "devices" / "system" / "cpu"
         system.mkdir(parents=True)
         for name in ("possible", "present", "online"):

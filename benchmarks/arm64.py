@@ -6,7 +6,7 @@ that CPU's kernels: this checks what the interpreter and its kernels compute, pe
 how fast (emulated time says nothing about a phone).  fp32 (and fp16 weights, computed in fp32) must
 agree to float rounding, int8 must give the same predictions.
 
-    python -m benchmarks arm64 BUNDLE… [--cpus cortex-a53,max] [--samples N] [--out FILE]
+    python -m benchmarks arm64 BUNDLE… [--cpus cortex-a53,max-nosve,max] [--recipes …] [--samples N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -37,18 +37,20 @@ class ArmCpu:
 CPUS = {cpu.name: cpu for cpu in (
     ArmCpu("cortex-a53", "cortex-a53", "ARMv8.0-A: NEON, no dot product (low-end and little cores)"),
     ArmCpu("cortex-a76", "cortex-a76", "ARMv8.2-A: NEON + dot product, no i8mm"),
+    ArmCpu("max-nosve", "max,sve=off", "dot product, i8mm, bf16; SVE off"),
     ArmCpu("max", "max", "every extension QEMU implements: dot product, i8mm, SVE2, bf16"),
 )}
-DEFAULT_CPUS = ("cortex-a53", "max")
+DEFAULT_CPUS = ("cortex-a53", "max-nosve", "max")
 #: the HWCAPs worth a column: the ones XNNPACK's kernel choice depends on
 SHOWN_FEATURES = ("asimd", "asimdhp", "asimddp", "asimdfhm", "i8mm", "sve", "sve2", "bf16")
 
 
-def tflite_artifacts(bundle: Path) -> dict[str, Path]:
-    """recipe -> model file of every verified TFLite artifact."""
+def tflite_artifacts(bundle: Path, recipes: list[str] | None = None) -> dict[str, Path]:
+    """recipe -> model file of every verified TFLite artifact (of ``recipes`` only, when given)."""
     import runtime
 
-    return {a.recipe: a.path for a in runtime.Bundle.open(bundle).artifacts if a.passed and a.backend == "tflite"}
+    return {a.recipe: a.path for a in runtime.Bundle.open(bundle).artifacts
+            if a.passed and a.backend == "tflite" and (not recipes or a.recipe in recipes)}
 
 
 def run_worker(prefix: list[str], rows, models: dict[str, Path], env: dict | None = None) -> tuple[dict, dict]:
@@ -73,9 +75,10 @@ def run_worker(prefix: list[str], rows, models: dict[str, Path], env: dict | Non
         return {k: [v[i] for i in sorted(v)] for k, v in logits.items()}, info
 
 
-def check(bundle: Path, texts: list, cpus: list[str], environment: aarch64_env.Environment, log=print) -> list[dict]:
+def check(bundle: Path, texts: list, cpus: list[str], environment: aarch64_env.Environment, log=print,
+          recipes: list[str] | None = None) -> list[dict]:
     """Each TFLite artifact at each bucket on each emulated ARM CPU, compared with this machine's LiteRT."""
-    models = tflite_artifacts(bundle)
+    models = tflite_artifacts(bundle, recipes)
     if not models:
         return []
     rows = token_rows(bundle, texts)
