@@ -195,7 +195,9 @@ def _arm64_section(files: list[dict]) -> list[str]:
     lines += ["", table(records), ""]
     failed = [r for r in records if not r["passed"]]
     lines += [f"{len(records) - len(failed)} of {len(records)} artifact × bucket × CPU checks pass.", ""]
-    return lines
+    differs = sorted({(r["model"], r["recipe"], r["cpu"], r["instructions"]) for r in failed})
+    lines += [f"- differs: {model} {recipe} on emulated {cpu} ({what})" for model, recipe, cpu, what in differs]
+    return lines + ([""] if differs else [])
 
 
 def _rel(path: Path, out: Path) -> str:
