@@ -190,7 +190,7 @@ def _arm64_section(files: list[dict]) -> list[str]:
     for f in files:
         d = f.get("device") or {}
         versions = ", ".join(f"{k} {v}" for k, v in (d.get("versions") or {}).items())
-        lines += [f"`{Path(f['_path']).name}` ({f['created']}): {d.get('emulator')}, {d.get('python')}, {versions}; "
+        lines += [f"- `{Path(f['_path']).name}` ({f['created']}): {d.get('emulator')}, {d.get('python')}, {versions}; "
                   f"settings {f.get('settings')}"]
     lines += ["", table(records), ""]
     failed = [r for r in records if not r["passed"]]
