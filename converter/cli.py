@@ -20,7 +20,8 @@ from . import errors, quiet
 from .builtin import BUILTIN, DEFAULT_MODEL
 from .bundle import MANIFEST
 from .bundle import sha256 as bundle_sha256
-from .recipes import DEFAULT_FORMATS, INT8_CHOICES, OPT_HELP, RECIPES, TASKS
+from .opts import HELP as OPT_HELP
+from .recipes import DEFAULT_FORMATS, INT8_CHOICES, RECIPES, TASKS
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
 # quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow for the summary.
@@ -311,7 +312,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
             max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, overwrite):
     """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
-    from .recipes import parse_opts
+    from .opts import parse_opts
     from .training.recovery import RecoverOptions, recover_checkpoint
 
     opt_list = parse_opts(opts)

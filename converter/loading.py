@@ -24,6 +24,7 @@ from transformers import (
 from .builtin import BUILTIN
 from .errors import InputError
 from .families import Family, family_for, supported_summary
+from .opts import STRUCTURAL
 from .recipes import TASKS
 from .shared_table import is_table_key, restore
 
@@ -222,7 +223,7 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
 #: with NoNorm/ReLU stores γ/β in the LayerNorm slots and needs the structure put back to compute
 #: what it was trained to compute.
 SAVED_TRANSFORMS_KEY = "pocketbert"
-STRUCTURAL_TRANSFORMS = ("nonorm", "relu")
+STRUCTURAL_TRANSFORMS = STRUCTURAL  # nonorm, relu (converter.opts)
 
 
 def _saved_transforms(raw: dict) -> list[str]:

@@ -25,8 +25,10 @@ from .bundle import SCHEMA_VERSION, Staging, write_manifest
 from .encoding import encode
 from .errors import AccuracyLossRefused, InputError, OutputError, VerificationError
 from .logits_model import LogitsModel
+from .opts import BY_NAME as OPT_BY_NAME
+from .opts import Opts, parse_opts
 from .quantization import QuantizeStage
-from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_opts, parse_recipes, select
+from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, select
 from .transforms import TRANSFORMS, TransformReport
 from .transforms.smoothquant import DEFAULT_ALPHA
 
@@ -205,11 +207,11 @@ def _check_options(options: ConvertOptions) -> tuple[list[str], list[Recipe | Ch
     textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
     if options.int8 not in INT8_CHOICES:
         raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
-    if "int8" not in opts and options.int8 != "auto":
+    if not opts.quantizes and options.int8 != "auto":
         raise InputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
     named = parse_recipes(options.recipes)
     if named:
-        given = {"--opt int8": "int8" in opts, f"--int8 {options.int8}": options.int8 != "auto",
+        given = {"--opt int8": opts.quantizes, f"--int8 {options.int8}": options.int8 != "auto",
                  "--format": options.formats is not None}
         clash = [flag for flag, present in given.items() if present]
         if clash:
@@ -255,10 +257,10 @@ def _task_text(checkpoint_dir: Path, data_dir) -> Path | None:
     return path if path.is_file() else None
 
 
-def _change(loaded: loading.Loaded, model: LogitsModel, opts: list[str], verify_batches: list):
+def _change(loaded: loading.Loaded, model: LogitsModel, opts: Opts, verify_batches: list):
     """Apply nonorm/relu; returns their reports, the untransformed original (when something changed;
     the teacher for recovery) and the damage measured against it on real sentences."""
-    changing = [name for name in ("nonorm", "relu") if name in opts]
+    changing = opts.changing
     if not changing:
         return [], None, None
     original = copy.deepcopy(model)
@@ -289,17 +291,19 @@ def _accept(damage: verify.Comparison, reports: list[TransformReport], recovered
     notes.append(message)
 
 
-def _fold(loaded: loading.Loaded, model: LogitsModel, verify_batches: list, parity_batches: list) -> TransformReport:
-    """Fold NoNorm γ/β into neighbouring layers, checked exact on real and fixed inputs."""
+def _exact(name: str, loaded: loading.Loaded, model: LogitsModel, verify_batches: list,
+           parity_batches: list) -> TransformReport:
+    """An exact rewrite (fold: NoNorm γ/β into neighbouring layers), checked on real and fixed inputs."""
     check = parity_batches + verify_batches[:8]
-    expect = verify.torch_logits(model, check)  # before folding
-    report = TRANSFORMS["fold"](loaded.model, loaded.family)
-    fold_check = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
+    expect = verify.torch_logits(model, check)  # before the rewrite
+    report = TRANSFORMS[name](loaded.model, loaded.family)
+    change = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
     tolerance = verify.fp32_tolerance(expect)
-    report.details.append(f"folded vs unfolded: max |Δlogit| {fold_check.max_abs:.3g} (tolerance {tolerance:.3g})")
-    if fold_check.max_abs > tolerance:
-        raise VerificationError(f"folding changed the model: max |Δlogit| {fold_check.max_abs:.3g} "
-                                f"> {tolerance:.3g}", "report this as a bug; convert without fold")
+    report.details.append(f"{OPT_BY_NAME[name].compared}: max |Δlogit| {change.max_abs:.3g} "
+                          f"(tolerance {tolerance:.3g})")
+    if change.max_abs > tolerance:
+        raise VerificationError(f"{name} changed the model: max |Δlogit| {change.max_abs:.3g} > {tolerance:.3g}",
+                                f"report this as a bug; convert without {name}")
     return report
 
 
@@ -366,9 +370,9 @@ def convert(options: ConvertOptions, reporter: Reporter | None = None) -> Conver
             timings["recover"] = time.perf_counter() - start
         del original
         _accept(damage, reports, recovered, options, reporter, notes)
-    if "fold" in opts:
-        with stage("transform", "Folding NoNorm into neighbouring layers"):
-            reports.append(_fold(loaded, model, verify_batches, parity_batches))
+    for name in opts.exact:
+        with stage("transform", OPT_BY_NAME[name].action):
+            reports.append(_exact(name, loaded, model, verify_batches, parity_batches))
 
     parity_ref = verify.torch_logits(model, parity_batches)
     verify_ref = verify.torch_logits(model, verify_batches)
@@ -487,12 +491,12 @@ def _readable_by_the_runtime(directory: Path) -> None:
                                 "contract") from exc
 
 
-def _prepare_recovery(options: ConvertOptions, loaded: loading.Loaded, opts: list[str], input_names: tuple,
+def _prepare_recovery(options: ConvertOptions, loaded: loading.Loaded, opts: Opts, input_names: tuple,
                       max_length: int):
     """--recover: read and check the task data, labels and budget before any slow work."""
     if not options.recover:
         return None
-    if not {"nonorm", "relu"} & set(opts):
+    if not opts.changing:
         raise InputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to recover",
                          "add nonorm,relu to --opt, or drop --recover")
     if loaded.head_initialized:
@@ -606,7 +610,7 @@ def _manifest(options, loaded, opts, reports, damage, results, max_length, input
                    "parameters": sum(p.numel() for p in loaded.model.parameters()),
                    # how a PocketBERT-trained checkpoint was made (finetune/recover/trim-vocab): scores, recipe
                    "training": _training_record(loaded.checkpoint)},
-        "opts": opts,
+        "opts": list(opts),
         "transforms": [r.to_json() for r in reports],
         "max_sequence_length": max_length,
         "model_vocab_size": loaded.config.vocab_size,

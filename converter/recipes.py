@@ -7,15 +7,8 @@ from dataclasses import dataclass
 from runtime.contract import TASKS  # noqa: F401  (the CLI's --task choices)
 
 from .errors import InputError
+from .opts import Opts
 
-#: user-facing --opt names, in the order they are applied
-OPTS = ("nonorm", "relu", "fold", "int8")
-OPT_HELP = {
-    "nonorm": "LayerNorm -> NoNorm (x*γ+β) in the encoder",
-    "relu": "GELU -> ReLU in the feed-forward blocks",
-    "fold": "fold NoNorm γ/β into the preceding Linear/embeddings where exact",
-    "int8": "int8 quantisation (see --int8 for dynamic/static)",
-}
 INT8_METHODS = ("dynamic", "static")
 #: --int8 values: auto builds every int8 method and keeps the fastest that passes verification
 INT8_CHOICES = ("auto", *INT8_METHODS, "all")
@@ -65,16 +58,6 @@ RECIPES = {r.name: r for r in (
 )}
 
 
-def parse_opts(text: str | None) -> list[str]:
-    """'relu,nonorm' -> ['nonorm', 'relu'] (canonical order); unknown names are an InputError."""
-    names = [n.strip().lower() for n in (text or "").split(",") if n.strip()]
-    unknown = [n for n in names if n not in OPTS]
-    if unknown:
-        raise InputError(f"unknown --opt {', '.join(repr(n) for n in unknown)}",
-                         f"valid optimisations: {', '.join(OPTS)} (comma-separated, e.g. --opt nonorm,relu,int8)")
-    return [o for o in OPTS if o in names]
-
-
 DEFAULT_FORMATS = "tflite,onnx"
 
 
@@ -110,7 +93,7 @@ def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | 
         chosen.append(RECIPES[f"{backend}:fp32"])
         if named:
             chosen += [r for r in named if r.backend == backend and r.precision != "fp32"]
-        elif "int8" in opts:
+        elif Opts(opts).quantizes:
             candidates = tuple(RECIPES[f"{backend}:int8-{m}"] for m in INT8_METHODS)
             if int8 == "auto":
                 chosen.append(Choice(candidates))

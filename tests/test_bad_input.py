@@ -19,8 +19,8 @@ from converter import cli
 from converter.backends.onnx import OnnxBackend
 from converter.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, InputError, OutputError
 from converter.families import families
+from converter.opts import NAMES as OPTS
 from converter.pipeline import convert
-from converter.recipes import OPTS
 
 from .conftest import FAMILY_NAMES, copy_checkpoint
 

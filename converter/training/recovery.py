@@ -15,6 +15,7 @@ from pathlib import Path
 from ..data.features import Features
 from ..errors import InputError
 from ..families import Family
+from ..opts import Opts
 from . import loop
 from .evaluate import evaluate
 from .finetune import load_splits
@@ -136,8 +137,9 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     from .finetune import eval_length, input_names, source_name
     from .save import check_output, save_trained
 
-    changing = [o for o in opts if o in ("nonorm", "relu")]
-    if not changing or set(opts) - {"nonorm", "relu"}:
+    opts = Opts(opts)
+    changing = list(opts.changing)
+    if not opts.only_structural:
         raise InputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not that",
                          "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
     check_output(out, overwrite)  # before any training
