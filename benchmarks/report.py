@@ -197,6 +197,10 @@ def _arm64_section(files: list[dict]) -> list[str]:
     lines += [f"{len(records) - len(failed)} of {len(records)} artifact × bucket × CPU checks pass.", ""]
     differs = sorted({(r["model"], r["recipe"], r["cpu"], r["instructions"]) for r in failed})
     lines += [f"- differs: {model} {recipe} on emulated {cpu} ({what})" for model, recipe, cpu, what in differs]
+    if differs:  # the emulator can be wrong too: only a device with those features settles it
+        lines += ["", "A difference on one emulated CPU only can be QEMU's emulation of that CPU's instructions as "
+                  "well as LiteRT's kernels for them: confirm on a device with those features before trusting or "
+                  "blaming the artifact there."]
     return lines + ([""] if differs else [])
 
 
