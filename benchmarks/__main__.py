@@ -348,10 +348,10 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
 
 
 # --- arm64 --------------------------------------------------------------------------------------
-@cli.command("arm64", help="Every verified TFLite artifact of each BUNDLE, at every bucket, on LiteRT's aarch64 build (the "
-             "ARM kernels phones run) under QEMU user-mode emulation, compared with this machine's LiteRT. Prepares "
-             "the aarch64 Python once, cached outside the repository. Results, never timings. Exit code 1 when an "
-             "artifact differs beyond its tolerance.")
+@cli.command("arm64", help="Every verified TFLite artifact of each BUNDLE, at every bucket, on LiteRT's aarch64 "
+             "build (the ARM kernels phones run) under QEMU user-mode emulation, compared with this machine's "
+             "LiteRT. Prepares the aarch64 Python once, cached outside the repository. Results, never timings. "
+             "Exit code 1 when an artifact differs beyond its tolerance.")
 @click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--cpus", default=",".join(arm64.DEFAULT_CPUS), show_default=True,
               help=f"comma-separated QEMU ARM CPU models ({', '.join(arm64.CPUS)})")
@@ -376,10 +376,10 @@ def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
         environment = aarch64_env.prepare(log=_log)
     except aarch64_env.EmulationUnavailable as exc:
         _fail(exc.problem, exc.fix)
-    data = schema.new_file("arm64", fast=False, machine=machine.describe(), settings={"cpus": names,
-                           "samples": samples, "recipes": recipes or "all"}, device={"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(
-                               environment.qemu), "python": aarch64_env.PYTHON + " (Debian arm64)",
-                           "versions": environment.versions})
+    device = {"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(environment.qemu),
+              "python": aarch64_env.PYTHON + " (Debian arm64)", "versions": environment.versions}
+    data = schema.new_file("arm64", fast=False, machine=machine.describe(), device=device,
+                           settings={"cpus": names, "samples": samples, "recipes": recipes or "all"})
     for bundle in bundle_dirs:
         try:
             texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)

@@ -151,7 +151,8 @@ def _need_debian_arm64(log) -> None:
     subprocess.run(["dpkg", "--add-architecture", "arm64"], check=True, capture_output=True)
     done = subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True)
     if done.returncode != 0 or not _apt_knows(f"{PYTHON}-minimal:arm64"):
-        raise EmulationUnavailable(f"apt-get update did not bring {PYTHON}-minimal:arm64 ({done.stderr.strip()[-300:]})",
+        raise EmulationUnavailable(f"apt-get update did not bring {PYTHON}-minimal:arm64 "
+                                   f"({done.stderr.strip()[-300:]})",
                                    "check the apt sources reach Debian's archive (arm64 is in the main archive)")
 
 
