@@ -103,7 +103,8 @@ def table(records: list[dict]) -> str:
     lines = ["| bundle | artifact | bucket | ARM CPU (emulated) | CPU features | rows | top-1 vs x86 "
              "| worst row cosine | max abs diff | max abs logit | ok |", "|" + "---|" * 11]
     lines += ["| " + " | ".join([r["model"], r["recipe"], str(r["bucket"]), r["cpu"],
-                                 " ".join(r["cpu_features"]) or "-", str(r["rows"]), f"{100 * r['top1_agreement']:.1f}%", f"{r['min_cosine']:.6f}",
+                                 " ".join(r["cpu_features"]) or "-", str(r["rows"]),
+                                 f"{100 * r['top1_agreement']:.1f}%", f"{r['min_cosine']:.6f}",
                                  f"{r['max_abs']:.2e}", f"{r['max_abs_logit']:.2f}", "yes" if r["passed"] else "NO"])
               + " |" for r in records]
     return "\n".join(lines)
