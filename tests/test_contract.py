@@ -74,3 +74,21 @@ def test_manifest_is_written_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "model.onnx"]  # no partial file left
     files = json.loads((tmp_path / "manifest.json").read_text())["files"]
     assert files == {"model.onnx": {"bytes": 10, "sha256": contract.sha256(tmp_path / "model.onnx")}}
+
+
+def test_latency_is_timed_on_attended_tokens(checkpoints, options, monkeypatch):
+    """The runtime runs dynamic int8 without padding: a padded timing row would time 3 tokens, not 128."""
+    from converter import backends
+
+    timed = []
+    original = backends.median_latency_ms
+
+    def record(runner, feeds, *args, **kwargs):
+        timed.append(feeds["attention_mask"])
+        return original(runner, feeds, *args, **kwargs)
+
+    monkeypatch.setattr(backends, "median_latency_ms", record)
+    result = convert(options(checkpoints["bert"]["classification"], opts="int8", verify_samples=20,
+                             measure_latency=True))
+    assert {a.recipe for a in result.artifacts} == {"onnx:fp32", "onnx:int8-dynamic"}
+    assert len(timed) == 2 and all(mask.shape == (1, 128) and mask.all() for mask in timed)
