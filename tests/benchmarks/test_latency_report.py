@@ -37,7 +37,10 @@ def test_records_are_sane(results):
         assert r["init_ms"] > 0 and r["first_ms"] > 0 and r["warmup"]["runs"] == 2
         assert 10 < r["rss_before_load_mb"] <= r["peak_rss_mb"] < 4000  # this process's own memory, not the parent's
         assert r["size_bytes"] > 0 and (r["threads"], r["seq_len"], r["batch"]) == (1, 32, 1)
-        assert r["macs"] > 0 and 0 < r["floor"]["fraction"] <= 1.5, (r["runner"], r["floor"])
+        # A sanity bound against a wrong MAC count (an order of magnitude), not a speed figure: on fast mode's
+        # 2-layer, 32-wide model every GEMM is a few microseconds, call overhead dominates, and the floor's
+        # overhead estimate moves with the machine's load (2.03 seen in a full-suite run, 1.0 alone).
+        assert r["macs"] > 0 and 0 < r["floor"]["fraction"] <= 4, (r["runner"], r["floor"])
         assert r["floor"]["precision"] == ("int8" if "int8" in r["runner"] else "fp32")
 
 
