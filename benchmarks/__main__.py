@@ -43,6 +43,16 @@ def _ints(text: str, what: str) -> list[int]:
     return values
 
 
+def _cpu_names(text: str, known, what: str) -> list[str]:
+    """--cpus: comma-separated emulated CPU models, each one ``known``; anything else is a usage error."""
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in names if c not in known]
+    if unknown or not names:
+        _fail(f"unknown {what} model(s) {', '.join(unknown) or '(none given)'}",
+              f"use one or more of {', '.join(known)}", 2)
+    return names
+
+
 def _fail(problem: str, fix: str, code: int = 3) -> None:
     console.print(styled("[red]error:[/red] ", problem))
     console.print(styled("  fix: ", fix))
@@ -324,11 +334,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
 def cpus(bundle_dirs, cpus, samples, data_dir):
     from converter.errors import ConverterError
 
-    names = [c.strip() for c in cpus.split(",") if c.strip()]
-    unknown = [c for c in names if c not in emulated_cpus.CPUS]
-    if unknown or not names:
-        _fail(f"unknown CPU model(s) {', '.join(unknown) or '(none given)'}",
-              f"use one or more of {', '.join(emulated_cpus.CPUS)}", 2)
+    names = _cpu_names(cpus, emulated_cpus.CPUS, "CPU")
     try:
         emulated_cpus.qemu()
     except emulated_cpus.EmulationUnavailable as exc:
@@ -367,11 +373,7 @@ def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
 
     from . import aarch64_env, schema
 
-    names = [c.strip() for c in cpus.split(",") if c.strip()]
-    unknown = [c for c in names if c not in arm64.CPUS]
-    if unknown or not names:
-        _fail(f"unknown ARM CPU model(s) {', '.join(unknown) or '(none given)'}",
-              f"use one or more of {', '.join(arm64.CPUS)}", 2)
+    names = _cpu_names(cpus, arm64.CPUS, "ARM CPU")
     try:
         environment = aarch64_env.prepare(log=_log)
     except aarch64_env.EmulationUnavailable as exc:

@@ -14,31 +14,23 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import aarch64_env
-from .emulated_cpus import compare, passes, token_rows
+from .emulated_cpus import EmulatedCpu, compare, passes, token_rows
 
 WORKER = Path(__file__).resolve().with_name("litert_worker.py")
 DEVICE_KIND = "aarch64-emulated"
 _TIMEOUT = 3 * 3600
 
 
-@dataclass(frozen=True)
-class ArmCpu:
-    name: str
-    qemu_model: str
-    instructions: str
-
-
 CPUS = {cpu.name: cpu for cpu in (
-    ArmCpu("cortex-a53", "cortex-a53", "ARMv8.0-A: NEON, no dot product (low-end and little cores)"),
-    ArmCpu("cortex-a76", "cortex-a76", "ARMv8.2-A: NEON + dot product, no i8mm"),
-    ArmCpu("max-nosve", "max,sve=off", "dot product, i8mm, bf16; SVE off"),
-    ArmCpu("max", "max", "every extension QEMU implements: dot product, i8mm, SVE2, bf16"),
+    EmulatedCpu("cortex-a53", "cortex-a53", "ARMv8.0-A: NEON, no dot product (low-end and little cores)"),
+    EmulatedCpu("cortex-a76", "cortex-a76", "ARMv8.2-A: NEON + dot product, no i8mm"),
+    EmulatedCpu("max-nosve", "max,sve=off", "dot product, i8mm, bf16; SVE off"),
+    EmulatedCpu("max", "max", "every extension QEMU implements: dot product, i8mm, SVE2, bf16"),
 )}
 DEFAULT_CPUS = ("cortex-a53", "max-nosve", "max")
 #: the HWCAPs worth a column: the ones XNNPACK's kernel choice depends on

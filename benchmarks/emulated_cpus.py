@@ -28,6 +28,8 @@ from runtime import machine
 
 @dataclass(frozen=True)
 class EmulatedCpu:
+    """A CPU model QEMU emulates (x86 here, ARM in benchmarks.arm64)."""
+
     name: str
     qemu_model: str
     instructions: str
