@@ -11,6 +11,7 @@ from pathlib import Path
 
 # The contract (names, checksums, the manifest writer) is the runtime's: one definition for the
 # converter and every reader.  Re-exported here for the converter's modules.
+from runtime.bundle import Bundle
 from runtime.contract import MANIFEST, SCHEMA_VERSION, file_entry, sha256, write_manifest  # noqa: F401
 
 from .staging import Staging  # noqa: F401  (the converter's writers import it from here)
@@ -18,6 +19,4 @@ from .staging import Staging  # noqa: F401  (the converter's writers import it f
 
 def read_manifest(directory: Path) -> dict:
     """A bundle's manifest as the runtime reads it: paths, fields and schema version checked."""
-    from runtime.bundle import Bundle
-
     return Bundle.open(directory).manifest

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from runtime import machine
+from runtime.bundle import Bundle
+from runtime.errors import BundleError
 
 from . import __version__, backends, loading, verify
 from . import texts as textdata
@@ -487,9 +489,6 @@ def _space_estimate(model, recipes) -> tuple[int, str]:
 
 def _readable_by_the_runtime(directory: Path) -> None:
     """The bundle as every reader will open it: a manifest the runtime refuses is never shipped."""
-    from runtime.bundle import Bundle
-    from runtime.errors import BundleError
-
     try:
         Bundle.open(directory)
     except BundleError as exc:
