@@ -1,4 +1,4 @@
-"""Accuracy gates of recovered models (issue 5): the bundle's artifacts scored against its teacher.
+"""Accuracy gates of recovered models: the bundle's artifacts scored against its teacher.
 
     python -m benchmarks gates BUNDLE… [--limit N]
 
