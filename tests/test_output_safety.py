@@ -7,6 +7,7 @@ tmpfs, mounted only when running as root).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -327,14 +328,13 @@ def test_rename_exchange_swaps_two_directories(tmp_path):
 
 # --- 3: full and read-only file systems --------------------------------------------------------
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 2 MiB tmpfs: room for the tokenizer files, not for the model."""
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str):
+    """A tmpfs mounted at ``mount`` for the block; the test is skipped where it cannot be mounted."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True,
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], capture_output=True,
                           text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
@@ -342,6 +342,13 @@ def small_disk(tmp_path):
         yield mount
     finally:
         subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs: room for the tokenizer files, not for the model."""
+    with tmpfs(tmp_path / "disk", "size=2m") as mount:
+        yield mount
 
 
 def assert_disk_full_reported(result, out: Path) -> None:
@@ -388,20 +395,10 @@ def test_no_space_inside_staging_names_the_estimate(small_disk):
 
 
 def test_read_only_file_system_is_named(checkpoint, tmp_path, capsys):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "ro", "ro,size=1m") as mount:
         assert convert_cli(checkpoint, mount / "bundle", tmp=tmp_path) == EXIT_OUTPUT
         err = capsys.readouterr().err
         assert "read-only file system" in err and "permission denied" not in err.lower()
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
 
 
 # --- 4: bundles and checkpoints follow the umask -----------------------------------------------
