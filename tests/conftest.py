@@ -14,9 +14,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
-from converter.builtin import BUILTIN
-from converter.families import families
-from converter.pipeline import ConvertOptions
+from pocketbert.converter.builtin import BUILTIN
+from pocketbert.converter.families import families
+from pocketbert.converter.pipeline import ConvertOptions
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("POCKETBERT_DATA", REPO.parent / "shared" / "data"))
@@ -98,10 +98,10 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 def export_spec(checkpoint: Path, buckets=(32,)):
     """(loaded checkpoint, ExportSpec) as the pipeline builds them, for tests that call a backend directly."""
-    from converter import loading
-    from converter.backends import ExportSpec
-    from converter.encoding import encode
-    from converter.logits_model import LogitsModel
+    from pocketbert.converter import loading
+    from pocketbert.converter.backends import ExportSpec
+    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoint))
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if loaded.family.uses_token_type_ids else [])

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from benchmarks import aarch64_env, arm64, schema
-from converter.texts import read_texts
+from pocketbert.benchmarks import aarch64_env, arm64, schema
+from pocketbert.converter.texts import read_texts
 
 from .conftest import DATA
 from .runtime.conftest import convert_bundle
@@ -53,7 +53,7 @@ def test_every_tflite_artifact_and_bucket_agrees_on_aarch64(environment, tiny_bu
 
 def test_arm64_command_writes_results_and_the_report_shows_parity(environment, tiny_bundle, tmp_path):
     out = tmp_path / "results" / "arm64.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle), "--cpus", "cortex-a53",
+    done = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "arm64", str(tiny_bundle), "--cpus", "cortex-a53",
                            "--samples", "4", "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     data = schema.read(out)
@@ -63,7 +63,7 @@ def test_arm64_command_writes_results_and_the_report_shows_parity(environment, t
     assert all("asimddp" not in r["cpu_features"] for r in data["results"])  # the no-dot-product int8 path
     assert not any("ms" in key for r in data["results"] for key in r)  # emulated time is never reported
     report = tmp_path / "REPORT.md"
-    built = subprocess.run([sys.executable, "-m", "benchmarks", "report", "--results", str(out.parent), "--out",
+    built = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "report", "--results", str(out.parent), "--out",
                             str(report)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     text = report.read_text()
@@ -74,7 +74,7 @@ def test_arm64_command_writes_results_and_the_report_shows_parity(environment, t
 
 
 def test_unknown_cpu_is_a_usage_error(tiny_bundle):
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle), "--cpus", "pentium"],
+    done = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "arm64", str(tiny_bundle), "--cpus", "pentium"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "unknown ARM CPU model(s) pentium" in done.stderr
     assert "Traceback" not in done.stderr
@@ -85,7 +85,7 @@ def test_missing_emulator_is_a_message_with_the_fix(tiny_bundle, tmp_path):
     import os
 
     env = {**os.environ, "PATH": str(tmp_path), "POCKETBERT_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "arm64", str(tiny_bundle)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "arm64", str(tiny_bundle)], capture_output=True,
                           text=True, timeout=300, env=env)
     assert done.returncode == 3, done.stderr[-2000:]
     assert "qemu-aarch64-static not found" in done.stderr and "apt-get install -y qemu-user-static" in done.stderr

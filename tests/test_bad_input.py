@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from converter import cli
-from converter.backends.onnx import OnnxBackend
-from converter.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, InputError, OutputError
-from converter.families import families
-from converter.opts import NAMES as OPTS
-from converter.pipeline import convert
+from pocketbert.converter import cli
+from pocketbert.converter.backends.onnx import OnnxBackend
+from pocketbert.converter.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, InputError, OutputError
+from pocketbert.converter.families import families
+from pocketbert.converter.opts import NAMES as OPTS
+from pocketbert.converter.pipeline import convert
 
 from .conftest import FAMILY_NAMES, copy_checkpoint
 
@@ -313,7 +313,7 @@ def test_existing_nonempty_output_without_overwrite(options, checkpoints, existi
 @pytest.fixture
 def earlier_bundle(tmp_path) -> Path:
     """What an earlier conversion left: files listed by a manifest.json (all --overwrite may replace)."""
-    from converter.bundle import write_manifest
+    from pocketbert.converter.bundle import write_manifest
 
     out = tmp_path / "bundle"
     out.mkdir()

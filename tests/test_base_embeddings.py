@@ -9,10 +9,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from converter import loading
-from converter.base_embeddings import base_table, share_checkpoint
-from converter.errors import InputError
-from converter.pipeline import convert
+from pocketbert.converter import loading
+from pocketbert.converter.base_embeddings import base_table, share_checkpoint
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.pipeline import convert
 
 from .conftest import DATA, build_checkpoint
 
@@ -74,9 +74,9 @@ def test_a_different_base_table_is_refused(shared, tmp_path):
 def test_a_table_frozen_through_finetune_and_recovery_ships_without_re_tuning(checkpoints, tmp_path):
     """--freeze-word-embeddings in finetune and recover: the table stays the base's bit for bit while the
     rest learns, so share-embeddings has nothing to re-tune and the shipped scores are the recovered ones."""
-    from converter.training import loop
-    from converter.training.finetune import FinetuneOptions, finetune
-    from converter.training.recovery import RecoverOptions, recover_checkpoint
+    from pocketbert.converter.training import loop
+    from pocketbert.converter.training.finetune import FinetuneOptions, finetune
+    from pocketbert.converter.training.recovery import RecoverOptions, recover_checkpoint
 
     base = str(checkpoints["bert"]["none"])
     teacher = tmp_path / "teacher"

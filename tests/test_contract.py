@@ -10,20 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.errors import VerificationError
-from converter.pipeline import convert
-from runtime import contract
+from pocketbert.converter.errors import VerificationError
+from pocketbert.converter.pipeline import convert
+from pocketbert.runtime import contract
 
 REPO = Path(__file__).resolve().parents[1]
 CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "SIGNATURE_PREFIX")
 
 
 def test_every_contract_name_is_defined_once():
-    sources = [p for part in ("converter", "runtime", "benchmarks") for p in (REPO / part).rglob("*.py")]
+    sources = list((REPO / "pocketbert").rglob("*.py"))
     for name in CONTRACT_NAMES:
         defined = [str(p.relative_to(REPO)) for p in sources
                    if re.search(rf"^{name}\s*=", p.read_text(encoding="utf-8"), re.MULTILINE)]
-        assert defined == ["runtime/contract.py"], f"{name} is defined in {defined}"
+        assert defined == ["pocketbert/runtime/contract.py"], f"{name} is defined in {defined}"
 
 
 def _off_by_one(original):
@@ -32,8 +32,8 @@ def _off_by_one(original):
     return run
 
 
-@pytest.mark.parametrize("fmt, module, cls", [("onnx", "runtime.backends.onnx", "OnnxBackend"),
-                                               ("tflite", "runtime.backends.tflite", "TfliteBackend")])
+@pytest.mark.parametrize("fmt, module, cls", [("onnx", "pocketbert.runtime.backends.onnx", "OnnxBackend"),
+                                               ("tflite", "pocketbert.runtime.backends.tflite", "TfliteBackend")])
 def test_breaking_the_runtime_backend_fails_the_conversion(checkpoints, options, monkeypatch, fmt, module, cls):
     """A runtime backend that computes something else must stop the converter from writing a bundle."""
     import importlib
@@ -46,7 +46,7 @@ def test_breaking_the_runtime_backend_fails_the_conversion(checkpoints, options,
 
 
 def test_the_converter_writes_what_the_runtime_reads(checkpoints, options):
-    import runtime
+    from pocketbert import runtime
 
     result = convert(options(checkpoints["bert"]["ner"], formats="onnx,tflite", buckets=[32, 64], verify_samples=20))
     bundle = runtime.Bundle.open(result.bundle)
@@ -78,7 +78,7 @@ def test_manifest_is_written_whole(tmp_path):
 
 def test_latency_is_timed_on_attended_tokens(checkpoints, options, monkeypatch):
     """The runtime runs dynamic int8 without padding: a padded timing row would time 3 tokens, not 128."""
-    from converter import backends
+    from pocketbert.converter import backends
 
     timed = []
     original = backends.median_latency_ms

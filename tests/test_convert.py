@@ -12,9 +12,9 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
-from converter.bundle import read_manifest
-from converter.errors import AccuracyLossRefused, VerificationError
-from converter.pipeline import convert
+from pocketbert.converter.bundle import read_manifest
+from pocketbert.converter.errors import AccuracyLossRefused, VerificationError
+from pocketbert.converter.pipeline import convert
 
 from .conftest import DATA, FAMILY_NAMES, NER_LABELS
 
@@ -198,11 +198,11 @@ def test_builtin_minilm_int8_meets_the_bar(options, tmp_path):
 
 def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints, tmp_path):
     """The search itself, with a judge that wants at least 3 float Linears and prefers big roles."""
-    from converter import loading
-    from converter.backends import ExportSpec, get
-    from converter.backends.onnx import _roles
-    from converter.encoding import encode
-    from converter.logits_model import LogitsModel
+    from pocketbert.converter import loading
+    from pocketbert.converter.backends import ExportSpec, get
+    from pocketbert.converter.backends.onnx import _roles
+    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoints["bert"]["classification"]))
     names = ["input_ids", "attention_mask", "token_type_ids"]

@@ -7,11 +7,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from converter.data import load_task
-from converter.data.conll import detect_scheme, read_conll, to_iob2
-from converter.data.features import IGNORE
-from converter.data.metrics import glue_scores, ner_scores, score
-from converter.errors import InputError
+from pocketbert.converter.data import load_task
+from pocketbert.converter.data.conll import detect_scheme, read_conll, to_iob2
+from pocketbert.converter.data.features import IGNORE
+from pocketbert.converter.data.metrics import glue_scores, ner_scores, score
+from pocketbert.converter.errors import InputError
 
 from .conftest import DATA
 

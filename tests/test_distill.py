@@ -11,8 +11,8 @@ import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, BertConfig
 
-from converter.data.tasks import load_task
-from converter.distill import (
+from pocketbert.converter.data.tasks import load_task
+from pocketbert.converter.distill import (
     attention_kl,
     calibrate_nonorm,
     hard_label_loss,
@@ -24,11 +24,11 @@ from converter.distill import (
     progressive,
     recover,
 )
-from converter.distill.pairing import eager_attention, no_dropout, truncated
-from converter.errors import InputError
-from converter.families import families
-from converter.training.loop import Budget, train
-from converter.transforms import nonorm, relu
+from pocketbert.converter.distill.pairing import eager_attention, no_dropout, truncated
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.families import families
+from pocketbert.converter.training.loop import Budget, train
+from pocketbert.converter.transforms import nonorm, relu
 
 from .conftest import DATA, _family
 

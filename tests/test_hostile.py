@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-import runtime
-from converter import cli as converter_cli
-from converter.errors import InputError as ConverterInputError
-from converter.pipeline import ConvertOptions, convert
-from runtime.errors import BundleError, InputError, ModelError
+from pocketbert import runtime
+from pocketbert.converter import cli as converter_cli
+from pocketbert.converter.errors import InputError as ConverterInputError
+from pocketbert.converter.pipeline import ConvertOptions, convert
+from pocketbert.runtime.errors import BundleError, InputError, ModelError
 
 from .runtime.conftest import cls_bundle, ner_bundle  # noqa: F401  (session fixtures: small real bundles)
 
@@ -162,7 +162,7 @@ RUNTIME_CASES = [
 @pytest.mark.parametrize("case", RUNTIME_CASES, ids=lambda c: c.id)
 def test_runtime_cli(case, paths):
     case.needles = [n.format(**paths) for n in case.needles]
-    run_module("runtime", case, paths)
+    run_module("pocketbert.runtime", case, paths)
 
 
 # --- python -m benchmarks -------------------------------------------------------------------------
@@ -193,7 +193,7 @@ BENCHMARK_CASES = [
 @pytest.mark.parametrize("case", BENCHMARK_CASES, ids=lambda c: c.id)
 def test_benchmarks_cli(case, paths):
     case.needles = [n.format(**paths) for n in case.needles]
-    run_module("benchmarks", case, paths)
+    run_module("pocketbert.benchmarks", case, paths)
 
 
 # --- python -m converter --------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_converter_cli(case, paths, checkpoints, tmp_path, capsys):
 ], ids=lambda c: c.id)
 def test_converter_cli_on_a_terminal(case, paths):
     case.needles = [n.format(**paths) for n in case.needles]
-    run_module("converter", case, paths)
+    run_module("pocketbert.converter", case, paths)
 
 
 def test_converter_summary_prints_paths_verbatim(checkpoints, tmp_path, capsys):

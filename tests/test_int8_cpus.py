@@ -17,9 +17,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from benchmarks import emulated_cpus
-from converter.backends.onnx import _quantize_dynamic, _quantize_static
-from converter.texts import read_texts
+from pocketbert.benchmarks import emulated_cpus
+from pocketbert.converter.backends.onnx import _quantize_dynamic, _quantize_static
+from pocketbert.converter.texts import read_texts
 
 from .conftest import DATA
 from .runtime.conftest import convert_bundle
@@ -108,7 +108,7 @@ def test_every_artifact_agrees_across_cpu_classes(qemu, int8_bundle):
 def test_the_manifest_states_the_verifying_cpu(int8_bundle):
     import json
 
-    from runtime import machine
+    from pocketbert.runtime import machine
 
     recorded = json.loads((int8_bundle / "manifest.json").read_text())["verification"]["machine"]
     here = machine.verifying_machine()
@@ -117,12 +117,12 @@ def test_the_manifest_states_the_verifying_cpu(int8_bundle):
 
 
 def test_cpus_command_prints_the_parity_table(qemu, int8_bundle):
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "cpus", str(int8_bundle), "--cpus", "haswell",
+    done = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "cpus", str(int8_bundle), "--cpus", "haswell",
                            "--samples", "5"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| onnx:") or line.startswith("| tflite:")]
     assert len(rows) == 5 and all(row.endswith("| yes |") and "haswell" in row for row in rows), done.stdout
-    unknown = subprocess.run([sys.executable, "-m", "benchmarks", "cpus", str(int8_bundle), "--cpus", "pentium"],
+    unknown = subprocess.run([sys.executable, "-m", "pocketbert.benchmarks", "cpus", str(int8_bundle), "--cpus", "pentium"],
                              capture_output=True, text=True, timeout=600)
     assert unknown.returncode == 2 and "unknown CPU model(s) pentium" in unknown.stderr
     assert "Traceback" not in unknown.stderr

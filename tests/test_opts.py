@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from converter.errors import InputError
-from converter.opts import REGISTRY, Opts, parse_opts
-from converter.transforms import TRANSFORMS
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.opts import REGISTRY, Opts, parse_opts
+from pocketbert.converter.transforms import TRANSFORMS
 
 
 def test_parsed_once_into_canonical_order():

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from converter import cli
-from converter.bundle import write_manifest
-from converter.errors import EXIT_OK, EXIT_OUTPUT, OutputError
+from pocketbert.converter import cli
+from pocketbert.converter.bundle import write_manifest
+from pocketbert.converter.errors import EXIT_OK, EXIT_OUTPUT, OutputError
 
 from .conftest import DATA, REPO
 
@@ -162,7 +162,7 @@ def test_overwrite_never_replaces_root_home_or_the_working_directory(checkpoint,
 
 
 def test_files_added_to_the_earlier_bundle_during_a_run_are_not_deleted(tmp_path):
-    from converter.staging import Staging
+    from pocketbert.converter.staging import Staging
 
     out = fake_bundle(tmp_path / "bundle")
     with pytest.raises(OutputError) as info:
@@ -185,8 +185,8 @@ def test_convert_does_not_replace_a_checkpoint(checkpoint, tmp_path, capsys):
 
 def written_checkpoint(source: Path, out: Path, overwrite: bool = False) -> Path:
     """A checkpoint directory written the way finetune/recover/trim-vocab write theirs."""
-    from converter import loading
-    from converter.training.save import save_trained
+    from pocketbert.converter import loading
+    from pocketbert.converter.training.save import save_trained
 
     loaded = loading.load(str(source))
     return save_trained(loaded.model, loaded.tokenizer, out, overwrite=overwrite,
@@ -241,7 +241,7 @@ def test_checkpoint_commands_refuse_a_project_directory(checkpoint, tmp_path, ca
 KILL_AFTER_BACKUP = textwrap.dedent("""
     import os, signal
     from pathlib import Path
-    from converter import staging
+    from pocketbert.converter import staging
     staging._exchange = lambda a, b: False  # the two-rename swap, as on file systems without RENAME_EXCHANGE
     real_rename = staging._rename
     def rename(src, dst):
@@ -253,7 +253,7 @@ KILL_AFTER_BACKUP = textwrap.dedent("""
 
 KILL_AFTER_EXCHANGE = textwrap.dedent("""
     import os, signal
-    from converter import staging
+    from pocketbert.converter import staging
     real_exchange = staging._exchange
     def exchange(a, b):
         assert real_exchange(a, b)
@@ -290,7 +290,7 @@ def test_kill_after_the_exchange_leaves_the_new_bundle_and_the_next_run_cleans_u
 
 
 def test_stale_staging_of_dead_runs_is_removed_and_live_or_foreign_ones_kept(tmp_path):
-    from converter.staging import Staging
+    from pocketbert.converter.staging import Staging
 
     out = tmp_path / "bundle"
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -314,7 +314,7 @@ def test_stale_staging_of_dead_runs_is_removed_and_live_or_foreign_ones_kept(tmp
 
 
 def test_rename_exchange_swaps_two_directories(tmp_path):
-    from converter.staging import _exchange
+    from pocketbert.converter.staging import _exchange
 
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
@@ -383,7 +383,7 @@ def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_
 
 
 def test_no_space_inside_staging_names_the_estimate(small_disk):
-    from converter.staging import Staging
+    from pocketbert.converter.staging import Staging
 
     out = small_disk / "bundle"
     with pytest.raises(OutputError) as info:

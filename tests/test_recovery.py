@@ -9,13 +9,13 @@ import json
 import pytest
 import torch
 
-from converter import loading
-from converter.errors import AccuracyLossRefused, InputError
-from converter.families import is_nonorm
-from converter.pipeline import convert
-from converter.training import loop
-from converter.training.finetune import FinetuneOptions, finetune
-from converter.training.recovery import RecoverOptions, recover_checkpoint
+from pocketbert.converter import loading
+from pocketbert.converter.errors import AccuracyLossRefused, InputError
+from pocketbert.converter.families import is_nonorm
+from pocketbert.converter.pipeline import convert
+from pocketbert.converter.training import loop
+from pocketbert.converter.training.finetune import FinetuneOptions, finetune
+from pocketbert.converter.training.recovery import RecoverOptions, recover_checkpoint
 
 from .conftest import DATA
 
@@ -52,8 +52,8 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
                                                        abs=1e-2)
     assert [s["name"] for s in record["distillation"]["stages"]] == ["joint"]
     # the reloaded checkpoint computes what was evaluated
-    from converter.data import load_task
-    from converter.training.evaluate import evaluate
+    from pocketbert.converter.data import load_task
+    from pocketbert.converter.training.evaluate import evaluate
 
     dev = load_task("glue:sst2", "dev", DATA, limit=200).encode(loaded.tokenizer, 512, loaded.labels)
     assert evaluate(loaded.model, dev)["accuracy"] == pytest.approx(scores["recovered"]["accuracy"], abs=1e-3)
@@ -64,7 +64,7 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
     assert result.manifest["source"]["training"]["dev_scores"]["teacher"] == scores["teacher"]
 
     # the gates: each artifact scored as the runtime runs it, against the teacher and the float export
-    from benchmarks import gates
+    from pocketbert.benchmarks import gates
 
     rows = gates.check(bundle, limit=200, progress=lambda *a: None)
     by_runner = {r["runner"]: r for r in rows}
@@ -81,7 +81,7 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
 class FakeOptions:
     @staticmethod
     def make(checkpoint, out, **kwargs):
-        from converter.pipeline import ConvertOptions
+        from pocketbert.converter.pipeline import ConvertOptions
 
         return ConvertOptions(checkpoint=str(checkpoint), out=out, formats="onnx", verify_samples=100,
                               measure_latency=False, data_dir=DATA, **kwargs)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.pipeline import convert
+from pocketbert.converter.pipeline import convert
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from converter import loading
-from converter.data import load_task
-from converter.distill.retokenized import distill_retokenized, first_pieces, gap, word_pairs
-from converter.training.loop import Budget
-from converter.vocab_trim import trim
+from pocketbert.converter import loading
+from pocketbert.converter.data import load_task
+from pocketbert.converter.distill.retokenized import distill_retokenized, first_pieces, gap, word_pairs
+from pocketbert.converter.training.loop import Budget
+from pocketbert.converter.vocab_trim import trim
 
 from .conftest import DATA
 

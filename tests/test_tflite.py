@@ -8,10 +8,10 @@ import torch
 from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from converter.backends.tflite import op_histogram
-from converter.bundle import read_manifest
-from converter.errors import InputError
-from converter.pipeline import convert
+from pocketbert.converter.backends.tflite import op_histogram
+from pocketbert.converter.bundle import read_manifest
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.pipeline import convert
 
 from .conftest import FAMILY_NAMES
 
@@ -144,14 +144,14 @@ def test_tflite_fp16_halves_the_weights_and_stays_near_parity(checkpoints, optio
 
 def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options):
     """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
-    from converter import loading
-    from converter.backends.tflite import _linear_roles
-    from converter.logits_model import LogitsModel
+    from pocketbert.converter import loading
+    from pocketbert.converter.backends.tflite import _linear_roles
+    from pocketbert.converter.logits_model import LogitsModel
 
     ckpt = checkpoints["bert"]["classification"]
     result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))
     loaded = loading.load(str(ckpt))
-    from converter.transforms import TRANSFORMS
+    from pocketbert.converter.transforms import TRANSFORMS
 
     for name in ("nonorm", "relu"):
         TRANSFORMS[name](loaded.model, loaded.family)
@@ -169,7 +169,7 @@ def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints
     """The shared search on TFLite: a judge that wants every FFN output projection in float."""
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
-    from converter.backends import get
+    from pocketbert.converter.backends import get
 
     from .conftest import export_spec
 
@@ -260,8 +260,8 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
     whatever token ids sit under attention_mask 0, the logits are the same."""
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
-    from converter.backends import get
-    from converter.backends.tflite import _masked_softmax_ops
+    from pocketbert.converter.backends import get
+    from pocketbert.converter.backends.tflite import _masked_softmax_ops
 
     from .conftest import export_spec
 
@@ -290,7 +290,7 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
 
 def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     """Short of the target, the search keeps the cheapest step that meets the bar and writes it again."""
-    from converter.backends.base import float_fallback_search
+    from pocketbert.converter.backends.base import float_fallback_search
 
     roles = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
     good = {"a": 0.9, "b": 0.8, "c": 0.7}  # the cosine each role reaches alone: a first, then b, then c

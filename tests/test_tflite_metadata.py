@@ -20,8 +20,8 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoTokenizer
 
-from converter.backends import get, tflite_metadata
-from converter.pipeline import ConvertOptions, convert
+from pocketbert.converter.backends import get, tflite_metadata
+from pocketbert.converter.pipeline import ConvertOptions, convert
 
 from .conftest import DATA, export_spec
 

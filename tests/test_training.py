@@ -7,12 +7,12 @@ import json
 import pytest
 import torch
 
-from converter import loading
-from converter.cli import main as cli_main
-from converter.data import load_task
-from converter.errors import InputError
-from converter.training import loop
-from converter.training.finetune import FinetuneOptions, finetune
+from pocketbert.converter import loading
+from pocketbert.converter.cli import main as cli_main
+from pocketbert.converter.data import load_task
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.training import loop
+from pocketbert.converter.training.finetune import FinetuneOptions, finetune
 
 from .conftest import DATA, NER_LABELS, build_checkpoint
 

@@ -7,9 +7,9 @@ import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification
 
-from converter.families import families, is_nonorm
-from converter.transforms import TRANSFORMS, fold, nonorm, relu
-from converter.transforms.smoothquant import activation_maxima, smooth
+from pocketbert.converter.families import families, is_nonorm
+from pocketbert.converter.transforms import TRANSFORMS, fold, nonorm, relu
+from pocketbert.converter.transforms.smoothquant import activation_maxima, smooth
 
 from .conftest import FAMILY_NAMES, _family
 
@@ -94,7 +94,7 @@ def test_fold_is_exact(family, checkpoints, tokenizer):
 
 
 def test_fold_refuses_layernorm(checkpoints):
-    from converter.errors import InputError
+    from pocketbert.converter.errors import InputError
 
     model = _load(checkpoints["bert"]["classification"])
     with pytest.raises(InputError, match="nonorm"):

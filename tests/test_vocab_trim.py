@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from converter import loading
-from converter.data import load_task
-from converter.errors import InputError
-from converter.vocab_trim import trim
+from pocketbert.converter import loading
+from pocketbert.converter.data import load_task
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.vocab_trim import trim
 
 from .conftest import DATA
 

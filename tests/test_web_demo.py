@@ -52,7 +52,7 @@ def node_modules():
 
 
 def _convert(name: str, out: Path) -> Path:
-    done = subprocess.run([sys.executable, "-m", "converter", name, "--opt", "nonorm,relu,fold", "--format", "tflite",
+    done = subprocess.run([sys.executable, "-m", "pocketbert.converter", name, "--opt", "nonorm,relu,fold", "--format", "tflite",
                            "--buckets", "32,64", "--no-latency", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, f"converting {name} failed:\n{done.stderr[-3000:]}"
@@ -113,7 +113,7 @@ def browser(site, fuzz_cases, tmp_path_factory):
     """What the page showed and computed (browser_check.mjs's JSON), with the files it used."""
     root, url = site
     work = tmp_path_factory.mktemp("web-browser")
-    from converter.builtin import BUILTIN
+    from pocketbert.converter.builtin import BUILTIN
 
     golden_tok = [c for c in _lines(GOLDEN / "tokenization.jsonl") if c["text_pair"] is None]
     spec = {"url": url + "?task=ner&precision=fp32", "chromium": CHROMIUM, "user_data_dir": str(work / "profile"),
@@ -179,8 +179,8 @@ def test_golden_ner_and_classification_decode_like_hugging_face_in_the_browser(b
 
 
 def test_entities_and_labels_of_real_texts_equal_the_runtime_fp32(browser, bundles):
-    import runtime
-    from runtime.classification import TruncationWarning
+    from pocketbert import runtime
+    from pocketbert.runtime.classification import TruncationWarning
 
     texts = browser["spec"]["texts"]["ner"]
     ner = runtime.load(bundles["ner"], "tflite", precision="fp32")
@@ -213,7 +213,7 @@ def test_a_tampered_model_is_refused_with_a_visible_message(browser):
 
 
 def test_measure_panel_exports_a_record_report_shows_beside_the_desktop(browser, tmp_path):
-    from benchmarks import report, schema
+    from pocketbert.benchmarks import report, schema
 
     data = browser["measured"]
     assert data["schema"] == schema.SCHEMA and data["command"] == "browser"

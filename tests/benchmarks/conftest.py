@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks import models
+from pocketbert.benchmarks import models
 
 
 @pytest.fixture(scope="session")

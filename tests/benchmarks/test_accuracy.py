@@ -5,8 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from benchmarks import accuracy, schema
-from benchmarks.__main__ import cli
+from pocketbert.benchmarks import accuracy, schema
+from pocketbert.benchmarks.__main__ import cli
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +55,10 @@ def test_ner_bundle_on_conll(tmp_path):
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from converter.builtin import BUILTIN
-    from converter.data.tasks import CONLL_LABELS
-    from converter.families import families
-    from converter.pipeline import ConvertOptions, convert
+    from pocketbert.converter.builtin import BUILTIN
+    from pocketbert.converter.data.tasks import CONLL_LABELS
+    from pocketbert.converter.families import families
+    from pocketbert.converter.pipeline import ConvertOptions, convert
 
     config = next(f for f in families() if f.name == "bert").tiny_config(vocab_size=30522)
     config.num_labels, config.id2label = len(CONLL_LABELS), dict(enumerate(CONLL_LABELS))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.benchmark_model_output import BenchmarkOutputError, parse
+from pocketbert.benchmarks.benchmark_model_output import BenchmarkOutputError, parse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

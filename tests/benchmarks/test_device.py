@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchmarks import device, schema
-from benchmarks.__main__ import cli
+from pocketbert.benchmarks import device, schema
+from pocketbert.benchmarks.__main__ import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchmarks import schema
-from benchmarks.__main__ import cli
+from pocketbert.benchmarks import schema
+from pocketbert.benchmarks.__main__ import cli
 
 RUNNERS = {"onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic", "peer:torch-eager-fp32",
            "peer:ort-optimum-fp32", "peer:ort-optimum-int8-dynamic", "peer:tflite-plain-fp32"}
@@ -108,7 +108,7 @@ def _rec(runner, ms, *, variant="bundle", opts="", where="desktop", model="m"):
 
 
 def test_ratios_pair_only_the_same_model_configuration_and_place():
-    from benchmarks.latency import add_ratios
+    from pocketbert.benchmarks.latency import add_ratios
 
     records = [_rec("tflite:fp32", 20.0), _rec("peer:tflite-plain-fp32", 24.0, variant="peer"),
                _rec("peer:ort-optimum-fp32", 30.0, variant="peer"), _rec("tflite:int8-dynamic", 6.0, opts="nonorm"),
@@ -126,7 +126,7 @@ def test_tagged_checkpoints_join_their_model(tmp_path, tiny_bundle):
     import json as _json
     import shutil
 
-    from benchmarks import models
+    from pocketbert.benchmarks import models
 
     source = _json.loads((tiny_bundle / "manifest.json").read_text())["source"]["checkpoint"]
     # an existing bundle is reused, not converted again: copy one in so only the naming is under test
@@ -144,14 +144,14 @@ def test_refused_conversion_is_reported_and_skipped(tmp_path, monkeypatch, tiny_
     """A variant the converter refuses (full-integer int8 missing the bar) leaves no bundle and no row."""
     import shutil
 
-    import converter.pipeline
-    from benchmarks import models
-    from converter.errors import VerificationError
+    from pocketbert.converter import pipeline as converter_pipeline
+    from pocketbert.benchmarks import models
+    from pocketbert.converter.errors import VerificationError
 
     def refuse(options, reporter=None):
         raise VerificationError("tflite:int8-static: top-1 agreement 80% (needs ≥ 95%)")
 
-    monkeypatch.setattr(converter.pipeline, "convert", refuse)
+    monkeypatch.setattr(converter_pipeline, "convert", refuse)
     source = json.loads((tiny_bundle / "manifest.json").read_text())["source"]["checkpoint"]
     shutil.copytree(tiny_bundle, tmp_path / "bundles" / "t--plain-int8")
     said = []

@@ -10,8 +10,8 @@ from transformers import (
     MobileBertConfig,
 )
 
-from benchmarks.macs import count_macs, gemms
-from converter.families import families
+from pocketbert.benchmarks.macs import count_macs, gemms
+from pocketbert.converter.families import families
 
 
 def test_tiny_bert_by_hand():

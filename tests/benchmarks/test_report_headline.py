@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import report
+from pocketbert.benchmarks import report
 
 
 def _latency(runner, p50, opts=None, tag=None):

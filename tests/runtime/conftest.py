@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from converter.pipeline import ConvertOptions, convert
-from converter.texts import read_texts
+from pocketbert.converter.pipeline import ConvertOptions, convert
+from pocketbert.converter.texts import read_texts
 
 from ..conftest import DATA, build_checkpoint
 

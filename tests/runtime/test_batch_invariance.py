@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import runtime
-from runtime.backends.onnx import OnnxBackend
-from runtime.bundle import Bundle
+from pocketbert import runtime
+from pocketbert.runtime.backends.onnx import OnnxBackend
+from pocketbert.runtime.bundle import Bundle
 
 LONG = "an overlong , meandering , yet at times thrilling and beautifully shot epic " * 4
 

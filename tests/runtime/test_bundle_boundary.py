@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import runtime
-from converter import cli as converter_cli
-from runtime.cli import main as runtime_cli
-from runtime.errors import BundleError
+from pocketbert import runtime
+from pocketbert.converter import cli as converter_cli
+from pocketbert.runtime.cli import main as runtime_cli
+from pocketbert.runtime.errors import BundleError
 
 from .test_bundles import edit_manifest, relist
 

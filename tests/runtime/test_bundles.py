@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-import runtime
-import runtime.bundle
-from runtime.errors import BackendUnavailableError, BundleError, ModelError
+from pocketbert import runtime
+from pocketbert.runtime import bundle as runtime_bundle
+from pocketbert.runtime.errors import BackendUnavailableError, BundleError, ModelError
 
 
 def copy(bundle: Path, tmp_path: Path) -> Path:
@@ -58,7 +58,7 @@ def test_unavailable_artifact_or_backend(cls_bundle, monkeypatch):
         runtime.load(cls_bundle, backend="coreml")
     with pytest.raises(BundleError, match="contradicts"):
         runtime.load(cls_bundle, backend="tflite", recipe="onnx:fp32")
-    monkeypatch.setattr(runtime.bundle, "backend_installed", lambda name: name != "onnx")
+    monkeypatch.setattr(runtime_bundle, "backend_installed", lambda name: name != "onnx")
     assert runtime.load(cls_bundle).artifact.backend == "tflite"  # auto moves on to what is installed
     with pytest.raises(BackendUnavailableError, match="pip install onnxruntime"):
         runtime.load(cls_bundle, backend="onnx")
@@ -168,7 +168,7 @@ def _artifact(recipe: str, passed: bool = True) -> dict:
     (["onnx:fp32", "onnx:int8-dynamic!"], "auto", None, "onnx:fp32"),  # "!": failed verification, never chosen
 ])
 def test_artifact_choice_rule(tmp_path, monkeypatch, recipes, backend, precision, chosen):
-    monkeypatch.setattr(runtime.bundle, "backend_installed", lambda name: True)
+    monkeypatch.setattr(runtime_bundle, "backend_installed", lambda name: True)
     artifacts = [_artifact(r.rstrip("!"), passed=not r.endswith("!")) for r in recipes]
     bundle = runtime.Bundle(tmp_path, {"task": "classification", "labels": ["a", "b"], "max_sequence_length": 8,
                                        "inputs": [{"name": "input_ids"}], "tokenizer": {}, "artifacts": artifacts})

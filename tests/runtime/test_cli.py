@@ -9,8 +9,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-import runtime
-from runtime.cli import main
+from pocketbert import runtime
+from pocketbert.runtime.cli import main
 
 TEXTS = ["Peter Blackburn met EU officials in Brussels .", "", "Café in Zürich"]
 
@@ -78,7 +78,7 @@ def test_errors_have_exit_codes_and_fixes(ner_bundle, tmp_path):
 def test_python_dash_m(ner_bundle):
     """The real entry point, in a fresh process: stdout holds JSON Lines only, stderr stays free of
     LiteRT's native log lines."""
-    done = subprocess.run([sys.executable, "-m", "runtime", str(ner_bundle), "Peter Blackburn", "--backend", "tflite"],
+    done = subprocess.run([sys.executable, "-m", "pocketbert.runtime", str(ner_bundle), "Peter Blackburn", "--backend", "tflite"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     (record,) = [json.loads(line) for line in done.stdout.splitlines()]

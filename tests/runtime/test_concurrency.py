@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import runtime
+from pocketbert import runtime
 
 from .test_parity import assert_same_entities
 

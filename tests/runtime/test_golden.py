@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.builtin import BUILTIN
-from runtime.classification import ranked, score_function, scores
-from runtime.ner import Decoding, TokenizedWindow, decode_text
-from runtime.tokenization import TextEncoder
-from runtime.windows import window_starts
+from pocketbert.converter.builtin import BUILTIN
+from pocketbert.runtime.classification import ranked, score_function, scores
+from pocketbert.runtime.ner import Decoding, TokenizedWindow, decode_text
+from pocketbert.runtime.tokenization import TextEncoder
+from pocketbert.runtime.windows import window_starts
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SETTINGS = json.loads((GOLDEN / "tokenizers.json").read_text(encoding="utf-8"))

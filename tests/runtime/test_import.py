@@ -8,7 +8,8 @@ import sys
 
 SCRIPT = """
 import json, sys
-import runtime, runtime.cli
+from pocketbert import runtime
+import pocketbert.runtime.cli
 results = [runtime.load(sys.argv[1], backend=b)("Peter Blackburn") for b in ("onnx", "tflite")]
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transformers", "tensorflow"})
 print(json.dumps({"heavy": heavy, "same": results[0] == results[1]}))

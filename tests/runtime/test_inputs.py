@@ -8,8 +8,8 @@ import warnings
 import pytest
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, pipeline
 
-import runtime
-from runtime.errors import InputError
+from pocketbert import runtime
+from pocketbert.runtime.errors import InputError
 
 from .test_parity import assert_same_entities, hf_tokenizer
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
-import runtime
-from converter.loading import load as load_checkpoint
-from converter.texts import read_texts
+from pocketbert import runtime
+from pocketbert.converter.loading import load as load_checkpoint
+from pocketbert.converter.texts import read_texts
 
 from ..conftest import DATA
 

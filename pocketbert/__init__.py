@@ -1,0 +1,7 @@
+"""PocketBERT: distilled BERT checkpoints to verified on-device bundles.
+
+converter/   checkpoint -> ONNX and TFLite bundle (python -m converter, pocketbert-convert)
+runtime/     the torch-free runtime that reads bundles (python -m runtime, pocketbert-run)
+benchmarks/  latency, accuracy and gates (python -m benchmarks, pocketbert-bench)
+demo_models/ the two built-in demo checkpoints (sst2-demo, ner-demo)
+"""

@@ -1,0 +1,161 @@
+"""``python -m benchmarks accuracy``: task scores of every artifact of each bundle, as the runtime runs them.
+
+    python -m benchmarks accuracy BUNDLE… --task glue:sst2 [--split dev] [--limit N] [--model-name NAME]
+                                          [--variant NAME] [--backend onnx,tflite]
+
+Data, tokenisation and metrics come from :mod:`converter.data` (GLUE TSV and CoNLL readers, GLUE's metric
+per task, seqeval entity F1), so the harness scores exactly as training and fine-tuning do.  The model
+runs through the runtime's own backends (``runtime.backends``: ONNX Runtime, or the LiteRT interpreter
+with its bucket padding), i.e. what users ship.  Examples are sorted by length and batched with dynamic
+padding (LiteRT runs rows one at a time); each example's logits are cut back to its own length.
+
+Records (one per artifact × task × split)::
+
+    {"model", "variant_name", "runner", "opts", "task", "split", "metric", "score", "scores": {...},
+     "examples", "truncated", "bundle", "notes"}
+
+Deltas against the original (the model's plain ``onnx:fp32``, equal to PyTorch within 1e-6, else its
+plain ``tflite:fp32``; among several plain bundles of one model, the one labelled ``original`` or
+``plain-int8``) and the GLUE average over the GLUE tasks present are computed by ``report``,
+across every accuracy file, so tasks can be run separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from . import schema
+from .models import describe_bundle
+
+GLUE_TASKS = ("glue:sst2", "glue:mrpc", "glue:cola", "glue:stsb")
+# GLUE tasks with no data in the shared data directory (so no fine-tuned models either)
+GLUE_MISSING = "MNLI, QQP, QNLI, RTE and WNLI: no data for them in the shared data directory (only CoLA, MRPC, " \
+               "SST-2, STS-B), so no models are trained or scored on them"
+
+
+class AccuracyError(Exception):
+    def __init__(self, problem: str, fix: str):
+        super().__init__(f"{problem}; {fix}")
+        self.problem, self.fix = problem, fix
+
+
+def logits_per_example(backend, features, input_names: list[str], batch_size: int = 32) -> list[np.ndarray]:
+    """Run every example of ``features`` through a runtime backend; logits cut to each example's length."""
+    order = sorted(range(len(features)), key=lambda i: len(features.input_ids[i]))
+    out: list[np.ndarray | None] = [None] * len(features)
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        width = max(len(features.input_ids[i]) for i in rows)
+        feeds = {name: np.zeros((len(rows), width), dtype=np.int64) for name in input_names}
+        feeds["input_ids"][:] = features.pad_id
+        for r, i in enumerate(rows):
+            n = len(features.input_ids[i])
+            feeds["input_ids"][r, :n] = features.input_ids[i]
+            feeds["attention_mask"][r, :n] = 1
+            if "token_type_ids" in feeds:
+                feeds["token_type_ids"][r, :n] = features.token_type_ids[i]
+        logits = backend.run(feeds)
+        for r, i in enumerate(rows):
+            out[i] = logits[r, :len(features.input_ids[i])] if logits.ndim == 3 else logits[r]
+    return out
+
+
+def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int | None = None,
+             backends: tuple[str, ...] = ("onnx", "tflite"), model_name: str | None = None,
+             variant: str | None = None, threads: int | None = None, data_dir: str | None = None,
+             fast: bool = False, progress: Callable[[str], None] = print) -> dict:
+    from transformers import AutoTokenizer
+
+    from pocketbert import runtime
+    from pocketbert.converter.data import load_task
+    from pocketbert.converter.data.metrics import score
+    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.quiet import silenced
+    from pocketbert.runtime.backends import open_backend
+    from pocketbert.runtime.errors import BundleError
+
+    data = schema.new_file("accuracy", fast=fast, task=task, split=split, limit=limit)
+    try:
+        examples = load_task(task, split, data_dir, limit=limit)
+    except InputError as exc:
+        raise AccuracyError(exc.problem, exc.fix) from exc
+    if examples.labels is None:
+        raise AccuracyError(f"{examples.path} has no labels (GLUE test files are unlabelled)",
+                            "score the dev split (--split dev); CoNLL-2003 test is labelled")
+    for path in bundle_paths:
+        try:
+            bundle = runtime.Bundle.open(path)
+        except BundleError as exc:
+            raise AccuracyError(exc.problem, exc.fix) from exc
+        info = describe_bundle(bundle.path, bundle.manifest)
+        if (bundle.task == "ner") != (examples.kind == "ner"):
+            raise AccuracyError(f"{path} is a {bundle.task} model and {task} is a {examples.kind} task",
+                                "give each task the bundles fine-tuned for it")
+        tokenizer = AutoTokenizer.from_pretrained(str(bundle.path))
+        opts = ",".join(o for o in bundle.manifest.get("opts") or [] if o != "int8")
+        arts = [a for a in bundle.artifacts if a.passed and a.backend in backends]
+        # One length for every artifact of the bundle (TFLite: its largest bucket), so scores differ only by
+        # what the artifacts compute, never by truncation.
+        max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
+                                                               if a.details.get("buckets")])
+        for art in arts:
+            with silenced():  # LiteRT announces its XNNPACK delegate from C++ (at load or first run)
+                backend = open_backend(art, bundle.input_names, threads)
+            try:
+                features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
+            except InputError as exc:
+                raise AccuracyError(exc.problem, exc.fix) from exc
+            with silenced():
+                scores = score(features, logits_per_example(backend, features, bundle.input_names))
+            record = {"model": model_name or info["model"], "model_label": info["model_label"],
+                      "variant_name": variant or info.get("variant_name"), "runner": art.recipe, "opts": opts,
+                      "task": task, "split": split, "metric": examples.metric, "score": scores[examples.metric],
+                      "scores": scores, "examples": len(features), "truncated": features.truncated,
+                      "max_length": max_length, "bundle": str(bundle.path), "notes": []}
+            if features.truncated:
+                record["notes"].append(f"{task} {split}: {features.truncated} of {len(features)} examples cut at "
+                                       f"{max_length} tokens")
+            if info.get("random_weights"):
+                record["notes"].append(f"{record['model']} has random weights: its scores are chance level")
+            data["results"].append(record)
+            progress(f"  {record['model']} {art.recipe}{' +' + opts if opts else ''} {task} {split}: "
+                     f"{examples.metric} {record['score']:.2f} ({len(features)} examples)")
+    return data
+
+
+def add_deltas(records: list[dict]) -> list[dict]:
+    """Δ against the model's original (plain onnx:fp32, else plain tflite:fp32) per task and split; plus
+    one ``glue-average`` record per model variant over the GLUE tasks it has."""
+    refs = {}
+    # Later wins: onnx over tflite, and a bundle labelled original/plain-int8 over other plain ones (a
+    # recovered checkpoint converted without --opt is plain too, but it is not the original).
+    for preferred in ("tflite:fp32", "onnx:fp32"):
+        for original in (False, True):
+            for r in records:
+                if (r["runner"] == preferred and not r.get("opts") and r.get("task") != "glue-average"
+                        and (r.get("variant_name") in ("original", "plain-int8")) == original):
+                    refs[(r["model"], r["task"], r["split"])] = r
+    out = []
+    for r in records:
+        if r.get("task") == "glue-average":
+            continue
+        ref = refs.get((r["model"], r["task"], r["split"]))
+        out.append({**r, "delta": r["score"] - ref["score"] if ref else None,
+                    "reference": f"{ref['runner']} (no --opt)" if ref else None})
+    groups: dict[tuple, list[dict]] = {}
+    for r in out:
+        if r["task"] in GLUE_TASKS and r["split"] == "dev":
+            groups.setdefault((r["model"], r.get("variant_name"), r["runner"], r.get("opts") or ""), []).append(r)
+    for (model, variant, runner, opts), rows in groups.items():
+        deltas = [r["delta"] for r in rows if r["delta"] is not None]
+        present = sorted(r["task"] for r in rows)
+        out.append({"model": model, "variant_name": variant, "runner": runner, "opts": opts, "task": "glue-average",
+                    "split": "dev", "metric": "mean of task metrics",
+                    "score": float(np.mean([r["score"] for r in rows])),
+                    "delta": float(np.mean(deltas)) if len(deltas) == len(rows) else None,
+                    "examples": sum(r["examples"] for r in rows),
+                    "notes": [f"GLUE average over {', '.join(present)}; missing: {GLUE_MISSING}"]})
+    return out

@@ -1,0 +1,79 @@
+"""Accuracy gates of recovered models: the bundle's artifacts scored against its teacher.
+
+    python -m benchmarks gates BUNDLE… [--limit N]
+
+For a bundle made from a recovered checkpoint (``python -m converter recover``; its training record
+travels in the manifest as ``source.training``) or converted with ``--recover`` (``recovery``), every
+artifact is scored on the task's dev split, as the runtime runs it (:mod:`benchmarks.accuracy`), and
+held to the gates:
+
+* float artifacts (fp32, fp16): at most ``--max-drop`` (1.0) points below the teacher, the
+  untransformed fine-tuned model scored in PyTorch;
+* int8 artifacts: at most ``--int8-extra`` (0.5) further points below the bundle's own float export.
+
+Exit code 1 when a gate fails, so CI or a release script can rely on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .accuracy import AccuracyError, evaluate
+
+MAX_DROP = 1.0
+INT8_EXTRA = 0.5
+
+
+def recovery_record(manifest: dict) -> dict | None:
+    """The record holding teacher scores: ``recovery`` (convert --recover) or the checkpoint's training."""
+    for record in (manifest.get("recovery"), (manifest.get("source") or {}).get("training")):
+        if record and "teacher" in (record.get("dev_scores") or {}):
+            return record
+    return None
+
+
+def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP, int8_extra: float = INT8_EXTRA,
+          data_dir: str | None = None, progress=print) -> list[dict]:
+    from pocketbert.runtime import Bundle
+    from pocketbert.runtime.errors import BundleError
+
+    try:  # a missing or broken bundle is the runtime's clear BundleError, not a JSON traceback
+        manifest = Bundle.open(bundle).manifest
+    except BundleError as exc:
+        raise AccuracyError(exc.problem, exc.fix) from exc
+    record = recovery_record(manifest)
+    if record is None:
+        raise AccuracyError(f"{bundle} records no teacher scores (not made from a recovered checkpoint)",
+                            "convert a checkpoint written by `python -m converter recover`, or use --recover")
+    task, metric = record["task"], record["metric"]
+    teacher = record["dev_scores"]["teacher"][metric]
+    data = evaluate([Path(bundle)], task, "dev", limit, data_dir=data_dir, progress=progress)
+    rows = data["results"]
+    floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]
+    reference = max(floats) if floats else None
+    out = []
+    for r in rows:
+        precision = r["runner"].split(":")[1]
+        row = {"bundle": str(bundle), "task": task, "metric": metric, "runner": r["runner"], "score": r["score"],
+               "teacher": teacher, "delta_vs_teacher": r["score"] - teacher, "examples": r["examples"],
+               "without_recovery": record["dev_scores"]["without_recovery"][metric]}
+        if precision.startswith("int8"):
+            if reference is None:
+                row.update(gate="needs a float artifact in the bundle to compare with", passed=False)
+            else:
+                row.update(gate=f"≤ {int8_extra:g} below the bundle's float export ({reference:.2f})",
+                           passed=r["score"] >= reference - int8_extra - 1e-9, delta_vs_float=r["score"] - reference)
+        else:
+            row.update(gate=f"≤ {max_drop:g} below the teacher", passed=r["score"] >= teacher - max_drop - 1e-9)
+        out.append(row)
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| bundle | task | artifact | dev score | teacher | Δ vs teacher | without recovery | gate | result |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {Path(r['bundle']).name} | {r['task']} ({r['metric']}) | {r['runner']} | {r['score']:.2f} | "
+                     f"{r['teacher']:.2f} | {r['delta_vs_teacher']:+.2f} | {r['without_recovery']:.2f} | {r['gate']} | "
+                     f"{'pass' if r['passed'] else '**FAIL**'} |")
+    return "\n".join(lines)

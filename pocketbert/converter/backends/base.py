@@ -1,0 +1,149 @@
+"""The interface every export backend implements (ONNX here; TFLite plugs in the same way)."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from torch import nn
+
+from pocketbert.runtime.backends.base import Backend as RuntimeBackend
+
+from ..families import Family
+
+
+@dataclass
+class ExportSpec:
+    """What a backend needs to export one model: the module, its inputs and how to make data."""
+
+    model: nn.Module  # wraps the HF model: forward(*inputs) -> logits
+    family: Family
+    input_names: list[str]
+    output_name: str
+    max_length: int
+    #: texts -> named int64 inputs (for calibration); ``pad_to`` forces a static sequence length
+    make_batches: Callable[..., list[dict[str, np.ndarray]]]
+    threads: int = 2
+    #: static sequence lengths for backends without dynamic shapes (TFLite signatures)
+    buckets: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Artifact:
+    """One exported model file and how it was made."""
+
+    recipe: str
+    path: Path
+    details: dict = field(default_factory=dict)
+
+
+class Runner:
+    """An artifact loaded by the runtime's own backend (``runtime.backends.open_backend``): named int64
+    inputs -> logits.  Verification, the int8 judges and the latency figures run the code that ships:
+    row-by-row dynamic int8 for ONNX, bucket signatures for TFLite, the same input checks."""
+
+    def __init__(self, backend: RuntimeBackend):
+        self.backend = backend
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return self.backend.run(feeds)
+
+
+class Backend(ABC):
+    name: str
+    #: precisions this backend can produce, in recipe order
+    precisions: tuple[str, ...]
+
+    @abstractmethod
+    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+        """Export the float model to ``dest``."""
+
+    @abstractmethod
+    def quantize(self, spec: ExportSpec, precision: str, dest: Path,
+                 calibration: list[dict[str, np.ndarray]] | None,
+                 accept: Callable[[Path], tuple[bool, dict]] | None = None,
+                 float_fallback: bool = True, float_export: Path | None = None) -> Artifact:
+        """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
+
+        ``float_export``, when given, is a plain float export of exactly ``spec.model`` by this
+        backend, to quantise instead of exporting the model again.
+
+        ``accept(path)`` judges a candidate on calibration text.  With ``float_fallback`` a backend
+        may keep parts of the model in float until it passes; it must record the outcome as
+        ``details["float_fallback"]`` with at least ``roles`` and ``accepted``.
+        """
+
+    def load(self, path: Path, input_names: Sequence[str], precision: str = "fp32", threads: int = 1) -> Runner:
+        """Load an artifact for inference (verification, latency) as the runtime loads it from a bundle."""
+        from pocketbert.runtime.backends import open_backend
+        from pocketbert.runtime.bundle import Artifact as BundleArtifact
+
+        artifact = BundleArtifact(recipe=f"{self.name}:{precision}", backend=self.name, precision=precision,
+                                  file=Path(path).name, path=Path(path), details={}, passed=True)
+        return Runner(open_backend(artifact, list(input_names), threads))
+
+    def filename(self, precision: str) -> str:
+        return f"model.{precision}.{self.name}" if precision != "fp32" else f"model.{self.name}"
+
+
+def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], bool], tuple[bool, dict]],
+                          enabled: bool = True) -> dict:
+    """The accuracy-driven float-fallback search both backends share.
+
+    ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
+    projection) to its ops; ``attempt(float_roles, final)`` quantises with those roles kept in float
+    and judges the result (``final``: write it to the destination, else to a scratch file).
+    All-int8 first; if it fails, each role's sensitivity is measured alone, then roles go back to
+    float, most helpful first, until the result passes.  If none passes, the cheapest step whose
+    figures say ``meets_bar`` (good enough to ship, short of the target) is written and accepted,
+    with ``target_met`` False.  Returns ``details["float_fallback"]``.
+    """
+    excluded: list[str] = []
+    ok, score = attempt(excluded, True)
+    search = [{"float_roles": [], **score}]
+    steps = [([], score)]  # the cumulative steps, cheapest first
+    if not ok and roles and enabled:
+        sensitivity = {}
+        for role in roles:
+            sensitivity[role] = attempt([role], False)[1]
+            search.append({"float_roles": [role], **sensitivity[role]})
+        for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
+            excluded.append(role)
+            ok, score = attempt(excluded, True)
+            search.append({"float_roles": list(excluded), **score})
+            steps.append((list(excluded), score))
+            if ok:
+                break
+    target_met = ok
+    if not ok:
+        good_enough = next((roles_ for roles_, s in steps if s.get("meets_bar")), None)
+        if good_enough is not None:
+            if good_enough != steps[-1][0]:  # the destination holds the last step: write the chosen one
+                attempt(good_enough, True)
+            excluded, ok = good_enough, True
+    return {"roles": excluded, "linears_in_float": sum(len(roles[r]) for r in excluded),
+            "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
+            "search": search}
+
+
+def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:
+    """Median latency of several runners measured in alternation, so that machine noise (other
+    processes, frequency changes) hits all of them alike and their ratio is meaningful."""
+    for runner in runners:
+        for _ in range(3):
+            runner(feeds)
+    times: list[list[float]] = [[] for _ in runners]
+    for _ in range(rounds):
+        for i, runner in enumerate(runners):
+            start = time.perf_counter()
+            runner(feeds)
+            times[i].append(time.perf_counter() - start)
+    return [float(np.median(t) * 1000) for t in times]
+
+
+def median_latency_ms(runner: Runner, feeds: dict[str, np.ndarray], runs: int = 30) -> float:
+    return interleaved_latency_ms([runner], feeds, rounds=runs)[0]

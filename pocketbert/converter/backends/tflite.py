@@ -1,0 +1,353 @@
+"""TFLite (LiteRT) backend: litert-torch export, ai-edge-quantizer recipes, builtin ops only.
+
+* Static shapes, batch 1 (phones run batch 1): one signature per sequence-length bucket in one
+  .tflite, named ``seq_<length>``; inputs ``input_ids``, ``attention_mask`` (and
+  ``token_type_ids``) as int32 ``[1, length]``, output ``logits``.  The runner pads each input to
+  the smallest bucket that fits.  (litert-torch's ``dynamic_shapes`` failed here, so buckets.)
+* After every conversion the flatbuffer is inspected: a Flex (SELECT_TF_OPS) or custom op fails the
+  conversion, naming the op; the builtin-op histogram goes into the manifest.
+* fp16 = float casting of the Linear and embedding weights (half the size, float arithmetic).
+* int8-dynamic = ai-edge-quantizer ``dynamic_wi8_afp32`` (int8 weights, float activations: the fast
+  kernels on this CPU); int8-static = ``static_wi8_ai8`` plus int8 embedding tables (full integer,
+  calibrated per signature on real text, once; its logits are int8 and the runner dequantises them
+  with the output's scale).  Both take part in the shared float-fallback search: Linear roles are
+  found by matching each FULLY_CONNECTED weight to its PyTorch Linear.
+* An op litert-torch cannot lower to builtins is an :class:`InputError` naming the op and the fix.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pocketbert.runtime.contract import signature_name
+
+from ..errors import InputError, VerificationError
+from . import register
+from .base import Artifact, Backend, ExportSpec, float_fallback_search
+
+
+def _quiet():
+    """litert-torch and the quantizer narrate every pass on stdout/stderr: keep the terminal ours."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+    stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+    return stack
+
+
+class _Int32Signature(torch.nn.Module):
+    """int32 named inputs (what TFLite and phones use) -> {"logits": …}."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        args = [input_ids.long(), attention_mask.long()]
+        if token_type_ids is not None:
+            args.append(token_type_ids.long())
+        return {"logits": self.model(*args)}
+
+
+def op_histogram(path: Path) -> dict[str, int]:
+    """Operator name -> count over all subgraphs; custom/Flex ops appear as 'CUSTOM:<name>'."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAs(Path(path).read_bytes(), 0)
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    codes = []
+    for i in range(model.OperatorCodesLength()):
+        code = model.OperatorCodes(i)
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        if builtin == schema.BuiltinOperator.CUSTOM:
+            codes.append(f"CUSTOM:{code.CustomCode().decode()}")
+        else:
+            codes.append(names.get(builtin, str(builtin)))
+    histogram: collections.Counter = collections.Counter()
+    for s in range(model.SubgraphsLength()):
+        subgraph = model.Subgraphs(s)
+        for o in range(subgraph.OperatorsLength()):
+            histogram[codes[subgraph.Operators(o).OpcodeIndex()]] += 1
+    return dict(sorted(histogram.items()))
+
+
+def check_builtin_only(path: Path) -> dict[str, int]:
+    histogram = op_histogram(path)
+    custom = sorted(op for op in histogram if op.startswith("CUSTOM:"))
+    if custom:
+        hints = " (GELU's Erf: add relu to --opt)" if any("Erf" in op for op in custom) else ""
+        raise VerificationError(f"the TFLite model needs non-builtin ops {', '.join(custom)}{hints}; "
+                                "phones' builtin-only interpreters cannot run it",
+                                "apply the transform that removes the op, or convert with --format onnx")
+    return histogram
+
+
+def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
+    """litert-torch fails on ops with no builtin TFLite lowering ("Lowering not found: aten.X", or an
+    op the legaliser must reject): name the op, where it comes from and the transform that avoids it."""
+    text = str(exc)
+    op = (re.search(r"Lowering not found: (aten\.[\w.]+)", text)
+          or re.search(r"failed to legalize operation '([\w.]+)'", text))
+    where = re.search(r"([\w/.-]+\.py):(\d+)", text)
+    if op is None:
+        raise exc  # not an unsupported-op failure: a bug to report as it is
+    source = f" (from {Path(where.group(1)).name}:{where.group(2)})" if where else ""
+    config = getattr(spec.model, "config", None)
+    activation = getattr(config, "hidden_act", None) or getattr(config, "activation", None)
+    from_activation = (where and where.group(1).endswith("activations.py")) or "erf" in op.group(1)
+    if from_activation and activation is not None:
+        problem = (f"the model's activation {activation!r} has no builtin TFLite lowering: {op.group(1)}{source}; "
+                   "phones' builtin-only interpreters could not run it")
+        fix = "add relu to --opt (GELU-style activations -> ReLU; measure the cost), or convert with --format onnx"
+    else:
+        problem = f"the model needs {op.group(1)}{source}, which has no builtin TFLite lowering"
+        fix = "convert with --format onnx, or change the model so that it avoids this op"
+    return InputError(problem, fix)
+
+
+class TfliteBackend(Backend):
+    name = "tflite"
+    precisions = ("fp32", "fp16", "int8-dynamic", "int8-static")
+
+    def filename(self, precision):
+        return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
+
+    def _convert(self, spec: ExportSpec, dest: Path) -> None:
+        import litert_torch
+
+        module = _Int32Signature(spec.model).eval()
+        converter = litert_torch  # litert_torch.signature(...) starts the chain, Converter.signature extends it
+        for bucket in spec.buckets:
+            example = spec.make_batches(["x"], pad_to=bucket)[0]
+            kwargs = {name: torch.from_numpy(example[name].astype(np.int32)) for name in spec.input_names}
+            converter = converter.signature(signature_name(bucket), module, sample_kwargs=kwargs)
+        try:
+            with _quiet(), torch.no_grad():
+                content = converter.convert().model_content()
+        except (RuntimeError, ValueError) as exc:
+            raise _unconvertible(exc, spec) from exc
+        # Written here, not by the exporter: its writer exits the process on a full disk (LLVM's
+        # fatal-error handler), where Python's raises OSError and the user gets a message.
+        Path(dest).write_bytes(content)
+
+    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+        self._convert(spec, dest)
+        return Artifact("tflite:fp32", dest, self._describe(spec, dest, {"converter": "litert-torch"}))
+
+    def _describe(self, spec: ExportSpec, path: Path, details: dict) -> dict:
+        return {**details, "buckets": list(spec.buckets), "batch": 1,
+                "signatures": [signature_name(b) for b in spec.buckets],
+                "input_dtype": "int32", "op_histogram": check_builtin_only(path)}
+
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
+        """fp16 weights, or int8 (dynamic, static) with the shared float-fallback search over Linear roles."""
+        if precision not in QUANTIZER_RECIPES:
+            raise ValueError(f"tflite backend has no precision {precision!r}")
+        if precision == "int8-static" and not calibration:
+            raise VerificationError("static int8 needs calibration text", "give --calibration")
+        float_path = float_export or dest.with_name(dest.name + ".float.tflite")
+        candidate = dest.with_name(dest.name + ".candidate.tflite")
+        try:
+            if float_export is None:
+                self._convert(spec, float_path)
+            logging.getLogger("absl").setLevel(logging.ERROR)
+            roles = _linear_roles(float_path, spec.model) if precision.startswith("int8") else {}
+            static = precision == "int8-static"
+            float_ops = _masked_softmax_ops(float_path) if static else []
+            calibrated = self._calibrate(spec, float_path, calibration, float_ops) if static else None
+
+            def attempt(float_roles: list[str], final: bool) -> tuple[bool, dict]:
+                out = dest if final else candidate
+                scopes = [scope for role in float_roles for scope in roles[role]]
+                _quantize(float_path, out, precision, scopes, calibrated, float_ops)
+                return accept(out) if accept else (True, {})
+
+            fallback = float_fallback_search(roles, attempt, float_fallback and precision.startswith("int8"))
+        finally:
+            candidate.unlink(missing_ok=True)
+            if float_export is None:
+                float_path.unlink(missing_ok=True)
+        details = self._describe(spec, dest, {"method": precision.removeprefix("int8-"),
+                                              "quantizer": f"ai-edge-quantizer {QUANTIZER_RECIPES[precision]}"})
+        if precision == "int8-static":
+            details["calibration_rows"] = sum(b["input_ids"].shape[0] for b in calibration)
+        if precision.startswith("int8"):
+            details["float_fallback"] = fallback
+        return Artifact(f"tflite:{precision}", dest, details)
+
+    def _calibrate(self, spec: ExportSpec, float_path: Path, calibration: list, float_ops: list):
+        """Activation ranges for every signature, on the calibration rows fitted to its length; computed
+        once and reused by every float-fallback attempt (keeping ops in float needs no new ranges)."""
+        from ai_edge_quantizer import quantizer
+
+        rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
+                for batch in calibration for i in range(batch["input_ids"].shape[0])]
+        data = {signature_name(b): [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
+        qt = quantizer.Quantizer(_model_bytes(float_path), _recipe("int8-static", [], float_ops))
+        with _quiet():
+            return qt.calibrate(data, num_threads=max(1, spec.threads))
+
+
+#: our precision -> the ai-edge-quantizer recipe it starts from
+QUANTIZER_RECIPES = {"fp16": "weight_only_wf16 (float casting)", "int8-dynamic": "dynamic_wi8_afp32",
+                     "int8-static": "static_wi8_ai8"}
+
+
+def _recipe(precision: str, float_scopes: list[str], float_ops: list[tuple[str, str]] = ()):
+    """The ai-edge-quantizer recipe for ``precision``, with the Linears of ``float_scopes`` and the
+    ``(operation name, scope)`` pairs of ``float_ops`` left in float."""
+    from ai_edge_quantizer import qtyping, recipe
+    from ai_edge_quantizer.recipe_manager import RecipeManager
+
+    manager = RecipeManager()
+    if precision == "fp16":
+        # fp16 weights, dequantised to float at load: half the size, float arithmetic
+        for op in (qtyping.TFLOperationName.FULLY_CONNECTED, qtyping.TFLOperationName.EMBEDDING_LOOKUP):
+            manager.add_weight_only_config(regex=".*", operation_name=op, num_bits=16,
+                                           algorithm_key=recipe.AlgorithmName.FLOAT_CASTING)
+    else:
+        manager.load_quantization_recipe(getattr(recipe, QUANTIZER_RECIPES[precision])())
+        if precision == "int8-static":
+            # static_wi8_ai8 leaves embedding tables in float (most of a small BERT's bytes): int8
+            # rows, looked up then dequantised, as the dynamic recipe does
+            manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.EMBEDDING_LOOKUP,
+                                           num_bits=8)
+    if float_scopes:
+        # the latest matching entry wins: these ops stay float
+        manager.add_quantization_config(regex="^(?:" + "|".join(re.escape(s) for s in float_scopes) + ")$",
+                                        operation_name=qtyping.TFLOperationName.FULLY_CONNECTED,
+                                        algorithm_key=recipe.AlgorithmName.NO_QUANTIZE)
+    for operation, scope in float_ops:
+        manager.add_quantization_config(regex=f"^{re.escape(scope)}$", operation_name=operation,
+                                        algorithm_key=recipe.AlgorithmName.NO_QUANTIZE)
+    return manager.get_quantization_recipe()
+
+
+def _model_bytes(path: Path) -> bytearray:
+    """The model file's bytes, for ai-edge-quantizer: given a path, its mmap helper (ai-edge-litert
+    tools.mmap_utils) never closes the descriptor it maps, so every call would leak one."""
+    return bytearray(Path(path).read_bytes())
+
+
+def _quantize(float_path: Path, dest: Path, precision: str, float_scopes: list[str], calibrated=None,
+              float_ops: list[tuple[str, str]] = ()) -> None:
+    from ai_edge_quantizer import quantizer
+
+    qt = quantizer.Quantizer(_model_bytes(float_path), _recipe(precision, float_scopes, float_ops))
+    with _quiet():
+        qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
+
+
+def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
+    """The attention-mask path of every SOFTMAX, as (operation name, scope), to keep in float.
+
+    The additive mask holds the float minimum (-3.4e38) where tokens are padding.  int8 cannot hold
+    it beside scores of a few units: calibrated over that range the quantised mask became ~0 (scale
+    3.9e-12) and padding was attended to (SST-2 demo, one bucket of 64: top-1 agreement with float
+    88.0%, 95.3% once fixed).  So the ops that build the mask from ``attention_mask``, the op that
+    applies it (ADD, or SELECT_V2 for a masked_fill) and the SOFTMAX stay float: a few element-wise
+    ops; the matmuls around them stay int8.
+    """
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    flatbuffer = tfl.read_model(_model_bytes(path))
+    names = {code: name for name, code in tfl.TFL_OP_NAME_TO_CODE.items()}
+    codes = [names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in flatbuffer.operatorCodes]
+    ops = tfl.qtyping.TFLOperationName
+    passthrough, apply_mask = {ops.RESHAPE, ops.TRANSPOSE}, {ops.ADD, ops.SELECT_V2, ops.SELECT}
+    found: dict[tuple[str, str], None] = {}
+    for subgraph in flatbuffer.subgraphs:
+        producer = {out: op for op in subgraph.operators for out in op.outputs}
+
+        def mask_ops(tensor: int) -> list:
+            """The ops computing ``tensor`` if it is the mask (from model inputs and constants only,
+            no matmul on the way), else []: the scores input stops at its first matmul."""
+            seen, stack = {}, [tensor]
+            while stack:
+                op = producer.get(stack.pop())
+                if op is None or id(op) in seen:
+                    continue
+                if codes[op.opcodeIndex] in (ops.FULLY_CONNECTED, ops.BATCH_MATMUL):
+                    return []
+                seen[id(op)] = op
+                stack += [t for t in op.inputs if t >= 0]
+            return list(seen.values())
+
+        for op in subgraph.operators:
+            if codes[op.opcodeIndex] != ops.SOFTMAX:
+                continue
+            chain = [op]
+            while (source := producer.get(chain[-1].inputs[0])) is not None \
+                    and codes[source.opcodeIndex] in passthrough:
+                chain.append(source)
+            if source is not None and codes[source.opcodeIndex] in apply_mask:
+                chain.append(source)
+                for tensor in source.inputs:
+                    chain += mask_ops(tensor) if tensor >= 0 else []
+            for o in chain:
+                if codes[o.opcodeIndex] is not None:
+                    found[(codes[o.opcodeIndex], tfl.get_op_scope(o, subgraph.tensors))] = None
+    return list(found)
+
+
+def _linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
+    """FULLY_CONNECTED ops with a constant weight, grouped by role across layers and signatures.
+
+    Each op is matched to the PyTorch Linear it came from by its weight: tensor names are fused
+    location lists that do not say which Linear an op is.  litert-torch folds a preceding
+    LayerNorm's γ into the weight (W·diag(γ)), so a match is "equal up to a per-column scale".
+    The role is the Linear's module path with layer indices starred
+    (``bert.encoder.layer.*.output.dense``).  An op is identified by its scope: the key
+    ai-edge-quantizer's recipes match.
+    """
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    linears = [(re.sub(r"\.\d+\.", ".*.", name.removeprefix("model.")), module.weight.detach().float().numpy())
+               for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    flatbuffer = tfl.read_model(_model_bytes(path))
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
+    fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
+    roles: dict[str, list[str]] = {}
+    for subgraph in flatbuffer.subgraphs:
+        for op in subgraph.operators:
+            if codes[op.opcodeIndex] != fully_connected or len(op.inputs) < 2:
+                continue
+            tensor = subgraph.tensors[op.inputs[1]]
+            data = flatbuffer.buffers[tensor.buffer].data
+            if data is None:  # activation x activation
+                continue
+            weight = np.frombuffer(np.asarray(data, dtype=np.uint8).tobytes(), dtype=np.float32).reshape(tensor.shape)
+            roles.setdefault(_role_of(weight, linears), []).append(tfl.get_op_scope(op, subgraph.tensors))
+    return roles
+
+
+def _role_of(weight: np.ndarray, linears: list[tuple[str, np.ndarray]]) -> str:
+    """The role of the Linear whose weight equals ``weight`` up to a per-column scale (else "other")."""
+    best, best_residual = "other", 1e-3
+    for role, candidate in linears:
+        if candidate.shape != weight.shape:
+            continue
+        # least-squares column scale c_j = <w_j, W_j> / <W_j, W_j>, then the relative residual
+        scale = (weight * candidate).sum(0) / np.maximum((candidate * candidate).sum(0), 1e-30)
+        residual = np.linalg.norm(weight - candidate * scale) / max(np.linalg.norm(weight), 1e-30)
+        if residual < best_residual:
+            best, best_residual = role, residual
+    return best
+
+
+def _fit(ids: np.ndarray, length: int) -> np.ndarray:
+    """One row of int inputs as int32, zero-padded (pad id, mask 0, token type 0) or cut to ``length``."""
+    out = np.zeros((1, length), dtype=np.int32)
+    n = min(length, ids.shape[1])
+    out[0, :n] = ids[0, :n]
+    return out
+
+
+register(TfliteBackend())

@@ -1,0 +1,102 @@
+"""Named recipes, ``backend:precision``: the names the CLI, the manifest and the benchmarks share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pocketbert.runtime.contract import TASKS  # noqa: F401  (the CLI's --task choices)
+
+from .errors import InputError
+from .opts import Opts
+
+INT8_METHODS = ("dynamic", "static")
+#: --int8 values: auto builds every int8 method and keeps the fastest that passes verification
+INT8_CHOICES = ("auto", *INT8_METHODS, "all")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    backend: str
+    precision: str
+    description: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.precision}"
+
+    @property
+    def quantized(self) -> bool:
+        """Made from the float export by a quantiser (fp16 included)."""
+        return self.precision != "fp32"
+
+    @property
+    def kind(self) -> str:
+        """How it is verified: "fp32" (parity), "fp16" (near-parity), "int8" (agreement)."""
+        return "int8" if self.precision.startswith("int8") else self.precision
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``--int8 auto``: build every candidate, ship the fastest that passes the int8 bar."""
+
+    candidates: tuple[Recipe, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.candidates[0].backend}:int8-auto"
+
+
+FORMATS = ("onnx", "tflite")
+RECIPES = {r.name: r for r in (
+    Recipe("onnx", "fp32", "float32 ONNX, dynamic batch and sequence axes"),
+    Recipe("onnx", "int8-dynamic", "int8 per-channel weights, activations quantised at run time"),
+    Recipe("onnx", "int8-static", "int8 weights and calibrated int8 activations (QDQ)"),
+    Recipe("tflite", "fp32", "float32 LiteRT, one signature per sequence-length bucket, batch 1"),
+    Recipe("tflite", "fp16", "float16 weights (half the size), dequantised at load; float arithmetic"),
+    Recipe("tflite", "int8-dynamic", "ai-edge-quantizer dynamic_wi8_afp32: int8 weights, float activations"),
+    Recipe("tflite", "int8-static", "ai-edge-quantizer static_wi8_ai8: full integer, calibrated, int8 logits"),
+)}
+
+
+DEFAULT_FORMATS = "tflite,onnx"
+
+
+def parse_formats(text: str | None) -> list[str]:
+    names = [n.strip().lower() for n in (text or DEFAULT_FORMATS).split(",") if n.strip()]
+    unknown = [n for n in names if n not in FORMATS]
+    if unknown or not names:
+        raise InputError(f"unknown --format {', '.join(repr(n) for n in unknown) or repr(text)}",
+                         f"valid formats: {', '.join(FORMATS)} (comma-separated, e.g. --format tflite,onnx)")
+    return [f for f in FORMATS if f in names]
+
+
+def parse_recipes(text: str | None) -> list[Recipe]:
+    """'tflite:int8-static,onnx:fp32' -> recipes in RECIPES order; unknown names are an InputError."""
+    names = [n.strip().lower() for n in (text or "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in RECIPES]
+    if unknown:
+        raise InputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
+                         f"valid recipes: {', '.join(RECIPES)} (see python -m converter list)")
+    if text is not None and not names:  # `--recipe ,` would otherwise quietly build the defaults
+        raise InputError(f"--recipe {text!r} names no recipe",
+                         f"name at least one of: {', '.join(RECIPES)}; or leave --recipe out for the defaults")
+    return [r for name, r in RECIPES.items() if name in names]
+
+
+def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | None = None) -> list[Recipe | Choice]:
+    """What to build, per format: always the float export (the quantisers' input and the reference
+    artifact), then either the ``--recipe`` names or the int8 recipes ``--opt int8 --int8`` asks for."""
+    if named:
+        formats = [f for f in FORMATS if any(r.backend == f for r in named)]
+    chosen: list[Recipe | Choice] = []
+    for backend in formats:
+        chosen.append(RECIPES[f"{backend}:fp32"])
+        if named:
+            chosen += [r for r in named if r.backend == backend and r.precision != "fp32"]
+        elif Opts(opts).quantizes:
+            candidates = tuple(RECIPES[f"{backend}:int8-{m}"] for m in INT8_METHODS)
+            if int8 == "auto":
+                chosen.append(Choice(candidates))
+            else:
+                chosen += [r for r in candidates if int8 == "all" or r.precision == f"int8-{int8}"]
+    return chosen

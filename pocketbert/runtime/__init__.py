@@ -1,0 +1,78 @@
+"""PocketBERT runtime: run converter bundles on desktop CPUs (ONNX Runtime or LiteRT).
+
+    from pocketbert import runtime
+    clf = runtime.load("bundles/minilm-int8")
+    clf(["a charming film", "dull"])          # [{'label': …, 'score': …}, …]
+
+Needs numpy, ``tokenizers`` and the chosen backend only (no torch, transformers or tensorflow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+
+from .bundle import Artifact, Bundle, parse_pin
+from .classification import TextClassificationPipeline, TruncationWarning
+from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
+from .ner import AGGREGATIONS, TokenClassificationPipeline
+
+__all__ = ["load", "Bundle", "Artifact", "TextClassificationPipeline", "TokenClassificationPipeline",
+           "TruncationWarning", "AGGREGATIONS", "Error", "BundleError", "ModelError", "InputError",
+           "BackendUnavailableError"]
+
+
+def _check_counts(**counts: int | None) -> None:
+    """threads / batch_size / instances: a whole number ≥ 1 (or None for the default).  Caught here, a bad
+    one is named; the backends would report it as a damaged model file or silently use their default."""
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise InputError(f"{name}={value!r}: it must be a whole number ≥ 1",
+                             f"pass e.g. {name}=2, or leave it out for the default")
+
+
+def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
+         precision: str | None = None, recipe: str | None = None, batch_size: int | None = None,
+         verify: bool = True, instances: int = 1,
+         expected_sha256: str | None = None) -> TextClassificationPipeline | TokenClassificationPipeline:
+    """Open a bundle and return its task's pipeline.
+
+    backend: ``auto`` (ONNX Runtime if the bundle has an ONNX artifact and onnxruntime is installed,
+    else LiteRT), ``onnx`` or ``tflite``.  precision / recipe: pick an artifact (``int8-dynamic``,
+    ``fp32``, … / ``onnx:fp32``, …); by default the backend's int8 artifact, else fp32.
+    threads: intra-op threads of the backend (default: the backend's own choice).  batch_size: rows per
+    model run (LiteRT runs one row at a time).  verify: check the SHA-256 of the files used against the
+    manifest.  instances: LiteRT interpreters kept for concurrent callers (one interpreter is never
+    used by two threads at once).  expected_sha256: pin the bundle: refuse it (BundleError) unless its
+    manifest.json has this SHA-256 (the converter prints it); the manifest lists every file's SHA-256, so
+    this pins every file read (cannot be combined with ``verify=False``).
+
+    Every file read lies inside ``bundle_dir`` and is listed in the manifest (README, "What a bundle
+    guarantees").  A bundle that cannot be used raises a ``runtime.errors`` error; misuse of the
+    arguments (``bundle_dir=None``, a malformed ``expected_sha256``) raises TypeError or ValueError;
+    ``threads``, ``batch_size`` or ``instances`` that is not a whole number ≥ 1 raises InputError (a ValueError).
+    """
+    from .backends import open_backend
+    from .tokenization import TextEncoder
+
+    _check_counts(threads=threads, batch_size=batch_size, instances=instances)
+    if parse_pin(expected_sha256) is not None and not verify:
+        raise ValueError("expected_sha256 pins the bundle through the SHA-256 of every file read: it cannot be "
+                         "combined with verify=False")
+    bundle = Bundle.open(bundle_dir, expected_sha256=expected_sha256)
+    artifact = bundle.select(backend, precision=precision, recipe=recipe)
+    # inside the bundle, listed, right size, right SHA-256; the backend opens the path that was checked
+    artifact = dataclasses.replace(artifact, path=bundle.file(artifact.file, verify=verify, entry="artifact file"))
+    tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
+                                 entry="tokenizer.tokenizer_file")
+    model = open_backend(artifact, bundle.input_names, threads, instances)
+    max_length = min(bundle.max_sequence_length, model.max_length or bundle.max_sequence_length)
+    encoder = TextEncoder.from_file(tokenizer_path, bundle.tokenizer_settings, max_length)
+    expected = bundle.tokenizer_settings.get("vocab_size")
+    if expected is not None and encoder.vocab_size != expected:
+        raise ModelError(f"{tokenizer_path.name} has {encoder.vocab_size} tokens but the model was converted with a "
+                         f"{expected}-token vocabulary: the tokenizer does not belong to this model",
+                         "use the tokenizer.json the bundle was converted with, or convert again")
+    cls = TextClassificationPipeline if bundle.task == "classification" else TokenClassificationPipeline
+    return cls(bundle, artifact, model, encoder, batch_size=batch_size)
