@@ -24,8 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from converter.builtin import BUILTIN  # noqa: E402
-from runtime.tokenization import TextEncoder  # noqa: E402
+from pocketbert.converter.builtin import BUILTIN  # noqa: E402
+from pocketbert.runtime.tokenization import TextEncoder  # noqa: E402
 
 GOLDEN = REPO / "tests" / "golden" / "tokenizers.json"
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
-import runtime  # noqa: E402
-from runtime.ner import AGGREGATIONS  # noqa: E402
+from pocketbert import runtime  # noqa: E402
+from pocketbert.runtime.ner import AGGREGATIONS  # noqa: E402
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 CLS_LABELS = ["negative", "neutral", "positive"]
@@ -60,8 +60,8 @@ def build_checkpoints(work: Path) -> dict[str, Path]:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
-    from converter.builtin import BUILTIN
-    from converter.families import families
+    from pocketbert.converter.builtin import BUILTIN
+    from pocketbert.converter.families import families
 
     tokenizer = AutoTokenizer.from_pretrained(BUILTIN["minilm"].path())
     out = {}
