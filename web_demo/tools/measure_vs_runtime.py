@@ -44,8 +44,8 @@ def serve(root: Path):
 
 def runtime_p50(bundle: Path, precision: str, buckets: list[int], warmup: int, runs: int) -> dict[int, float]:
     """Median ms of the runtime's LiteRT backend (one thread) on one row of exactly ``bucket`` tokens."""
-    import runtime
-    from runtime import batching
+    from pocketbert import runtime
+    from pocketbert.runtime import batching
 
     pipeline = runtime.load(bundle, "tflite", precision=precision, threads=1)
     rng = np.random.default_rng(0)

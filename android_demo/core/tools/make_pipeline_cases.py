@@ -80,7 +80,7 @@ def build_checkpoints(work: Path) -> dict[str, Path]:
 
 
 def convert(checkpoint: Path, out: Path, recipe: str) -> None:
-    command = [sys.executable, "-m", "converter", str(checkpoint), "--recipe", recipe, "--buckets", "16,32",
+    command = [sys.executable, "-m", "pocketbert.converter", str(checkpoint), "--recipe", recipe, "--buckets", "16,32",
                "--out", str(out), "--overwrite", "--no-latency", "--verify-samples", "20",
                "--calibration-samples", "16", "--threads", "1"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
