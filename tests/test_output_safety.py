@@ -63,7 +63,7 @@ def assert_complete_bundle(out: Path) -> dict:
 
 def run_converter(args: list[str], *, prelude: str = "", umask: int | None = None, cwd: Path = REPO):
     """``python -m converter ARGS`` in a subprocess; ``prelude`` runs first (to inject a crash)."""
-    code = prelude + "\nimport sys\nfrom converter.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    code = prelude + "\nimport sys\nfrom pocketbert.converter.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600, preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
 

@@ -60,7 +60,7 @@ if [[ -z "$python" ]]; then
     echo "run_tests.sh: no Python found: the tests that compare with the Python runtime will fail" >&2
 else
     t0="$(now)"
-    if vocab="$(cd "$repo" && "$python" -c 'from converter.builtin import BUILTIN; print(BUILTIN["minilm"].path() / "vocab.txt")')"; then
+    if vocab="$(cd "$repo" && "$python" -c 'from pocketbert.converter.builtin import BUILTIN; print(BUILTIN["minilm"].path() / "vocab.txt")')"; then
         props+=("-Dpocketbert.vocab=$vocab")
     else
         echo "run_tests.sh: cannot locate the golden vocabulary (pip install -e '.[test]' first)" >&2
