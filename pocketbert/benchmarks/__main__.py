@@ -10,7 +10,9 @@
     python -m benchmarks report   [--results DIR] [--out benchmarks/REPORT.md]
 
 Results are JSON files in one schema (benchmarks/schema.py) under benchmarks/results/ unless --out
-says otherwise; ``report`` turns every results file there into REPORT.md and PNG plots.
+says otherwise; ``report`` turns every results file there into REPORT.md and PNG plots.  That is in a
+checkout of the repository; an installed package (pocketbert-bench) writes results and REPORT.md under
+./pocketbert-benchmarks/ and its work files under $POCKETBERT_CACHE or ~/.cache/pocketbert/benchmarks.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pocketbert.locations import cache_dir, checkout
 from pocketbert.runtime.errors import Error
 from pocketbert.runtime.terminal import plain, styled
 
 from . import arm64, emulated_cpus
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-WORK = HERE / ".cache"
+# A checkout keeps results beside the committed REPORT.md; an installed package must not write into site-packages.
+OUTPUT = HERE if checkout() else Path.cwd() / "pocketbert-benchmarks"
+RESULTS = OUTPUT / "results"
+WORK = HERE / ".cache" if checkout() else cache_dir() / "benchmarks"
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # no wrapping inside paths or in logs
 
 
@@ -131,7 +136,7 @@ def bundles(models, variants, buckets, work_dir, fast):
 @click.option("--no-floor", is_flag=True, help="skip the GEMM floor measurement")
 @click.option("--fast", is_flag=True, help="few runs, one configuration; without BUNDLE, builds a tiny bundle")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="results file (default benchmarks/results/latency.json; fast: latency-fast.json)")
+              help=f"results file (default {RESULTS}/latency.json; fast: latency-fast.json)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
 def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers, checkpoint, no_floor, fast, out,
             work_dir):
@@ -210,7 +215,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
 @click.option("--fast", is_flag=True, help="few runs, one thread, bucket 32")
 @click.option("--dry-run", is_flag=True, help="print the adb commands instead of running them")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="results file (default benchmarks/results/device-SERIAL.json)")
+              help=f"results file (default {RESULTS}/device-SERIAL.json)")
 def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len, runs, warmup, use_gpu, use_nnapi,
            fast, dry_run, out):
     from . import device as dev
@@ -263,7 +268,7 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
 @click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
 @click.option("--fast", is_flag=True, help="a few dozen examples; without BUNDLE, builds the tiny bundle")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="results file (default benchmarks/results/accuracy-TASK-SPLIT[-VARIANT].json)")
+              help=f"results file (default {RESULTS}/accuracy-TASK-SPLIT[-VARIANT].json)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
 def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, threads, data_dir, fast, out, work_dir):
     from . import accuracy as acc
@@ -407,7 +412,7 @@ def _qemu_version(qemu: str) -> str:
 @cli.command(help="REPORT.md (tables) and PNG plots from every results file.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
               help="directory of results JSON files")
-@click.option("--out", type=click.Path(path_type=Path), default=HERE / "REPORT.md", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=OUTPUT / "REPORT.md", show_default=True)
 def report(results_dir, out):
     from . import report as rep
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from ..locations import cache_dir
 from .emulated_cpus import EmulationUnavailable
 
 QEMU = "qemu-aarch64-static"
@@ -106,8 +107,7 @@ def _cpuinfo(midr: int, features: list[str]) -> str:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("POCKETBERT_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "pocketbert") / "aarch64"
+    return cache_dir() / "aarch64"
 
 
 def pinned_versions() -> dict:

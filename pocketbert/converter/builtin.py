@@ -19,7 +19,7 @@ class BuiltinModel:
     default_task: str
     package: str | None = None  # importable package that ships the checkpoint …
     subdir: str = ""  # … in this directory inside it
-    directory: str | None = None  # or: a checkpoint directory in this repository
+    directory: str | None = None  # or: a checkpoint directory inside the pocketbert package (package data)
     #: labels for the freshly initialised head, when the checkpoint is a bare encoder
     default_labels: tuple[str, ...] = ()
 
@@ -27,8 +27,10 @@ class BuiltinModel:
         if self.directory is not None:
             path = PACKAGE / self.directory
             if not (path / "config.json").is_file():
-                raise InputError(f"built-in model {self.name!r} ships in the repository ({self.directory}), which is "
-                                 "not here", "install from a checkout of the repository (pip install -e .)")
+                raise InputError(f"built-in model {self.name!r} ships inside the pocketbert package "
+                                 f"({self.directory}), which is missing from {PACKAGE}",
+                                 "reinstall pocketbert from its wheel or a checkout of the repository: both carry "
+                                 "the demo models")
             return path
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:

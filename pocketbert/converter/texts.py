@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..locations import checkout
 from .errors import InputError
 
 Text = str | tuple[str, str]
@@ -20,7 +21,8 @@ DEFAULT_VERIFY = {"classification": "glue/SST-2/dev.tsv", "ner": "conll2003/dev.
 
 
 def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
-    """The data directory: --data-dir, else $POCKETBERT_DATA, else ../shared/data beside the repo.
+    """The data directory: --data-dir, else $POCKETBERT_DATA, else ../shared/data beside a checkout of the
+    repository (an installed package has no such default).
 
     One given explicitly must be a directory (a typo must not quietly verify on the built-in sentences);
     the environment variable and the default may be missing: callers fall back with a notice."""
@@ -30,12 +32,13 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
             problem = "is not a directory" if path.exists() else "does not exist"
             raise InputError(f"--data-dir {str(path)!r} {problem}",
                              "give the directory holding glue/ and conll2003/, or leave --data-dir out "
-                             f"(then ${DATA_ENV}, else ../shared/data beside the repository)")
+                             f"(then ${DATA_ENV}, else ../shared/data beside a checkout of the repository)")
         return path
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
-    beside_repo = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return beside_repo if beside_repo.is_dir() else None
+    repository = checkout()
+    beside_repo = repository.parent / "shared" / "data" if repository else None
+    return beside_repo if beside_repo and beside_repo.is_dir() else None
 
 
 def _is_conll(lines: list[str]) -> bool:
