@@ -21,6 +21,7 @@ from rich.table import Table
 
 from . import load
 from .bundle import parse_pin
+from .corpus import command as corpus
 from .errors import Error, InputError
 from .ner import AGGREGATIONS
 from .terminal import plain, styled
@@ -125,13 +126,14 @@ def _pin_option(ctx, param, value):
 @click.option("--recipe", help="Exact artifact recipe, e.g. onnx:fp32.")
 @click.option("--threads", type=click.IntRange(min=1), help="Backend intra-op threads.")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Rows per model run.")
-@click.option("--output", type=click.Choice(["auto", "jsonl", "table"]), default="auto", show_default=True,
-              help="auto: a table on a terminal, JSON Lines otherwise.")
+@click.option("--output", metavar="auto|jsonl|table|FILE",
+              help="auto (default): a table on a terminal, JSON Lines otherwise. With --input: the results file.")
 @click.option("--no-verify", is_flag=True, help="Skip the SHA-256 check of the bundle files.")
 @click.option("--expect-sha256", metavar="HEX", callback=_pin_option,
               help="Refuse the bundle unless its manifest.json has this SHA-256 (printed by the converter).")
+@corpus.options
 def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precision, recipe, threads, batch_size,
-         output, no_verify, expect_sha256):
+         output, no_verify, expect_sha256, input_path, **corpus_options):
     """Run a PocketBERT bundle on TEXTS (or lines of --file / stdin); print results.
 
     Exit codes: 0 ok; 2 bad command line; 3 unusable bundle; 4 model file refused or not matching
@@ -145,6 +147,18 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
             raise click.UsageError("give texts as arguments or with --file, not both")
         if expect_sha256 and no_verify:
             raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
+        if input_path is not None:  # a corpus file: streamed to --output FILE (runtime/corpus)
+            if texts or file is not None or pairs:
+                raise click.UsageError("--input reads the texts from the corpus file: drop TEXTS/--file/--pairs "
+                                       "(sentence pairs: --pair-field)")
+            load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
+                                batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
+            corpus.run(bundle, output, load_options, top_k=top_k, aggregation=aggregation, stride=stride,
+                       input_path=input_path, err=err, quiet_load=_native_logs_silenced, **corpus_options)
+            return
+        if output not in (None, "auto", "jsonl", "table"):
+            raise click.BadParameter(f"{output!r} is not one of auto, jsonl, table (a results file needs --input)",
+                                     param_hint="--output")
         if texts:
             source: Iterable[str] = texts
         elif file is not None:
@@ -159,7 +173,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
         if err.is_terminal:
             for note in pipe.bundle.notes:
                 err.print(styled("[yellow]note:[/] ", note))
-        table = output == "table" or output == "auto" and sys.stdout.isatty()
+        table = output == "table" or output in (None, "auto") and sys.stdout.isatty()
         out = Console(soft_wrap=not table, highlight=False)
         items = _items(source, pairs)
         count = 0

@@ -1,0 +1,140 @@
+"""CSV and TSV: a header row, then one record per row; results are the record with prediction columns added.
+
+CSV follows RFC 4180 (quoted fields may hold commas and line breaks; the line reported for a record is
+the one it starts on).  TSV is the IANA text/tab-separated-values format: no quoting at all, so quotes in
+a text (common in GLUE's files) are just characters.  Every field stays the exact string it was (an id
+``007`` stays ``007``); bytes that are not UTF-8 are carried through unchanged in the other fields, and
+make the row bad in the text field.  Predictions that are lists (top labels, entities) are JSON text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from .formats import Chunk, CorpusError
+from .predict import MISSING
+
+DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL, "lineterminator": "\n"},
+            "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None, "lineterminator": "\n"}}
+
+
+def _lines(f, state: dict) -> Iterator[str]:
+    """Decoded lines, advancing ``state['offset']`` by each line's bytes (the csv reader reads no further
+    than the record it returns, so after a record the offset is where the next one starts)."""
+    for raw in f:
+        state["offset"] += len(raw)
+        yield raw.decode("utf-8", "surrogateescape")
+
+
+class Reader:
+    unit = "line"
+
+    def __init__(self, path: Path, text_field: str, pair_field: str | None, position: dict | None = None,
+                 kind: str = "csv"):
+        self.path, self.kind = Path(path), kind
+        self.text_field, self.pair_field = text_field, pair_field
+        # whole documents in one field: the csv module's default limit (128 KiB) would call them malformed
+        csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+        self.position = position or self._header()
+        self.header = self.position["header"]
+        self.text_index = self._index(text_field)
+        self.pair_index = self._index(pair_field) if pair_field else None
+
+    def _header(self) -> dict:
+        state = {"offset": 0}
+        with open(self.path, "rb") as f:
+            reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
+            header = next(reader, None)
+            if not header:
+                raise CorpusError(f"{self.path} is empty: a {self.kind.upper()} input needs a header row naming "
+                                  "its columns", f"write a header such as id{DIALECTS[self.kind]['delimiter']}text")
+            header[0] = header[0].removeprefix("\ufeff")
+            return {"offset": state["offset"], "line": reader.line_num, "header": header}
+
+    def _index(self, name: str) -> int:
+        if name not in self.header:
+            raise CorpusError(f"{self.path} has no column {name!r} (its columns: {', '.join(self.header)})",
+                              "name the column holding the text with --text-field (and --pair-field)")
+        return self.header.index(name)
+
+    def total(self) -> int:
+        return self.path.stat().st_size
+
+    def chunks(self, size: int) -> Iterator[Chunk]:
+        state = {"offset": self.position["offset"]}
+        first_line = self.position["line"]
+        rows, lines, problems = [], [], {}
+        with open(self.path, "rb") as f:
+            f.seek(state["offset"])
+            reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
+            while True:
+                start = first_line + reader.line_num + 1
+                try:
+                    record = next(reader, None)
+                except csv.Error as exc:
+                    raise CorpusError(f"{self.path}, line {start}: {exc}", "fix the quoting of that record") from None
+                if record is None:
+                    break
+                if not record:
+                    continue  # a blank line is no record
+                if len(record) != len(self.header):
+                    problems[len(rows)] = f"has {len(record)} fields, the header has {len(self.header)}"
+                rows.append(record)
+                lines.append(start)
+                if len(rows) == size:
+                    yield self._chunk(rows, lines, problems, state["offset"], first_line + reader.line_num)
+                    rows, lines, problems = [], [], {}
+        if rows:
+            yield self._chunk(rows, lines, problems, state["offset"], first_line + reader.line_num)
+
+    def _field(self, rows: list[list[str]], index: int) -> list:
+        return [r[index] if index < len(r) else MISSING for r in rows]
+
+    def _chunk(self, rows, lines, problems, offset, line) -> Chunk:
+        pairs = None if self.pair_index is None else self._field(rows, self.pair_index)
+        position = {"offset": offset, "line": line, "header": self.header}
+        return Chunk(rows, lines, self._field(rows, self.text_index), pairs, position, offset, problems)
+
+    @staticmethod
+    def keep(rows: list, indices: list[int]) -> list:
+        return [rows[i] for i in indices]
+
+
+def cell(value) -> str:
+    """A prediction as CSV text: strings as they are, numbers in Python's shortest form, lists as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)
+
+
+class Writer:
+    def __init__(self, kinds: dict[str, str], kind: str = "csv"):
+        self.kinds, self.kind = kinds, kind
+
+    def _text(self, records: list[list[str]]) -> bytes:
+        buffer = io.StringIO()
+        csv.writer(buffer, **DIALECTS[self.kind]).writerows(records)
+        return buffer.getvalue().encode("utf-8", "surrogateescape")
+
+    def begin(self, columns: list[str]) -> bytes:
+        clash = [name for name in self.kinds if name in columns]
+        if clash:
+            raise CorpusError(f"the input already has a column {clash[0]!r}: the prediction would overwrite it",
+                              "pass --prefix with another prefix for the prediction columns")
+        return self._text([list(columns) + list(self.kinds)])
+
+    def encode(self, rows: list[list[str]], predictions: dict[str, list]) -> bytes:
+        columns = [predictions[name] for name in self.kinds]
+        return self._text([row + [cell(c[i]) for c in columns] for i, row in enumerate(rows)])
+
+    def encode_table(self, table) -> bytes:
+        """Rows that already carry their predictions (an Arrow table from Ray, every input column a string)."""
+        columns = [table.column(name).to_pylist() for name in table.column_names]
+        records = [[("" if v is None else cell(v)) for v in values] for values in zip(*columns)]
+        return self._text(records)

@@ -1,0 +1,137 @@
+"""The partial output of a run and its progress record: nothing appears under the output name until the
+last row is written, and a killed run continues from its last completed chunk.
+
+Beside ``OUT`` a run writes ``OUT.partial`` (the results so far) and ``OUT.partial.progress.json``
+(where the input stops being done, how many bytes of ``OUT.partial`` are complete, and what the run
+was: input size and time, bundle, artifact, fields).  After each chunk the partial file is flushed to
+disk first and the record replaced atomically second, so the record never claims bytes the disk lacks;
+a resume cuts the partial file back to the recorded length (dropping a chunk that was being written) and
+reads on from the recorded position: no row lost, none twice.  The finished file is renamed to ``OUT``.
+Files are deleted only when they are this program's: a ``.partial`` without a record is left alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+from .formats import CorpusError, OutputExistsError
+
+RECORD_SCHEMA = "pocketbert-corpus-partial/1"
+KEEP_SKIPPED = 1000  # bad rows listed in the record (all are counted)
+
+
+class Partial:
+    def __init__(self, output: Path):
+        self.output = Path(output)
+        self.path = self.output.with_name(self.output.name + ".partial")
+        self.record = self.output.with_name(self.output.name + ".partial.progress.json")
+        self.final = self.output.with_name(self.output.name + ".partial.final")  # Parquet is rewritten here
+        self.file = None
+        self.state: dict = {}
+
+    def _saved(self) -> dict | None:
+        try:
+            saved = json.loads(self.record.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise CorpusError(f"{self.record} cannot be read ({exc})", "delete it and the .partial beside it, or "
+                              "pass --overwrite to start again") from None
+        if not isinstance(saved, dict) or saved.get("schema") != RECORD_SCHEMA:
+            raise CorpusError(f"{self.record} is not a progress record of this program", "move it away")
+        return saved
+
+    def prepare_output(self, overwrite: bool) -> None:
+        """An existing output is replaced only when asked (checked before anything slow starts)."""
+        if self.output.is_dir():
+            raise OutputExistsError(f"--output {self.output} is a directory", "give a file name")
+        if self.output.exists() and not overwrite:
+            raise OutputExistsError(f"{self.output} already exists", "pass --overwrite to replace it, or choose "
+                                    "another --output")
+        if not self.output.parent.is_dir():
+            raise OutputExistsError(f"the folder of --output {self.output} does not exist", "create it first")
+
+    def prepare(self, fingerprint: dict, *, resume: bool, overwrite: bool) -> dict | None:
+        """Check the output name and any partial run there; the saved state to resume from, or None."""
+        self.prepare_output(overwrite)
+        saved = self._saved()
+        if saved is None:
+            if self.path.exists():
+                raise OutputExistsError(f"{self.path} exists without a progress record: it is not a run this program "
+                                        "can resume or may delete", "move or delete it, then run again")
+            return None
+        if not self.path.exists():  # killed between the final rename and the record's removal
+            self.discard()
+            return None
+        if resume and saved["fingerprint"] == fingerprint and saved["output_bytes"] > 0:
+            return saved
+        if overwrite:
+            self.discard()
+            return None
+        if not resume:
+            raise OutputExistsError(f"a partial run of {self.output} is there ({saved['rows_written']} rows done)",
+                                    "add --resume to continue it, or --overwrite to start again")
+        changed = sorted(k for k in set(fingerprint) | set(saved["fingerprint"])
+                         if fingerprint.get(k) != saved["fingerprint"].get(k))
+        raise CorpusError(f"the partial run of {self.output} was made with another {', '.join(changed) or 'start'}: "
+                          "resuming would mix two runs' results", "repeat the first run's command and input with "
+                          "--resume, or pass --overwrite to start again")
+
+    def discard(self) -> None:
+        for path in (self.path, self.final, self.record):
+            path.unlink(missing_ok=True)
+
+    def start(self, header: bytes, position: dict, fingerprint: dict) -> None:
+        self.state = {"schema": RECORD_SCHEMA, "fingerprint": fingerprint, "position": position, "rows_read": 0,
+                      "rows_written": 0, "skipped_count": 0, "skipped": [], "chunks": 0, "output_bytes": 0}
+        self._write_record()  # the record first: a .partial with a record is known to be ours
+        self.file = open(self.path, "wb")
+        self.file.write(header)
+        self.commit(position, 0, 0, [])
+
+    def reopen(self, saved: dict) -> None:
+        self.state = saved
+        self.file = open(self.path, "r+b")
+        self.file.truncate(saved["output_bytes"])  # drop whatever a killed run wrote after its last commit
+        self.file.seek(saved["output_bytes"])
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+
+    def commit(self, position: dict, rows_read: int, rows_written: int, skipped: list) -> None:
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        s = self.state
+        s.update(position=position, rows_read=s["rows_read"] + rows_read, rows_written=s["rows_written"] + rows_written,
+                 skipped_count=s["skipped_count"] + len(skipped), chunks=s["chunks"] + (rows_read > 0),
+                 output_bytes=self.file.tell())
+        s["skipped"] = (s["skipped"] + [list(x) for x in skipped])[:KEEP_SKIPPED]
+        self._write_record()
+
+    def _write_record(self) -> None:
+        self.state["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        tmp = self.record.with_name(self.record.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.state, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.record)
+
+    def finish(self, finalize=None) -> None:
+        """Close, rewrite if the format needs it (Parquet), rename into place, remove the record."""
+        self.file.close()
+        if finalize is not None:
+            finalize(self.path, self.final)
+            os.replace(self.final, self.output)
+            self.path.unlink()
+        else:
+            os.replace(self.path, self.output)
+        self.record.unlink()
+
+    def close(self) -> None:
+        """Leave the partial run as it is (interrupted or failed): resumable from its last commit."""
+        if self.file is not None and not self.file.closed:
+            self.file.close()
