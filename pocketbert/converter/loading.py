@@ -117,87 +117,15 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     notes: list[str] = []
 
     head_task = _existing_head(raw)
-    if task is not None and task not in TASKS:
-        raise InputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
-    if head_task and task and task != head_task:
-        raise InputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
-                         f"drop --task, or pass --task {head_task}")
-    if builtin_name and not task and not head_task:
-        task = BUILTIN[builtin_name].default_task
-    task = task or head_task or "classification"
-
-    if labels is not None and num_labels is not None and len(labels) != num_labels:
-        raise InputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
-                         "give only one of them, or make them agree")
-    if labels is not None and not labels:
-        raise InputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
-    if labels is not None and len(set(labels)) != len(labels):
-        raise InputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
-
-    kwargs: dict = {}
-    if head_task:
-        saved = raw.get("id2label") or {}
-        saved_labels = [saved[k] for k in sorted(saved, key=int)] if saved else []
-        count = len(saved_labels) or raw.get("num_labels")
-        wanted = len(labels) if labels is not None else num_labels
-        if wanted is not None and count and wanted != count:
-            raise InputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
-                             "drop --labels/--num-labels to keep the trained head, or convert the bare encoder")
-        final_labels = labels or saved_labels or [f"LABEL_{i}" for i in range(count or 2)]
-    else:
-        if labels is None and num_labels is None and builtin_name:
-            labels = list(BUILTIN[builtin_name].default_labels)
-        if labels is None and num_labels is None:
-            arch = ", ".join(raw.get("architectures") or []) or "no head"
-            raise InputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
-                             "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
-        final_labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+    task = _task(task, head_task, builtin_name)
+    _check_label_options(labels, num_labels)
+    final_labels = _head_labels(raw, path, task, head_task, labels, num_labels, builtin_name)
+    if not head_task:
         notes.append(f"the checkpoint has no {task} head: a freshly initialised one (seed {seed}) was attached, "
                      "so its predictions are untrained")
-    if task == "classification" and len(final_labels) < 1 or task == "ner" and len(final_labels) < 2:
-        raise InputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
-    kwargs.update(num_labels=len(final_labels),
-                  id2label=dict(enumerate(final_labels)),
-                  label2id={label: i for i, label in enumerate(final_labels)})
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except Exception as exc:  # transformers raises many types for broken tokenizer files
-        raise InputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
-                         "re-save it with tokenizer.save_pretrained(directory)") from exc
-    if not getattr(tokenizer, "is_fast", False):
-        raise InputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
-                         "save a tokenizer.json with a fast tokenizer")
-
-    torch.manual_seed(seed)  # a fresh head is initialised from this seed: conversions are reproducible
-    try:
-        config = AutoConfig.from_pretrained(path, **kwargs)
-    except Exception as exc:
-        raise InputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
-                         "re-save the checkpoint with save_pretrained") from exc
-    try:
-        logging.getLogger("transformers").setLevel(logging.ERROR)
-        model, info = _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
-                                                        dtype=torch.float32)
-    except Exception as exc:
-        raise InputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
-                         f"{type(exc).__name__}: {str(exc)[:300]}",
-                         "the weights file is corrupt or truncated, or config.json does not describe a valid "
-                         "model; re-download or re-save the checkpoint") from exc
-    shared = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("base_embeddings")
-    if shared:  # the word embeddings come from a base model (converter.shared_table), checked by sha256
-        info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
-        restore(model, shared)
-        notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
-    missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
-    if missing:
-        raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",
-                         "the weights do not belong to this config.json; use the matching pair")
-    mismatched = info.get("mismatched_keys") or []
-    if mismatched:
-        raise InputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. {mismatched[0][0]}",
-                         "use the config.json saved with these weights")
-    head_missing = [k for k in info.get("missing_keys", []) if _is_head_key(k)]
+    tokenizer = _tokenizer(path)
+    model, info = _model(path, task, final_labels, seed)
+    head_missing = _check_weights(model, info, raw, path, notes)
     if head_task and head_missing:
         notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "
                      f"(e.g. {head_missing[0]})")
@@ -216,6 +144,104 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     return Loaded(checkpoint=path, builtin=builtin_name, model=model, tokenizer=tokenizer, family=family,
                   task=task, labels=final_labels, head_initialized=not head_task or bool(head_missing),
                   notes=notes)
+
+
+def _task(task: str | None, head_task: str | None, builtin_name: str | None) -> str:
+    """--task, else the checkpoint head's task, else the built-in model's, else classification."""
+    if task is not None and task not in TASKS:
+        raise InputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
+    if head_task and task and task != head_task:
+        raise InputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
+                         f"drop --task, or pass --task {head_task}")
+    if builtin_name and not task and not head_task:
+        task = BUILTIN[builtin_name].default_task
+    return task or head_task or "classification"
+
+
+def _check_label_options(labels: list[str] | None, num_labels: int | None) -> None:
+    if labels is not None and num_labels is not None and len(labels) != num_labels:
+        raise InputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
+                         "give only one of them, or make them agree")
+    if labels is not None and not labels:
+        raise InputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
+    if labels is not None and len(set(labels)) != len(labels):
+        raise InputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
+
+
+def _head_labels(raw: dict, path: Path, task: str, head_task: str | None, labels: list[str] | None,
+                 num_labels: int | None, builtin_name: str | None) -> list[str]:
+    """The head's label names: a trained head's (renamed by --labels), else those of the fresh head asked for."""
+    if head_task:
+        saved = raw.get("id2label") or {}
+        saved_labels = [saved[k] for k in sorted(saved, key=int)] if saved else []
+        count = len(saved_labels) or raw.get("num_labels")
+        wanted = len(labels) if labels is not None else num_labels
+        if wanted is not None and count and wanted != count:
+            raise InputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
+                             "drop --labels/--num-labels to keep the trained head, or convert the bare encoder")
+        final_labels = labels or saved_labels or [f"LABEL_{i}" for i in range(count or 2)]
+    else:
+        if labels is None and num_labels is None and builtin_name:
+            labels = list(BUILTIN[builtin_name].default_labels)
+        if labels is None and num_labels is None:
+            arch = ", ".join(raw.get("architectures") or []) or "no head"
+            raise InputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
+                             "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
+        final_labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+    if task == "classification" and len(final_labels) < 1 or task == "ner" and len(final_labels) < 2:
+        raise InputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
+    return final_labels
+
+
+def _tokenizer(path: Path) -> PreTrainedTokenizerFast:
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as exc:  # transformers raises many types for broken tokenizer files
+        raise InputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
+                         "re-save it with tokenizer.save_pretrained(directory)") from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise InputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
+                         "save a tokenizer.json with a fast tokenizer")
+    return tokenizer
+
+
+def _model(path: Path, task: str, labels: list[str], seed: int) -> tuple[PreTrainedModel, dict]:
+    """The model with a ``labels``-sized head, and transformers' loading info (missing/mismatched keys)."""
+    head = dict(num_labels=len(labels), id2label=dict(enumerate(labels)),
+                label2id={label: i for i, label in enumerate(labels)})
+    torch.manual_seed(seed)  # a fresh head is initialised from this seed: conversions are reproducible
+    try:
+        config = AutoConfig.from_pretrained(path, **head)
+    except Exception as exc:
+        raise InputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
+                         "re-save the checkpoint with save_pretrained") from exc
+    try:
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+        return _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
+                                                 dtype=torch.float32)
+    except Exception as exc:
+        raise InputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
+                         f"{type(exc).__name__}: {str(exc)[:300]}",
+                         "the weights file is corrupt or truncated, or config.json does not describe a valid "
+                         "model; re-download or re-save the checkpoint") from exc
+
+
+def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -> list[str]:
+    """Restore shared word embeddings; refuse missing or misshapen encoder tensors; the head keys missing."""
+    shared = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("base_embeddings")
+    if shared:  # the word embeddings come from a base model (converter.shared_table), checked by sha256
+        info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
+        restore(model, shared)
+        notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
+    missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
+    if missing:
+        raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",
+                         "the weights do not belong to this config.json; use the matching pair")
+    mismatched = info.get("mismatched_keys") or []
+    if mismatched:
+        raise InputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. {mismatched[0][0]}",
+                         "use the config.json saved with these weights")
+    return [k for k in info.get("missing_keys", []) if _is_head_key(k)]
 
 
 #: config.json key written by PocketBERT training (converter.training.save): structural transforms
