@@ -255,10 +255,17 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
 
 
 # --- accuracy -----------------------------------------------------------------------------------
-@cli.command(help="Task score of every artifact of each BUNDLE (GLUE dev metric, CoNLL-2003 entity F1).")
+@cli.command(help="Task score of every artifact of each BUNDLE (GLUE dev metric, CoNLL-2003 entity F1, or a "
+             "task of your own given as a labelled file).")
 @click.argument("bundle_dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--task", default=None, help="glue:sst2, glue:mrpc, glue:cola, glue:stsb or conll2003 (fast: glue:sst2)")
-@click.option("--split", type=click.Choice(["dev", "test"]), default="dev", show_default=True)
+@click.option("--task", default=None, help="glue:sst2, glue:mrpc, glue:cola, glue:stsb or conll2003, resolved "
+              "against --data-dir (fast: glue:sst2); or a labelled file of a task of your own: a GLUE-format TSV "
+              "(header with 'sentence' or 'sentence1'/'sentence2', and 'label') or a CoNLL file (word first, tag "
+              "last, blank lines between sentences), told apart by content. A file is scored as it is: pass the "
+              "dev file itself, never the training file")
+@click.option("--split", type=click.Choice(["dev", "test"]), default="dev", show_default=True,
+              help="which file of a short-name task to score; for a task given as a file, only the name the "
+                   "results record for it (say test when the file is the test set)")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="first N examples only (fast: 48)")
 @click.option("--backend", "backends", default="onnx,tflite", show_default=True)
 @click.option("--model-name", default=None, help="name rows by this model (matches latency rows; default: from "
@@ -309,7 +316,9 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
 @click.option("--int8-extra", type=float, default=0.5, show_default=True,
               help="further points an int8 artifact may lose against the bundle's float export")
 @click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
-def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
+@click.option("--dev", type=click.Path(path_type=Path), default=None, help="dev file of a task given as a file "
+              "[default: the dev file the bundle records; a short name's task uses its dev split]")
+def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
     from . import gates as gate_checks
     from .accuracy import AccuracyError
 
@@ -318,13 +327,52 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir):
     for bundle in bundle_dirs:
         try:
             rows += gate_checks.check(bundle, limit=limit, max_drop=max_drop, int8_extra=int8_extra,
-                                      data_dir=data_dir, progress=_log)
+                                      data_dir=data_dir, dev=dev, progress=_log)
         except AccuracyError as exc:
             _fail(exc.problem, exc.fix)
     click.echo(gate_checks.table(rows))
     failed = [r for r in rows if not r["passed"]]
     click.echo(f"{len(rows) - len(failed)} of {len(rows)} gates pass")
     sys.exit(1 if failed else 0)
+
+
+# --- glue ---------------------------------------------------------------------------------------
+@cli.command(help="GLUE (SST-2, MRPC, CoLA, STS-B) and CoNLL-2003: fine-tune the teacher from --base, apply "
+             "nonorm,relu, recover, convert with every recipe and score every artifact through the runtime on "
+             "the full dev split (and CoNLL test). Steps are cached in --cache: a re-run resumes.")
+@click.option("--tasks", default=None, help="comma-separated (default: glue:sst2,glue:mrpc,glue:cola,glue:stsb,"
+              "conll2003)")
+@click.option("--base", default=None, help="built-in model or checkpoint to fine-tune the teachers from "
+              "[default: minilm]")
+@click.option("--finetune-budget", default=None, help="per task: 500steps, 2epochs, 5m; first reached wins "
+              "[default: 3epochs,5m; fast: 30steps]")
+@click.option("--recover-budget", default=None, help="per task [default: 5m; fast: 20steps]")
+@click.option("--recipes", default=None, help="comma-separated [default: all six ONNX/TFLite × fp32, "
+              "int8-dynamic, int8-static]")
+@click.option("--calibration-samples", type=click.IntRange(16), default=None, help="int8 calibration texts "
+              "(from the task's training file) [default: 128]")
+@click.option("--verify-samples", type=click.IntRange(10), default=None, help="[default: 300]")
+@click.option("--threads", type=click.IntRange(1), default=None, help="[default: 1]")
+@click.option("--train-limit", type=click.IntRange(1), default=None, help="first N training examples only")
+@click.option("--cache", type=click.Path(path_type=Path), default=None,
+              help="checkpoints, bundles and scores [default: $POCKETBERT_CACHE/glue or ~/.cache/pocketbert/glue]")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--fast", is_flag=True, help="tiny random BERT, a few steps: tests the harness (not figures)")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="results file [default: benchmarks/results/glue.json; fast: glue-fast.json]")
+def glue(fast, out, **kwargs):
+    from pocketbert.converter.errors import ConverterError
+
+    from . import glue as job
+
+    _quiet_transformers()
+    try:
+        options = job.parse_options(fast, **kwargs)
+        data = job.run(options, out or RESULTS / ("glue-fast.json" if fast else "glue.json"), log=_log)
+    except ConverterError as exc:
+        _fail(exc.problem, exc.fix or "see the message above")
+    click.echo(job.summary(data))
 
 
 # --- cpus ---------------------------------------------------------------------------------------

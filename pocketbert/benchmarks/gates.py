@@ -32,8 +32,31 @@ def recovery_record(manifest: dict) -> dict | None:
     return None
 
 
+def dev_data(record: dict, dev: str | Path | None = None) -> str:
+    """What to score as the dev split: a short name's dev file under the data directory, or for a task given
+    as a file, ``dev`` or the dev file the record names.  Never the training file."""
+    from pocketbert.converter.data.tasks import TASKS
+
+    task = record["task"]
+    if dev is None and task.lower() in TASKS:
+        return task
+    dev = dev or record.get("dev_file")
+    train = record.get("train_file") or task
+    if not dev:
+        raise AccuracyError(f"the bundle's task is the file {task!r}, and it records no dev file (made before dev "
+                            "files were recorded): scoring the training file would not be a dev score",
+                            "pass the task's dev file: python -m benchmarks gates BUNDLE --dev DEV_FILE")
+    if Path(dev).resolve() == Path(train).resolve():
+        raise AccuracyError(f"the dev file {str(dev)!r} is the training file: its scores would not be dev scores",
+                            "give the task's own dev file (--dev), held out from training")
+    if not Path(dev).is_file():
+        raise AccuracyError(f"the dev file {str(dev)!r} the bundle records is not here",
+                            "pass where it is now: python -m benchmarks gates BUNDLE --dev DEV_FILE")
+    return str(dev)
+
+
 def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP, int8_extra: float = INT8_EXTRA,
-          data_dir: str | None = None, progress=print) -> list[dict]:
+          data_dir: str | None = None, dev: str | Path | None = None, progress=print) -> list[dict]:
     from pocketbert.runtime import Bundle
     from pocketbert.runtime.errors import BundleError
 
@@ -47,7 +70,8 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
                             "convert a checkpoint written by `python -m converter recover`, or use --recover")
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
-    data = evaluate([Path(bundle)], task, "dev", limit, data_dir=data_dir, progress=progress)
+    scored = dev_data(record, dev)
+    data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, progress=progress)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]
     reference = max(floats) if floats else None
@@ -56,7 +80,8 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
         precision = r["runner"].split(":")[1]
         row = {"bundle": str(bundle), "task": task, "metric": metric, "runner": r["runner"], "score": r["score"],
                "teacher": teacher, "delta_vs_teacher": r["score"] - teacher, "examples": r["examples"],
-               "without_recovery": record["dev_scores"]["without_recovery"][metric]}
+               "without_recovery": record["dev_scores"]["without_recovery"][metric],
+               "dev_data": f"{task} dev" if scored == task else scored}
         if precision.startswith("int8"):
             if reference is None:
                 row.update(gate="needs a float artifact in the bundle to compare with", passed=False)
@@ -70,10 +95,11 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| bundle | task | artifact | dev score | teacher | Δ vs teacher | without recovery | gate | result |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| bundle | task | scored on | artifact | dev score | teacher | Δ vs teacher | without recovery | gate | "
+             "result |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {Path(r['bundle']).name} | {r['task']} ({r['metric']}) | {r['runner']} | {r['score']:.2f} | "
+        lines.append(f"| {Path(r['bundle']).name} | {r['task']} ({r['metric']}) | {r['dev_data']} | {r['runner']} | "
+                     f"{r['score']:.2f} | "
                      f"{r['teacher']:.2f} | {r['delta_vs_teacher']:+.2f} | {r['without_recovery']:.2f} | {r['gate']} | "
                      f"{'pass' if r['passed'] else '**FAIL**'} |")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from ..errors import InputError
 from .glue import read_lines
 
 SCHEMES = ("auto", "iob1", "iob2", "iobes")
+TAG_PREFIXES = ("O", "B", "I", "E", "S", "L", "U")
 
 
 @dataclass
@@ -28,6 +29,11 @@ def _split(tag: str) -> tuple[str, str]:
         return "O", ""
     prefix, sep, kind = tag.partition("-")
     return (prefix, kind) if sep and kind else ("?", tag)
+
+
+def tag_prefix(tag: str) -> str:
+    """``O``, ``B``, ``I``, ``E``, … for a tag; ``?`` for anything that is not one."""
+    return _split(tag)[0]
 
 
 def detect_scheme(tags: list[list[str]]) -> str:
@@ -85,8 +91,7 @@ def read_conll(path: Path, scheme: str = "auto", what: str = "data") -> Sentence
         elif len(cols) != width:
             raise InputError(f"{str(path)!r} line {number}: {len(cols)} columns where earlier lines have {width}",
                              "fix that line; every token line needs the same columns")
-        prefix, _ = _split(cols[-1])
-        if prefix not in ("O", "B", "I", "E", "S", "L", "U"):
+        if tag_prefix(cols[-1]) not in TAG_PREFIXES:
             raise InputError(f"{str(path)!r} line {number}: tag {cols[-1]!r} is not in a known scheme "
                              "(O, B-X, I-X, or IOBES E-X/S-X)", "give a CoNLL file with IOB1, IOB2 or IOBES tags "
                              "in the last column")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..texts import data_dir as default_data_dir
-from . import conll, glue
+from . import conll, formats, glue
 from .features import encode
 
 
@@ -128,7 +128,7 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
               scheme: str = "auto", limit: int | None = None) -> TaskData:
     """Read a split of a task: a short name under the data directory, or a user's TSV/CoNLL file."""
     task, path = resolve_task(spec, split, data_dir)
-    is_conll = task.kind == "ner" if task else _looks_like_conll(path)
+    is_conll = task.kind == "ner" if task else formats.detect(path, f"{split} data") == "conll"
     if is_conll:
         sentences = conll.read_conll(path, scheme=scheme, what=f"{split} data")
         names = list(task.label_names) if task else _conll_labels(sentences.tags)
@@ -147,14 +147,6 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         metric = task.metric if task else ("pearson" if kind == "regression" else "accuracy")
         data = TaskData(task.name if task else str(path), kind, split, path, rows.texts, labels, names, metric)
     return data.subset(limit)
-
-
-def _looks_like_conll(path: Path) -> bool:
-    if path.suffix.lower() in (".tsv", ".csv"):
-        return False
-    head = glue.read_lines(path, "data")[:50]
-    content = [line for line in head if line.strip()]
-    return bool(content) and (content[0].startswith("-DOCSTART-") or "\t" not in content[0])
 
 
 def _conll_labels(tags: list[list[str]]) -> list[str]:

@@ -59,6 +59,9 @@ class PreparedRecovery:
     dev_features: Features
     input_names: tuple[str, ...]
     batches: object
+    # the files read: the gates score the dev file recorded here, never the training file
+    train_file: str = ""
+    dev_file: str = ""
 
 
 def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
@@ -80,7 +83,8 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
     options.budget.check(len(batches))
-    return PreparedRecovery(options, train.name, train.metric, features, dev_features, input_names, batches)
+    return PreparedRecovery(options, train.name, train.metric, features, dev_features, input_names, batches,
+                            str(train.path), str(dev.path))
 
 
 def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print) -> dict:
@@ -108,6 +112,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
     rnd = lambda scores: {k: round(v, 3) for k, v in scores.items()}  # noqa: E731
     return {
         "task": prepared.train_name,
+        "train_file": prepared.train_file,
+        "dev_file": prepared.dev_file,
         "train_examples": len(prepared.features),
         "dev_examples": len(prepared.dev_features),
         "metric": metric,
