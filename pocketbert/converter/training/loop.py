@@ -185,84 +185,128 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
     for p in model.parameters():
         p.requires_grad_(id(p) in wanted)
     torch.manual_seed(seed)
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]  # biases and norm scales: no weight decay (BERT recipe)
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=lr)
-    log = TrainLog()
-    step, epoch, position, elapsed = 0, 0, 0, 0.0
-    state_file = Path(checkpoint_dir) / "training_state.pt" if checkpoint_dir else None
-    if resume and state_file and state_file.exists():
-        state = torch.load(state_file, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, epoch, position, elapsed = state["step"], state["epoch"], state["position"], state["seconds"]
-        torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
-        log.resumed_from = step
-
-    def save() -> None:
-        if state_file is None:
-            return
-        state_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = state_file.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "epoch": epoch,
-                    "position": position, "seconds": elapsed + time.perf_counter() - start,
-                    "rng": torch.get_rng_state()}, tmp)
-        tmp.replace(state_file)  # atomic: a crash mid-save keeps the previous checkpoint
-
+    run = _Run(model=model, loss_fn=loss_fn, params=params, optimizer=_adamw(params, lr, weight_decay),
+               budget=budget, per_epoch=per_epoch, lr=lr, warmup=warmup, max_grad_norm=max_grad_norm,
+               description=description, log_every=log_every, checkpoint_every=checkpoint_every,
+               state_file=Path(checkpoint_dir) / "training_state.pt" if checkpoint_dir else None)
+    if resume:
+        run.resume()
     model.train()
-    running: dict[str, float] = {}
-    count = 0
-    start = time.perf_counter()
-    last_save = start
-    log.stopped_by = "budget"
+    run.start = run.last_save = time.perf_counter()
+    run.log.stopped_by = "budget"
     try:
         with _Progress(progress, description, budget) as bar:
-            while True:
-                done = False
-                for index, batch in enumerate(batches.epoch(epoch)):
-                    if index < position:
-                        continue  # resuming inside an epoch: same order, skip what was done
-                    seconds = elapsed + time.perf_counter() - start
-                    fraction = budget.fraction(step, seconds, per_epoch)
-                    if fraction >= 1:
-                        done = True
-                        break
-                    for group in optimizer.param_groups:
-                        group["lr"] = lr * _warmup_decay(fraction, warmup)
-                    loss, parts = loss_fn(batch)
-                    if not math.isfinite(loss.item()):
-                        raise FloatingPointError(f"{description}: the loss became {loss.item()} at step {step}; "
-                                                 "lower the learning rate")
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if max_grad_norm:
-                        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-                    optimizer.step()
-                    step += 1
-                    position = index + 1
-                    log.examples += int(batch["input_ids"].shape[0])
-                    for k, v in {"loss": loss.item(), **parts}.items():
-                        running[k] = running.get(k, 0.0) + float(v)
-                    count += 1
-                    if step % log_every == 0:
-                        log.losses.append({k: v / count for k, v in running.items()})
-                        running, count = {}, 0
-                        bar.update(fraction, f"loss {log.losses[-1]['loss']:.4f}")
-                    if state_file and time.perf_counter() - last_save > checkpoint_every:
-                        save()
-                        last_save = time.perf_counter()
-                if done:
-                    break
-                epoch, position = epoch + 1, 0
-            bar.update(1.0, f"loss {log.losses[-1]['loss']:.4f}" if log.losses else "")
+            while not run.epoch_pass(batches.epoch(run.epoch), bar):
+                run.epoch, run.position = run.epoch + 1, 0
+            bar.update(1.0, f"loss {run.log.losses[-1]['loss']:.4f}" if run.log.losses else "")
     finally:
         for p, flag in saved_flags:
             p.requires_grad_(flag)
         model.eval()
-    if count:
-        log.losses.append({k: v / count for k, v in running.items()})
-    log.steps = step
-    log.seconds = elapsed + time.perf_counter() - start
-    save()
-    return log
+    run.flush_losses()
+    run.log.steps = run.step
+    run.log.seconds = run.seconds()
+    run.save()
+    return run.log
+
+
+def _adamw(params: list[nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]  # biases and norm scales: no weight decay (BERT recipe)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr)
+
+
+@dataclass
+class _Run:
+    """One training run: its settings, and the state a checkpoint saves (step, epoch, position in it, time)."""
+
+    model: nn.Module
+    loss_fn: Callable
+    params: list[nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    budget: Budget
+    per_epoch: int
+    lr: float
+    warmup: float
+    max_grad_norm: float
+    description: str
+    log_every: int
+    checkpoint_every: float
+    state_file: Path | None
+    log: TrainLog = field(default_factory=TrainLog)
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # batches of the current epoch already trained on
+    elapsed: float = 0.0  # seconds spent before this process (a resumed run)
+    start: float = 0.0
+    last_save: float = 0.0
+    running: dict[str, float] = field(default_factory=dict)  # loss sums since the last log line …
+    count: int = 0  # … over this many steps
+
+    def seconds(self) -> float:
+        return self.elapsed + time.perf_counter() - self.start
+
+    def resume(self) -> None:
+        if not (self.state_file and self.state_file.exists()):
+            return
+        state = torch.load(self.state_file, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.epoch, self.position = state["step"], state["epoch"], state["position"]
+        self.elapsed = state["seconds"]
+        torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
+        self.log.resumed_from = self.step
+
+    def save(self) -> None:
+        if self.state_file is None:
+            return
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                    "epoch": self.epoch, "position": self.position, "seconds": self.seconds(),
+                    "rng": torch.get_rng_state()}, tmp)
+        tmp.replace(self.state_file)  # atomic: a crash mid-save keeps the previous checkpoint
+
+    def epoch_pass(self, batches, bar: _Progress) -> bool:
+        """Train on one epoch's ``batches`` from ``position`` on; True when the budget ran out."""
+        for index, batch in enumerate(batches):
+            if index < self.position:
+                continue  # resuming inside an epoch: same order, skip what was done
+            fraction = self.budget.fraction(self.step, self.seconds(), self.per_epoch)
+            if fraction >= 1:
+                return True
+            self.optimise(batch, fraction)
+            self.position = index + 1
+            if self.step % self.log_every == 0:
+                self.flush_losses()
+                bar.update(fraction, f"loss {self.log.losses[-1]['loss']:.4f}")
+            if self.state_file and time.perf_counter() - self.last_save > self.checkpoint_every:
+                self.save()
+                self.last_save = time.perf_counter()
+        return False
+
+    def optimise(self, batch: dict[str, torch.Tensor], fraction: float) -> None:
+        """One optimiser step on ``batch`` at the learning rate for ``fraction`` of the budget."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr * _warmup_decay(fraction, self.warmup)
+        loss, parts = self.loss_fn(batch)
+        if not math.isfinite(loss.item()):
+            raise FloatingPointError(f"{self.description}: the loss became {loss.item()} at step {self.step}; "
+                                     "lower the learning rate")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
+        self.optimizer.step()
+        self.step += 1
+        self.log.examples += int(batch["input_ids"].shape[0])
+        for k, v in {"loss": loss.item(), **parts}.items():
+            self.running[k] = self.running.get(k, 0.0) + float(v)
+        self.count += 1
+
+    def flush_losses(self) -> None:
+        """The running means since the last log line become one entry of ``log.losses``."""
+        if self.count:
+            self.log.losses.append({k: v / self.count for k, v in self.running.items()})
+            self.running, self.count = {}, 0
