@@ -13,14 +13,33 @@ DATA_NOTES = {
 
 
 def model_card(record: dict) -> str:
-    task = record["task"]
-    data_name, data_note = DATA_NOTES.get(task, (task, f"from {record.get('train_file')}"))
     dev = record["dev_scores"]
     # a recovery record holds teacher / without / recovered (/ shipped, after trim-vocab) scores
     dev = dev.get("shipped", dev.get("recovered", dev))
     scores = ", ".join(f"{k} {v:.2f}" for k, v in dev.items())
+    lines = _summary(record, scores)
+    if record.get("vocab_trim"):
+        lines += _trimmed(record["vocab_trim"], scores)
+    if record.get("base_embeddings"):
+        lines += _shared_embeddings(record["base_embeddings"], scores)
+    if record.get("transforms"):
+        lines += ["", "## Structure",
+                  f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "
+                  "PocketBERT's loader (`converter.loading.load`) rebuilds NoNorm/ReLU from it. Plain "
+                  "`transformers.AutoModel` would rebuild LayerNorm/GELU and compute something else."]
+    if record.get("comparison"):
+        lines += _comparison(record["comparison"])
+    lines += ["", "## License", "", "Apache-2.0, as the base model all-MiniLM-L6-v2 (when that is the base). "
+              "Training data licenses are the datasets' own (see above).", ""]
+    return "\n".join(lines)
+
+
+def _summary(record: dict, scores: str) -> list[str]:
+    """Front matter, title, data, dev scores, recipe and training run."""
+    task = record["task"]
+    data_name, data_note = DATA_NOTES.get(task, (task, f"from {record.get('train_file')}"))
     recipe = record["recipe"]
-    lines = [
+    return [
         "---",
         "license: apache-2.0",
         "library_name: transformers",
@@ -37,51 +56,53 @@ def model_card(record: dict) -> str:
         f"- **Training**: {record['training']['steps']} steps, {record['training']['seconds']:.0f} s "
         f"(stopped by {record['training']['stopped_by']}).",
     ]
-    trim = record.get("vocab_trim")
-    if trim:
-        retune = trim.get("retune")
-        before = ", ".join(f"{k} {v:.2f}" for k, v in trim["dev_before"].items())
-        lines += ["", "## Shipped form",
-                  f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces "
-                  f"(special tokens, every single character, then the pieces {trim['texts']}'s training text uses "
-                  "most: `python -m converter trim-vocab`)"
-                  + (", weights stored in float16" if trim.get("fp16") else "")
-                  + f". Dev before trimming: {before}; {trim['texts_tokenized_unchanged']:.1%} of dev texts "
-                  "tokenize exactly as before, the others split rare words into smaller pieces."]
-        if retune:
-            lines.append(f"Re-tuned after trimming by distillation from the untrimmed model on the training text "
-                         f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
-                         "dev " + ", ".join(f"{k} {v:.2f}" for k, v in retune["dev_before"].items())
-                         + " right after trimming, " + scores + " after re-tuning.")
-    shared = record.get("base_embeddings")
-    if shared:
-        retune = shared["retune"]
-        lines += ["", "## Shipped form",
-                  f"The word-embedding table ({shared['shape'][0]} × {shared['shape'][1]}) is not stored: it is "
-                  f"`{shared['model']}`'s, unchanged (sha256 `{shared['sha256'][:16]}…`), and PocketBERT's loader "
-                  "puts it back (`python -m converter share-embeddings`)"
-                  + (". The other weights are stored in float16" if shared.get("fp16") else "") + "."]
-        if retune:
-            lines.append(f"The fine-tuned table had moved {shared['relative_change']:.1%} (relative norm) from the "
-                         "base's; with the base's table put back, dev " + ", ".join(
-                             f"{k} {v:.2f}" for k, v in shared["dev_with_base_table"].items())
-                         + "; after re-tuning every other weight by distillation from the model with its own table "
-                         f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
-                         + scores + ".")
-        else:
-            lines.append("The table was frozen through fine-tuning and recovery (`--freeze-word-embeddings`), so "
-                         "no re-tuning was needed; dev as shipped: " + scores + ".")
-    if record.get("transforms"):
-        lines += ["", "## Structure",
-                  f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "
-                  "PocketBERT's loader (`converter.loading.load`) rebuilds NoNorm/ReLU from it. Plain "
-                  "`transformers.AutoModel` would rebuild LayerNorm/GELU and compute something else."]
-    if record.get("comparison"):
-        lines += ["", "## Scores against the teacher", "", "| model | " + " | ".join(record["comparison"]["metrics"])
-                  + " |", "|---|" + "---|" * len(record["comparison"]["metrics"])]
-        for row in record["comparison"]["rows"]:
-            lines.append(f"| {row['name']} | " + " | ".join(f"{row['scores'][m]:.2f}" for m in
-                                                           record["comparison"]["metrics"]) + " |")
-    lines += ["", "## License", "", "Apache-2.0, as the base model all-MiniLM-L6-v2 (when that is the base). "
-              "Training data licenses are the datasets' own (see above).", ""]
-    return "\n".join(lines)
+
+
+def _trimmed(trim: dict, scores: str) -> list[str]:
+    """The vocabulary trim (``trim-vocab``) and its re-tuning."""
+    retune = trim.get("retune")
+    before = ", ".join(f"{k} {v:.2f}" for k, v in trim["dev_before"].items())
+    lines = ["", "## Shipped form",
+             f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces "
+             f"(special tokens, every single character, then the pieces {trim['texts']}'s training text uses "
+             "most: `python -m converter trim-vocab`)"
+             + (", weights stored in float16" if trim.get("fp16") else "")
+             + f". Dev before trimming: {before}; {trim['texts_tokenized_unchanged']:.1%} of dev texts "
+             "tokenize exactly as before, the others split rare words into smaller pieces."]
+    if retune:
+        lines.append(f"Re-tuned after trimming by distillation from the untrimmed model on the training text "
+                     f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
+                     "dev " + ", ".join(f"{k} {v:.2f}" for k, v in retune["dev_before"].items())
+                     + " right after trimming, " + scores + " after re-tuning.")
+    return lines
+
+
+def _shared_embeddings(shared: dict, scores: str) -> list[str]:
+    """The word-embedding table left out because a base model has it (``share-embeddings``)."""
+    retune = shared["retune"]
+    lines = ["", "## Shipped form",
+             f"The word-embedding table ({shared['shape'][0]} × {shared['shape'][1]}) is not stored: it is "
+             f"`{shared['model']}`'s, unchanged (sha256 `{shared['sha256'][:16]}…`), and PocketBERT's loader "
+             "puts it back (`python -m converter share-embeddings`)"
+             + (". The other weights are stored in float16" if shared.get("fp16") else "") + "."]
+    if retune:
+        lines.append(f"The fine-tuned table had moved {shared['relative_change']:.1%} (relative norm) from the "
+                     "base's; with the base's table put back, dev " + ", ".join(
+                         f"{k} {v:.2f}" for k, v in shared["dev_with_base_table"].items())
+                     + "; after re-tuning every other weight by distillation from the model with its own table "
+                     f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, lr {retune['lr']}): "
+                     + scores + ".")
+    else:
+        lines.append("The table was frozen through fine-tuning and recovery (`--freeze-word-embeddings`), so "
+                     "no re-tuning was needed; dev as shipped: " + scores + ".")
+    return lines
+
+
+def _comparison(comparison: dict) -> list[str]:
+    """A Markdown table: one row per compared model (the teacher and the students), one column per metric."""
+    metrics = comparison["metrics"]
+    lines = ["", "## Scores against the teacher", "", "| model | " + " | ".join(metrics) + " |",
+             "|---|" + "---|" * len(metrics)]
+    for row in comparison["rows"]:
+        lines.append(f"| {row['name']} | " + " | ".join(f"{row['scores'][m]:.2f}" for m in metrics) + " |")
+    return lines
