@@ -80,37 +80,7 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
         order = forward_order(model, list(norms.items()), batches[0])
         for path in order:
             module = norms[path]
-            stats = _Stats(module.weight, module.bias, eps)
-            mask_holder: list[Tensor | None] = [None]
-            target_holder: list[Tensor | None] = [None]
-
-            def hook(_module, args, stats=stats, mask_holder=mask_holder, target_holder=target_holder):
-                stats.add(args[0], mask_holder[0], target_holder[0])
-                raise _Stop
-
-            def capture(_module, _args, output, target_holder=target_holder):
-                target_holder[0] = output
-                raise _Stop
-
-            counterpart = teacher_norms.get(path)
-            handle = module.register_forward_pre_hook(hook)
-            t_handle = counterpart.register_forward_hook(capture) if counterpart is not None else None
-            try:
-                for batch in batches:
-                    mask_holder[0] = batch.get("attention_mask")
-                    if t_handle is not None:
-                        try:
-                            teacher(**batch)
-                        except _Stop:
-                            pass
-                    try:
-                        model(**batch)
-                    except _Stop:
-                        pass
-            finally:
-                handle.remove()
-                if t_handle is not None:
-                    t_handle.remove()
+            stats = _collect(model, module, batches, eps, teacher, teacher_norms.get(path))
             weight, bias = stats.solve("moments" if method == "moments" else "lstsq")
             module.weight.copy_(weight)
             module.bias.copy_(bias)
@@ -119,6 +89,43 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
         if teacher is not None:
             teacher.train(training[1])
     return order
+
+
+def _collect(model: nn.Module, module: nn.Module, batches: list[dict[str, Tensor]], eps: float,
+             teacher: nn.Module | None, counterpart: nn.Module | None) -> _Stats:
+    """Statistics of ``module``'s inputs over ``batches``, with the teacher's ``counterpart`` output as the
+    target when there is one; each forward pass stops as soon as the norm has been reached."""
+    stats = _Stats(module.weight, module.bias, eps)
+    mask_holder: list[Tensor | None] = [None]
+    target_holder: list[Tensor | None] = [None]
+
+    def hook(_module, args):
+        stats.add(args[0], mask_holder[0], target_holder[0])
+        raise _Stop
+
+    def capture(_module, _args, output):
+        target_holder[0] = output
+        raise _Stop
+
+    handle = module.register_forward_pre_hook(hook)
+    t_handle = counterpart.register_forward_hook(capture) if counterpart is not None else None
+    try:
+        for batch in batches:
+            mask_holder[0] = batch.get("attention_mask")
+            if t_handle is not None:
+                try:
+                    teacher(**batch)
+                except _Stop:
+                    pass
+            try:
+                model(**batch)
+            except _Stop:
+                pass
+    finally:
+        handle.remove()
+        if t_handle is not None:
+            t_handle.remove()
+    return stats
 
 
 class _Stats:
