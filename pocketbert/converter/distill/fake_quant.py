@@ -8,7 +8,8 @@ What ai-edge-quantizer's ``static_wi8_ai8`` recipe (plus int8 embedding tables, 
 * every activation tensor between integer ops: int8, per tensor, asymmetric, its range calibrated
   as a moving average (factor 0.95) of each calibration row's min and max, widened to hold 0;
 * a Linear followed by ReLU is one op with a fused activation: only the ReLU output is quantised;
-* NoNorm is a MUL then an ADD, each output quantised; so is the residual ADD before it;
+* NoNorm is a MUL then an ADD, each output quantised; so is the residual ADD before it; their constant
+  operands γ and β are int8 too, per tensor, asymmetric over their own min and max;
 * attention: the scores (BATCH_MATMUL) are int8, then dequantised: the additive mask and the
   SOFTMAX stay float (:func:`converter.backends.tflite._masked_softmax_ops`), the probabilities are
   quantised again for the second BATCH_MATMUL, whose output is int8;
@@ -83,6 +84,14 @@ def fake_quant_weight(weight: Tensor, axis: int = 0) -> Tensor:
     scale = (bound / 127.0).float()
     zero = torch.zeros_like(scale, dtype=torch.int32)
     return torch.fake_quantize_per_channel_affine(weight, scale, zero, axis, -127, 127)
+
+
+def fake_quant_constant(value: Tensor) -> Tensor:
+    """A constant operand of an element-wise op (NoNorm's γ of the MUL, β of the ADD): int8 per tensor,
+    asymmetric over its own min and max, as the exporter stores it."""
+    low, high = min(float(value.detach().min()), 0.0), max(float(value.detach().max()), 0.0)
+    scale = max(high - low, 1e-9) / 255.0
+    return torch.fake_quantize_per_tensor_affine(value, scale, int(round(-128 - low / scale)), -128, 127)
 
 
 class FakeQuant:
@@ -160,7 +169,9 @@ class FakeQuant:
         state = self
 
         def forward(self_, x):
-            return shifted(product(sum_(x, state) * self_.weight, state) + self_.bias, state)
+            weight, bias = (fake_quant_constant(self_.weight), fake_quant_constant(self_.bias)) \
+                if state.quantizing else (self_.weight, self_.bias)
+            return shifted(product(sum_(x, state) * weight, state) + bias, state)
 
         self._patch(module, forward)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,7 @@ class RecoveryReport:
     gap_after: dict | None = None
     steps: int = 0
     seconds: float = 0.0  # wall time of the whole recovery, calibration and gap measurements included
+    qat: dict | None = None  # quantization-aware recovery: the simulation and the post-training-quantization gap
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -130,7 +132,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
             checkpoint_dir: Path | None = None, progress: bool = True, frozen=(),
-            train_fn: Callable | None = None) -> RecoveryReport:
+            train_fn: Callable | None = None, qat: bool = False) -> RecoveryReport:
     """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
 
     * ``batches``: the task's training batches (the loop's BatchSource: ``len()``, ``epoch(k)``, and
@@ -150,25 +152,16 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``.
     * ``frozen``: student parameters no stage trains (e.g. a word-embedding table kept at the base model's).
     * ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
+    * ``qat``: quantization-aware: the student trains through :mod:`.fake_quant`'s simulation of the
+      full-integer export (ranges calibrated on ``init_batches`` batches, then following the training
+      batches); the gaps after training are the simulated int8 model's (``RecoveryReport.qat``).
 
     Both models run with eager attention while attention transfer is on (restored after), the student without
     dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
-    ``torch.no_grad()``.  The student is left in eval mode with all parameters trainable.  Every
+    ``torch.no_grad()``.  The student is left in eval mode with all parameters trainable, in float.  Every
     check (families, widths, depths, heads, labels, budget, data) runs before any training.
     """
-    if schedule not in SCHEDULES:
-        raise InputError(f"unknown recovery schedule {schedule!r}", f"use one of: {', '.join(SCHEDULES)}")
-    if init is not None and init not in INIT_METHODS:
-        raise InputError(f"unknown NoNorm initialisation {init!r}", f"use one of: {', '.join(INIT_METHODS)}, or None")
-    unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
-    if unknown:
-        raise InputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
-                         f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
-    weights = {**DEFAULT_WEIGHTS, **(weights or {})}
-    if temperature <= 0:
-        raise InputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
-    if all(getattr(budget, f, None) is None for f in ("steps", "seconds", "epochs")):
-        raise InputError("the recovery budget sets no limit", "give steps, seconds or epochs")
+    weights = _checked_weights(schedule, init, weights, temperature, budget)
     pair_ = pair(teacher, student, family, attention=bool(weights["attention"]))
     stages = SCHEDULES[schedule](student, family, weights, final_share=final_share)
     frozen_ids = {id(p) for p in frozen}
@@ -189,6 +182,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     started = time.perf_counter()
     report = RecoveryReport(schedule=schedule, temperature=temperature, weights=weights, lr=lr, seed=seed,
                             budget=_as_dict(budget), init={"method": init, "norms": 0})
+    gap = (lambda: measure_gap(pair_, eval_batches, max_batches=eval_max_batches, temperature=temperature)) \
+        if eval_batches is not None else (lambda: None)
     t_grad = [p.requires_grad for p in teacher.parameters()]
     teacher_training = teacher.training
     torch.manual_seed(seed)
@@ -197,37 +192,15 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     with eager_attention(teacher, student) if needs_attentions else nullcontext(), no_dropout(student):
         teacher.eval().requires_grad_(False)
         try:
-            if eval_batches is not None:
-                report.gap_before = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
-                                                temperature=temperature)
+            report.gap_before = gap()
             if init is not None:
-                paths = nonorm_paths(teacher, student, family)
-                calibration = [pair_.inputs(b) for b in _take(batches, init_batches)]
-                # the teacher's norms are matched by path: only a student of the teacher's depth
-                method = init if init != "teacher" or pair_.layer_map == list(range(len(pair_.layer_map))) \
-                    else "lstsq"
-                report.init["method_used"] = method
-                fitted = calibrate_nonorm(student, family, calibration, paths=paths, method=method,
-                                          eps=getattr(teacher.config, "layer_norm_eps", 1e-12), teacher=teacher)
-                report.init["norms"] = len(fitted)
-                if fitted and eval_batches is not None:
-                    report.init["gap"] = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
-                                                     temperature=temperature)
-            for index, (stage, stage_budget) in enumerate(zip(stages, budgets)):
-                log = train_fn(student, stage_loss(pair_, stage, temperature=temperature), batches,
-                               params=stage.params, budget=stage_budget, lr=lr, seed=seed + index,
-                               description=f"recover {stage.name} ({index + 1}/{len(stages)})",
-                               checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / stage.name,
-                               progress=progress)
-                report.stages.append(StageReport(
-                    name=stage.name, trained_parameters=_count(stage.params), weights=stage.weights,
-                    share=stage.share, budget=_as_dict(stage_budget), steps=log.steps, seconds=log.seconds,
-                    stopped_by=log.stopped_by, final_losses=dict(log.losses[-1]) if log.losses else {}))
-            student.requires_grad_(True)
-            student.eval()
-            if eval_batches is not None:
-                report.gap_after = measure_gap(pair_, eval_batches, max_batches=eval_max_batches,
-                                               temperature=temperature)
+                _initialise(report, pair_, teacher, student, family, _take(batches, init_batches), init, gap)
+            with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
+                _train_stages(report, pair_, stages, budgets, batches, train_fn, temperature=temperature, lr=lr,
+                              seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
+                student.requires_grad_(True)
+                student.eval()
+                report.gap_after = gap()
         finally:
             for p, flag in zip(teacher.parameters(), t_grad):
                 p.requires_grad_(flag)
@@ -235,6 +208,73 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     report.steps = sum(s.steps for s in report.stages)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _checked_weights(schedule, init, weights, temperature, budget) -> dict[str, float]:
+    """The loss weights merged over the defaults, once every argument is checked."""
+    if schedule not in SCHEDULES:
+        raise InputError(f"unknown recovery schedule {schedule!r}", f"use one of: {', '.join(SCHEDULES)}")
+    if init is not None and init not in INIT_METHODS:
+        raise InputError(f"unknown NoNorm initialisation {init!r}", f"use one of: {', '.join(INIT_METHODS)}, or None")
+    unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
+    if unknown:
+        raise InputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
+                         f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
+    if temperature <= 0:
+        raise InputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
+    if all(getattr(budget, f, None) is None for f in ("steps", "seconds", "epochs")):
+        raise InputError("the recovery budget sets no limit", "give steps, seconds or epochs")
+    return {**DEFAULT_WEIGHTS, **(weights or {})}
+
+
+def _initialise(report: RecoveryReport, pair_: Pair, teacher, student, family: Family, batches, init: str,
+                gap: Callable) -> None:
+    """NoNorm γ/β fitted before training (recorded in ``report.init``)."""
+    paths = nonorm_paths(teacher, student, family)
+    calibration = [pair_.inputs(b) for b in batches]
+    # the teacher's norms are matched by path: only a student of the teacher's depth
+    method = init if init != "teacher" or pair_.layer_map == list(range(len(pair_.layer_map))) else "lstsq"
+    report.init["method_used"] = method
+    fitted = calibrate_nonorm(student, family, calibration, paths=paths, method=method,
+                              eps=getattr(teacher.config, "layer_norm_eps", 1e-12), teacher=teacher)
+    report.init["norms"] = len(fitted)
+    if fitted:
+        report.init["gap"] = gap()
+
+
+@contextmanager
+def _simulated_int8(report: RecoveryReport, pair_: Pair, batches, gap: Callable) -> Iterator[None]:
+    """The student computes through the int8 simulation inside (float again after): ranges calibrated on
+    ``batches`` first, as the exporter calibrates, and the gap of plain post-training quantization measured."""
+    from .fake_quant import FakeQuant, calibrate
+
+    fq = FakeQuant(pair_.student, pair_.family)
+    try:
+        calibrate(fq, batches, lambda batch: pair_.student(**pair_.inputs(batch)))
+        fq.observing, fq.quantizing = False, True
+        report.qat = {"scheme": "tflite int8-static (fake quantization, straight-through estimator)",
+                      "ranges": "moving-average min/max as the exporter calibrates: calibrated, then following "
+                                "the training batches (not learned: the exporter recalibrates them)",
+                      "activation_ranges": len(fq.ranges), "gap_post_training": gap()}
+        fq.observing = True  # ranges follow the weights as they train
+        yield
+        fq.observing = False
+    finally:
+        fq.remove()
+
+
+def _train_stages(report: RecoveryReport, pair_: Pair, stages, budgets, batches, train_fn, *, temperature, lr, seed,
+                  checkpoint_dir, progress) -> None:
+    for index, (stage, stage_budget) in enumerate(zip(stages, budgets)):
+        log = train_fn(pair_.student, stage_loss(pair_, stage, temperature=temperature), batches,
+                       params=stage.params, budget=stage_budget, lr=lr, seed=seed + index,
+                       description=f"recover {stage.name} ({index + 1}/{len(stages)})",
+                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / stage.name,
+                       progress=progress)
+        report.stages.append(StageReport(
+            name=stage.name, trained_parameters=_count(stage.params), weights=stage.weights,
+            share=stage.share, budget=_as_dict(stage_budget), steps=log.steps, seconds=log.seconds,
+            stopped_by=log.stopped_by, final_losses=dict(log.losses[-1]) if log.losses else {}))
 
 
 def _as_dict(budget) -> dict:

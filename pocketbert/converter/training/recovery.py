@@ -48,6 +48,8 @@ class RecoverOptions:
     # keep the word-embedding table as the teacher's (= the base model's when the teacher was fine-tuned with it
     # frozen), so the result can ship without it (python -m converter share-embeddings)
     freeze_word_embeddings: bool = False
+    # quantization-aware: train through the simulated full-integer export (converter.distill.fake_quant)
+    qat: bool = False
 
 
 @dataclass
@@ -104,7 +106,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
                               "hidden": options.hidden_weight},
                      init=None if options.init == "none" else options.init, eval_batches=eval_batches,
-                     checkpoint_dir=options.checkpoint_dir, progress=options.progress,
+                     checkpoint_dir=options.checkpoint_dir, progress=options.progress, qat=options.qat,
                      frozen=[student.get_input_embeddings().weight] if options.freeze_word_embeddings else ())
     after = evaluate(student, prepared.dev_features, input_names=names)
     log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
@@ -121,7 +123,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                    "temperature": options.temperature, "hidden_weight": options.hidden_weight,
                    "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
                    "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
-                   "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained"},
+                   "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained",
+                   "qat": options.qat},
         "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
         "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
         "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
@@ -155,10 +158,12 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
         raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
                          f"fine-tune it first: python -m converter finetune {checkpoint} --task {options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
-                       input_names=input_names(teacher), eval_length=eval_length(teacher))
+                       input_names=teacher.family.input_names, eval_length=eval_length(teacher))
     student = copy.deepcopy(teacher.model)
     reports = [TRANSFORMS[name](student, teacher.family) for name in changing]
-    if all(r.noop for r in reports):
+    if all(r.noop for r in reports) and options.qat:
+        options.init = "none"  # already nonorm/relu: quantization-aware training of the model itself, in float the teacher
+    elif all(r.noop for r in reports):
         raise InputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
                          "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
     record = run(prepared, teacher.model, student, teacher.family, log=log)

@@ -1,0 +1,111 @@
+"""Quantization-aware recovery: the fake-quant simulation is faithful to the int8-static TFLite export, and a
+tiny QAT recovery runs end to end and narrows the simulated int8 model's gap to its float teacher."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pocketbert.converter.backends import get
+from pocketbert.converter.distill.fake_quant import FakeQuant, calibrate
+from pocketbert.converter.transforms import TRANSFORMS
+
+from .conftest import DATA, build_checkpoint, export_spec
+
+TEXTS = ["A gripping , beautifully acted film .", "Dull .", "the movie was ok but long", "great fun",
+         "an utterly forgettable mess", "I loved every minute of it , really", "not bad at all",
+         "two hours I will never get back"]
+UNSEEN = ["what a film", "boring and slow , not worth it", "fine", "a quiet , moving portrait of a family",
+          "the plot makes no sense"]
+
+
+@pytest.fixture(scope="module")
+def nonorm_relu(tmp_path_factory, tokenizer):
+    """A tiny nonorm/relu BERT with weights of realistic magnitude and NoNorms that are not the identity
+    (an identity MUL/ADD would be folded away by the exporter and test nothing)."""
+    directory = build_checkpoint(tmp_path_factory.mktemp("fq") / "bert", "bert", tokenizer,
+                                 labels=("negative", "positive"), initializer_range=0.2)
+    loaded, spec = export_spec(directory, buckets=[16])
+    for name in ("nonorm", "relu"):
+        TRANSFORMS[name](loaded.model, loaded.family)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, norm in loaded.family.norms(loaded.model):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+            norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
+    return loaded, spec
+
+
+def _logits(model, batch) -> np.ndarray:
+    with torch.no_grad():
+        return model(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
+
+
+def test_simulation_matches_the_exported_full_integer_model(nonorm_relu, tmp_path):
+    """Both calibrate on the same rows (one at a time, padded to the bucket, as the exporter does); on unseen
+    text the simulation's logits are within a few int8 steps of the TFLite model's, and at least twice as
+    close to them as the float model's (what training optimises must be what ships)."""
+    loaded, spec = nonorm_relu
+    calibration = spec.make_batches(TEXTS * 2, pad_to=16)
+    path = tmp_path / "model.int8-static.tflite"
+    get("tflite").quantize(spec, "int8-static", path, calibration, None, float_fallback=False)
+    test = spec.make_batches(UNSEEN, pad_to=16)[0]
+    exported = get("tflite").load(path, spec.input_names, "int8-static")(test)
+    model = loaded.model.eval()
+    float_logits = _logits(model, test)
+
+    fq = FakeQuant(model, loaded.family)
+    rows = [{k: v[i:i + 1] for k, v in calibration[0].items()} for i in range(calibration[0]["input_ids"].shape[0])]
+    calibrate(fq, rows, lambda batch: _logits(model, batch))
+    with fq.mode(observing=False, quantizing=True):
+        simulated = _logits(model, test)
+    step = fq.ranges["classifier:output"].scale_zero_point()[0]  # the int8 logits' quantization step
+    fq.remove()
+    assert np.array_equal(_logits(model, test), float_logits)  # detached: float again
+
+    sim_error = np.abs(simulated - exported)
+    float_error = np.abs(float_logits - exported)
+    print(f"simulation vs int8 model: max {sim_error.max():.4f}, mean {sim_error.mean():.4f}; float vs int8 model: "
+          f"max {float_error.max():.4f}, mean {float_error.mean():.4f}; logit step {step:.4f}")
+    assert float_error.max() > 5 * step  # quantization changed the logits: there is something to simulate
+    assert sim_error.mean() <= 0.5 * float_error.mean()
+    assert (simulated.argmax(-1) == exported.argmax(-1)).all()
+
+
+def test_straight_through_gradients_reach_every_weight(nonorm_relu):
+    loaded, spec = nonorm_relu
+    model = loaded.model
+    batch = {k: torch.from_numpy(v) for k, v in spec.make_batches(TEXTS, pad_to=16)[0].items()}
+    fq = FakeQuant(model, loaded.family)
+    try:
+        calibrate(fq, [batch], lambda b: model(**b))
+        with fq.mode(observing=True, quantizing=True):
+            model.zero_grad()
+            model(**batch).logits.square().sum().backward()
+        without_gradient = [n for n, p in model.named_parameters()
+                            if p.grad is None or not p.grad.abs().sum() > 0]
+        # only the table rows and token types that no text used have no gradient
+        assert without_gradient == []
+    finally:
+        model.zero_grad()
+        fq.remove()
+
+
+def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer):
+    from pocketbert.converter.training.loop import Budget
+    from pocketbert.converter.training.recovery import RecoverOptions, recover_checkpoint
+
+    torch.manual_seed(0)
+    teacher = build_checkpoint(tmp_path / "teacher", "bert", tokenizer, labels=("negative", "positive"),
+                               initializer_range=0.2)
+    options = RecoverOptions(task="glue:sst2", budget=Budget(steps=40), batch_size=8, train_limit=320, dev_limit=64,
+                             max_length=32, data_dir=DATA, qat=True, progress=False, lr=3e-4)
+    path, record = recover_checkpoint(str(teacher), ["nonorm", "relu"], options, tmp_path / "out", threads=1,
+                                      log=lambda message: None)
+    distillation = record["distillation"]
+    qat = distillation["qat"]
+    assert record["recipe"]["qat"] and qat["activation_ranges"] > 30
+    # the gap after training is the simulated int8 model's; it must be below plain post-training quantization's
+    assert distillation["gap_after"]["logit_mse"] < qat["gap_post_training"]["logit_mse"]
+    assert (path / "model.safetensors").exists()
