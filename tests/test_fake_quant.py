@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pocketbert.converter.backends import get
+from pocketbert.converter.backends.tflite import float_op_histogram
 from pocketbert.converter.distill.fake_quant import FakeQuant, calibrate
 from pocketbert.converter.transforms import TRANSFORMS
 
@@ -52,6 +53,11 @@ def test_simulation_matches_the_exported_full_integer_model(nonorm_relu, tmp_pat
     get("tflite").quantize(spec, "int8-static", path, calibration, None, float_fallback=False)
     test = spec.make_batches(UNSEEN, pad_to=16)[0]
     exported = get("tflite").load(path, spec.input_names, "int8-static")(test)
+    # what stays float: the embedding tables' dequantisation and lookups, the mask (SELECT_V2, one ADD per
+    # layer), the softmax and the scores' dequantisation before it; no matmul, no NoNorm, no residual
+    layers = loaded.model.config.num_hidden_layers
+    assert float_op_histogram(path) == {"ADD": layers, "DEQUANTIZE": 2 + layers, "EMBEDDING_LOOKUP": 2, "SELECT_V2": 1,
+                               "SOFTMAX": layers}
     model = loaded.model.eval()
     float_logits = _logits(model, test)
 

@@ -78,6 +78,27 @@ def op_histogram(path: Path) -> dict[str, int]:
     return dict(sorted(histogram.items()))
 
 
+def float_op_histogram(path: Path) -> dict[str, int]:
+    """Operator name -> count of the ops computing in float: those with a float32 output (a QUANTIZE,
+    float in and int8 out, is the boundary and not counted).  For a full-integer model these are what
+    an int8-only accelerator cannot take (docs/full-integer.md: which ones an NNAPI/QNN delegate rejects)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAs(Path(path).read_bytes(), 0)
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    codes = [names.get(max(model.OperatorCodes(i).BuiltinCode(), model.OperatorCodes(i).DeprecatedBuiltinCode()))
+             for i in range(model.OperatorCodesLength())]
+    counts: collections.Counter = collections.Counter()
+    for s in range(model.SubgraphsLength()):
+        subgraph = model.Subgraphs(s)
+        for o in range(subgraph.OperatorsLength()):
+            op = subgraph.Operators(o)
+            outputs = [subgraph.Tensors(op.Outputs(k)).Type() for k in range(op.OutputsLength())]
+            if schema.TensorType.FLOAT32 in outputs:
+                counts[codes[op.OpcodeIndex()]] += 1
+    return dict(sorted(counts.items()))
+
+
 def check_builtin_only(path: Path) -> dict[str, int]:
     histogram = op_histogram(path)
     custom = sorted(op for op in histogram if op.startswith("CUSTOM:"))
@@ -178,6 +199,8 @@ class TfliteBackend(Backend):
                                               "quantizer": f"ai-edge-quantizer {QUANTIZER_RECIPES[precision]}"})
         if precision == "int8-static":
             details["calibration_rows"] = sum(b["input_ids"].shape[0] for b in calibration)
+            found = float_op_histogram(dest)
+            details["float_ops"] = {"count": sum(found.values()), "ops": found}
         if precision.startswith("int8"):
             details["float_fallback"] = fallback
         return Artifact(f"tflite:{precision}", dest, details)
