@@ -89,7 +89,8 @@ def run(bundle: str, output: str | None, load: dict, *, top_k: int, aggregation:
             if ray_address is not None:
                 from .ray_job import run as run_ray
 
-                summary = run_ray(job, predictor, ray_address, workers, progress=progress, on_start=on_start)
+                summary = run_ray(job, predictor, ray_address, workers, progress=progress, on_start=on_start,
+                                  on_bad=on_bad)
             else:
                 summary = run_job(job, predictor=predictor, progress=progress, on_bad=on_bad, on_start=on_start)
         except KeyboardInterrupt:

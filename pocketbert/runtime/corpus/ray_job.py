@@ -1,0 +1,141 @@
+"""The corpus job on Ray Data: Ray reads the file, an actor pool of :class:`BatchPredictor` (the bundle loaded
+once per actor) predicts, and the driver writes the results into one file through the same writers and
+partial-output rules as the streaming job.
+
+Ray keeps the input order (``preserve_order``), so row N of the output is row N of the input.  Ray's read
+tasks may run on any node, and every actor opens the bundle directory: on a cluster both must be at the
+same path on every node (a shared file system, or copies).  Needs ``pip install 'pocketbert[cluster]'``;
+imported only for ``--ray``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+from ..errors import BackendUnavailableError
+from .batch_predictor import BatchPredictor
+from .formats import CorpusError, format_of
+from .job import Job, Summary, columns_of, open_format
+from .partial import Partial
+from .predict import Predictor
+
+try:
+    import ray
+    import ray.data
+except ImportError:  # pragma: no cover - depends on the install
+    ray = None
+
+
+def require_ray() -> None:
+    if ray is None:
+        raise BackendUnavailableError("--ray needs Ray, which is not installed", "pip install 'pocketbert[cluster]'")
+
+
+def read(fmt: str, path: Path, header: list[str] | None):
+    """A Ray dataset of the input.  CSV/TSV columns are all read as strings: ids such as 007 stay 007."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    uri = str(Path(path).resolve())
+    # reads hold no CPU: an actor pool as large as the cluster's CPUs would otherwise leave none to read with
+    # and the job would wait forever
+    common = {"file_extensions": None, "num_cpus": 0}
+    if fmt == "jsonl":
+        return ray.data.read_json(uri, lines=True, **common)
+    if fmt == "parquet":
+        return ray.data.read_parquet(uri, **common)
+    parse = pacsv.ParseOptions(delimiter=",", newlines_in_values=True) if fmt == "csv" else \
+        pacsv.ParseOptions(delimiter="\t", quote_char=False)
+    convert = pacsv.ConvertOptions(column_types={name: pa.string() for name in header}, strings_can_be_null=False)
+    return ray.data.read_csv(uri, parse_options=parse, convert_options=convert, **common)
+
+
+def _estimate_rows(path: Path, fmt: str, reader) -> int | None:
+    """For the progress bar: Parquet knows its rows; a text file's lines are counted (bytes scanned, not parsed)."""
+    if fmt == "parquet":
+        return reader.total()
+    with open(path, "rb") as f:
+        lines = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
+    return max(0, lines - (fmt != "jsonl"))
+
+
+def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, progress=None, on_start=None,
+        on_bad=None) -> Summary:
+    require_ray()
+    started = time.perf_counter()
+    fmt = format_of(job.input)
+    partial = Partial(job.output)
+    partial.prepare({"engine": "ray"}, resume=False, overwrite=job.overwrite)
+    reader, writer = open_format(fmt, job.input, job.settings, None, predictor.kinds)
+    header = writer.begin(columns_of(reader))
+    own_instance = not ray.is_initialized()
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its per-dataset notes would bury ours
+    if own_instance:
+        ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+    try:
+        dataset = _predicted(job, fmt, reader, workers)
+        if on_start:
+            on_start(_estimate_rows(job.input, fmt, reader), 0, "row")
+        partial.start(header, {}, {"engine": "ray", "input": str(Path(job.input).resolve())})
+        _write(job, dataset, writer, partial, progress, on_bad)
+        partial.finish(getattr(writer, "finalize", None))
+    except BaseException:
+        partial.close()
+        partial.discard()  # a Ray run is not resumable: leave nothing behind
+        raise
+    finally:
+        if own_instance:
+            ray.shutdown()
+    s = partial.state
+    return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], 0,
+                   time.perf_counter() - started)
+
+
+def _predicted(job: Job, fmt: str, reader, workers: int | None):
+    """The dataset with prediction columns: an actor pool of ``workers`` BatchPredictors, one CPU each."""
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True
+    context.enable_progress_bars = False  # the command line draws its own
+    settings = job.settings
+    if not settings.load.get("threads"):  # one intra-op thread per actor: actors, not threads, share the CPUs
+        settings = dataclasses.replace(settings, load={**settings.load, "threads": 1})
+    size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    bundle = str(Path(job.bundle).resolve())
+    return read(fmt, job.input, getattr(reader, "header", None)).map_batches(
+        BatchPredictor, fn_constructor_kwargs={"bundle": bundle, "settings": dataclasses.asdict(settings),
+                                               "bad_rows": "mark"},
+        batch_size=job.chunk_rows, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=size), num_cpus=1)
+
+
+def _write(job: Job, dataset, writer, partial: Partial, progress, on_bad) -> None:
+    """Driver side: batches in input order; bad rows listed (``row N``: N-th data row) or fatal."""
+    import pyarrow.compute as pc
+
+    error_column, seen = f"{job.settings.prefix}error", 0
+    try:
+        for batch in dataset.iter_batches(batch_size=job.chunk_rows, batch_format="pyarrow"):
+            errors = batch.column(error_column)
+            bad = [(seen + i + 1, reason) for i, reason in enumerate(errors.to_pylist()) if reason is not None]
+            if bad and not job.skip_bad:
+                raise CorpusError(f"{job.input}, row {bad[0][0]}: {bad[0][1]}",
+                                  "fix that row, or pass --skip-bad to skip bad rows (each is listed)")
+            good = batch.filter(pc.is_null(errors)).drop_columns([error_column]) if bad else \
+                batch.drop_columns([error_column])
+            partial.write(writer.encode_table(good))
+            partial.commit({}, batch.num_rows, good.num_rows, bad)
+            seen += batch.num_rows
+            for row, reason in bad:
+                on_bad and on_bad(f"row {row}", reason)
+            if progress:
+                progress(seen, good.num_rows)
+    except ray.exceptions.RayError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, CorpusError):
+            raise cause from None
+        raise CorpusError(f"the Ray job failed: {str(exc).splitlines()[0]}",
+                          "check that the bundle directory exists at the same path on every node "
+                          "(POCKETBERT_VERBOSE=1 and Ray's logs show more)") from None
