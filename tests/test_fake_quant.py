@@ -98,16 +98,18 @@ def test_straight_through_gradients_reach_every_weight(nonorm_relu):
         fq.remove()
 
 
-def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer):
+def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer, options):
+    """recover --qat end to end on a tiny model: trained through the simulation, converted to full integer,
+    measured by ``benchmarks full-integer`` (which labels the bundle QAT and lists its float ops)."""
     from pocketbert.converter.training.loop import Budget
     from pocketbert.converter.training.recovery import RecoverOptions, recover_checkpoint
 
     torch.manual_seed(0)
     teacher = build_checkpoint(tmp_path / "teacher", "bert", tokenizer, labels=("negative", "positive"),
                                initializer_range=0.2)
-    options = RecoverOptions(task="glue:sst2", budget=Budget(steps=40), batch_size=8, train_limit=320, dev_limit=64,
+    recover_options = RecoverOptions(task="glue:sst2", budget=Budget(steps=40), batch_size=8, train_limit=320, dev_limit=64,
                              max_length=32, data_dir=DATA, qat=True, progress=False, lr=3e-4)
-    path, record = recover_checkpoint(str(teacher), ["nonorm", "relu"], options, tmp_path / "out", threads=1,
+    path, record = recover_checkpoint(str(teacher), ["nonorm", "relu"], recover_options, tmp_path / "out", threads=1,
                                       log=lambda message: None)
     distillation = record["distillation"]
     qat = distillation["qat"]
@@ -115,3 +117,15 @@ def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer):
     # the gap after training is the simulated int8 model's; it must be below plain post-training quantization's
     assert distillation["gap_after"]["logit_mse"] < qat["gap_post_training"]["logit_mse"]
     assert (path / "model.safetensors").exists()
+
+    from pocketbert.benchmarks.full_integer import measure
+    from pocketbert.converter.pipeline import convert
+
+    bundle = convert(options(path, recipes="tflite:int8-static", buckets=[32], int8_min_cosine=0,
+                             int8_min_agreement=0, int8_target_agreement=0)).bundle
+    rows = {r["runner"]: r for r in measure([bundle], limit=24, data_dir=DATA, progress=lambda message: None)["results"]}
+    static = rows["tflite:int8-static"]
+    assert static["training"] == "qat" and static["examples"] == 24 and static["float_score"] is not None
+    assert static["float_ops"] == sum(static["float_op_list"].values()) > 0
+    assert "FULLY_CONNECTED" not in static["float_op_list"] and static["latency_ms"] > 0
+    assert 0.5 <= static["top1_agreement_with_float"] <= 1

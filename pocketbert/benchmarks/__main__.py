@@ -336,6 +336,27 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
     sys.exit(1 if failed else 0)
 
 
+# --- full-integer -------------------------------------------------------------------------------
+@cli.command("full-integer", help="Each artifact of each BUNDLE against the bundle's float export: dev score, top-1 "
+             "agreement, size, ops left in float, latency (batch 1, sequence 128, this CPU).")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
+@click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--out", type=click.Path(path_type=Path), default=None)
+def full_integer(bundle_dirs, limit, threads, data_dir, out):
+    from . import full_integer as fi
+    from .accuracy import AccuracyError
+
+    _quiet_transformers()
+    try:
+        data = fi.measure(list(bundle_dirs), limit=limit, threads=threads, data_dir=data_dir, progress=_log)
+    except AccuracyError as exc:
+        _fail(exc.problem, exc.fix)
+    out = out or RESULTS / ("full-integer-fast.json" if limit else "full-integer.json")
+    click.echo(str(schema.write(data, out)))
+
+
 # --- glue ---------------------------------------------------------------------------------------
 @cli.command(help="GLUE (SST-2, MRPC, CoLA, STS-B) and CoNLL-2003: fine-tune the teacher from --base, apply "
              "nonorm,relu, recover, convert with every recipe and score every artifact through the runtime on "

@@ -162,6 +162,9 @@ def build(results_dir: Path, out: Path) -> Path:
                   "excluded.", ""]
         lines += _latency_rows(sorted([r for r in browser if not r.get("skipped")], key=_order)) + [""]
     lines += _accuracy_section(accuracy, plots)
+    from . import full_integer_report
+
+    lines += full_integer_report.section(files)
     lines += _arm64_section([f for f in files if f["command"] == "arm64"])
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
