@@ -66,8 +66,11 @@ class Partial:
         if not self.path.exists():  # killed between the final rename and the record's removal
             self.discard()
             return None
-        if resume and saved["fingerprint"] == fingerprint and saved["output_bytes"] > 0:
-            return saved
+        if resume and saved["fingerprint"] == fingerprint:
+            if saved["output_bytes"] >= 0:
+                return saved
+            self.discard()  # killed before its header was on disk: nothing to keep
+            return None
         if overwrite:
             self.discard()
             return None
@@ -76,7 +79,7 @@ class Partial:
                                     "add --resume to continue it, or --overwrite to start again")
         changed = sorted(k for k in set(fingerprint) | set(saved["fingerprint"])
                          if fingerprint.get(k) != saved["fingerprint"].get(k))
-        raise CorpusError(f"the partial run of {self.output} was made with another {', '.join(changed) or 'start'}: "
+        raise CorpusError(f"the partial run of {self.output} was made with another {', '.join(changed)}: "
                           "resuming would mix two runs' results", "repeat the first run's command and input with "
                           "--resume, or pass --overwrite to start again")
 
@@ -86,7 +89,7 @@ class Partial:
 
     def start(self, header: bytes, position: dict, fingerprint: dict) -> None:
         self.state = {"schema": RECORD_SCHEMA, "fingerprint": fingerprint, "position": position, "rows_read": 0,
-                      "rows_written": 0, "skipped_count": 0, "skipped": [], "chunks": 0, "output_bytes": 0}
+                      "rows_written": 0, "skipped_count": 0, "skipped": [], "chunks": 0, "output_bytes": -1}
         self._write_record()  # the record first: a .partial with a record is known to be ours
         self.file = open(self.path, "wb")
         self.file.write(header)
