@@ -129,3 +129,11 @@ def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer, o
     assert static["float_ops"] == sum(static["float_op_list"].values()) > 0
     assert "FULLY_CONNECTED" not in static["float_op_list"] and static["latency_ms"] > 0
     assert 0.5 <= static["top1_agreement_with_float"] <= 1
+
+    from pocketbert.benchmarks.full_integer_levers import VARIANTS
+    from pocketbert.benchmarks.full_integer_levers import measure as measure_levers
+
+    levers = measure_levers(bundle, calibration_rows=8, limit=24, data_dir=DATA, progress=lambda m: None)["results"]
+    assert [r["variant"] for r in levers] == list(VARIANTS) and all(r["examples"] == 24 for r in levers)
+    assert all(0.5 <= r["top1_agreement_with_float"] <= 1 and r["latency_ms"] > 0 for r in levers)
+    assert not list(bundle.glob(".lever-*"))  # the experiment's files are removed

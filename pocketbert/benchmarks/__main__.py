@@ -357,6 +357,24 @@ def full_integer(bundle_dirs, limit, threads, data_dir, out):
     click.echo(str(schema.write(data, out)))
 
 
+@cli.command("full-integer-levers", help="The bundle's float TFLite quantized with int8 activations, int16 on the "
+             "residual stream (ADD, MUL) only, and int16 everywhere: dev score, agreement, size, latency.")
+@click.argument("bundle_dir", type=click.Path(path_type=Path))
+@click.option("--calibration-rows", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
+@click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--out", type=click.Path(path_type=Path), default=None)
+def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, out):
+    from . import full_integer_levers as levers
+
+    _quiet_transformers()
+    data = levers.measure(bundle_dir, calibration_rows=calibration_rows, limit=limit, threads=threads,
+                          data_dir=data_dir, progress=_log)
+    name = f"full-integer-levers-{Path(bundle_dir).name}" + ("-fast" if limit else "")
+    click.echo(str(schema.write(data, out or RESULTS / f"{name}.json")))
+
+
 # --- glue ---------------------------------------------------------------------------------------
 @cli.command(help="GLUE (SST-2, MRPC, CoLA, STS-B) and CoNLL-2003: fine-tune the teacher from --base, apply "
              "nonorm,relu, recover, convert with every recipe and score every artifact through the runtime on "
