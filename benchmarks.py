@@ -1,4 +1,4 @@
-"""`python -m benchmarks` from the repository root: the code is pocketbert/benchmarks/ (installed: the pocketbert-bench command)."""
+"""`python -m benchmarks` from the repository root: forwards to pocketbert/benchmarks/ (installed: pocketbert-bench)."""
 
 if __name__ == "__main__":
     import runpy

@@ -1,4 +1,4 @@
-"""`python -m converter` from the repository root: the code is pocketbert/converter/ (installed: the pocketbert-convert command)."""
+"""`python -m converter` from the repository root: forwards to pocketbert/converter/ (installed: pocketbert-convert)."""
 
 if __name__ == "__main__":
     import runpy

@@ -1,4 +1,4 @@
-"""`python -m runtime` from the repository root: the code is pocketbert/runtime/ (installed: the pocketbert-run command)."""
+"""`python -m runtime` from the repository root: forwards to pocketbert/runtime/ (installed: pocketbert-run)."""
 
 if __name__ == "__main__":
     import runpy

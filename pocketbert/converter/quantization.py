@@ -1,4 +1,5 @@
-"""The quantize stage: the accuracy ladder for one recipe, and ``--int8 auto``'s choice of recipe.
+"""The quantiser the quantize stage drives: the accuracy ladder for one recipe, and ``--int8 auto``'s
+choice of recipe.
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
 unseen by every choice made here (smoothing, float fallback, which recipe ships).
@@ -20,7 +21,7 @@ from .transforms.smoothquant import activation_maxima, smooth
 
 
 @dataclass
-class QuantizeStage:
+class Quantizer:
     loaded: loading.Loaded
     spec: ExportSpec
     calibration: list[dict[str, np.ndarray]]  # fixed-length batches of calibration text

@@ -25,7 +25,13 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
+from . import checkpoint_job as job
+from . import loading
+from .distill.retokenized import LOSS, distill_retokenized
 from .errors import InputError
+from .training.evaluate import evaluate
+from .training.finetune import eval_length
+from .training.loop import parse_budget
 
 
 def _pieces(tokenizer, texts) -> Counter:
@@ -135,67 +141,58 @@ def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_di
     ``retune`` (a budget such as ``15m``): then distil the trimmed model from the untrimmed one on the
     task's training text (:mod:`.distill.retokenized`), which wins back what the new segmentation of
     rare words costs (names in NER above all)."""
-    from . import loading
-    from .data import load_task
-    from .distill.retokenized import LOSS, distill_retokenized
-    from .loading import SAVED_TRANSFORMS_KEY
-    from .training.card import model_card
-    from .training.evaluate import evaluate
-    from .training.finetune import eval_length, input_names
-    from .training.loop import parse_budget
-    from .training.save import check_output, save_trained
-
-    check_output(out, overwrite)  # before any work
+    job.begin(out, overwrite, threads)
     budget = parse_budget(retune) if retune else None
-    if threads:
-        torch.set_num_threads(threads)
-    train = load_task(task, "train", data_dir, limit=train_limit)
-    dev = load_task(task, "dev", data_dir)
+    train, dev = job.splits(task, data_dir, train_limit)
     loaded = loading.load(checkpoint)
     teacher = loading.load(checkpoint).model if budget else None  # the untrimmed model, to distil from
-    names, length = input_names(loaded), eval_length(loaded)
-    before = evaluate(loaded.model, dev.encode(loaded.tokenizer, length, loaded.labels), input_names=names)
-    old_tokenizer = loaded.tokenizer
+    trimmed = _Trimmed(loaded, dev)
+    before = trimmed.score(loaded.tokenizer)
     tokenizer, report = trim(loaded.model, loaded.tokenizer, train.texts, size, check_texts=dev.texts)
-    after = evaluate(loaded.model, dev.encode(tokenizer, length, loaded.labels), input_names=names)
+    after = trimmed.score(tokenizer)
     metric = train.metric
     log(f"vocabulary {report['vocab_size_before']} -> {report['vocab_size_after']} pieces; dev {metric} "
         f"{before[metric]:.2f} -> {after[metric]:.2f}; {report['texts_tokenized_unchanged']:.1%} of dev texts "
         "tokenize unchanged")
     if budget:
-        trimmed = after
-        run = distill_retokenized(teacher, loaded.model, train.encode(old_tokenizer, 128, loaded.labels),
-                                  train.encode(tokenizer, 128, loaded.labels), budget=budget, lr=retune_lr,
-                                  teacher_inputs=names, student_inputs=names,
-                                  description="re-tune the trimmed model on the untrimmed one's logits")
-        after = evaluate(loaded.model, dev.encode(tokenizer, length, loaded.labels), input_names=names)
-        log(f"re-tuned by distillation from the untrimmed model ({run.steps} steps, {run.seconds:.0f} s): dev "
-            f"{metric} {trimmed[metric]:.2f} -> {after[metric]:.2f}")
-        report["retune"] = {"budget": budget.to_json(), "lr": retune_lr, "loss": LOSS, "steps": run.steps,
-                            "seconds": round(run.seconds, 1),
-                            "dev_before": {k: round(v, 3) for k, v in trimmed.items()}}
-    if fp16:  # score exactly the weights that ship: rounded to float16 (the loader computes in float32)
-        with torch.no_grad():
-            for tensor in loaded.model.state_dict().values():
-                if tensor.is_floating_point():
-                    tensor.copy_(tensor.half().float())
-        after = evaluate(loaded.model, dev.encode(tokenizer, length, loaded.labels), input_names=names)
+        report["retune"], after = _retune(teacher, loaded, tokenizer, train, trimmed, budget, retune_lr, after, log)
+    if fp16:
+        job.round_to_fp16(loaded.model)
+        after = trimmed.score(tokenizer)
         log(f"dev {metric} with the weights rounded to float16: {after[metric]:.2f}")
-    record_path = Path(loaded.checkpoint) / "training.json"
-    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.exists() else {
-        "kind": "vocab-trim", "task": train.name, "train_examples": len(train), "dev_examples": len(dev),
-        "recipe": {}, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"}, "dev_scores": {}}
-    rnd = {k: round(v, 3) for k, v in after.items()}
+    record = job.input_record(loaded.checkpoint, "vocab-trim", train, dev)
     record["vocab_trim"] = {**report, "size": size, "texts": train.name, "fp16": fp16,
-                            "dev_before": {k: round(v, 3) for k, v in before.items()}, "dev_after": rnd}
-    if "recovered" in record.get("dev_scores", {}):
-        record["dev_scores"]["shipped"] = rnd
-        record.setdefault("comparison", {}).setdefault("rows", []).append(
-            {"name": f"shipped: vocabulary trimmed to {report['vocab_size_after']}"
-                     + (", re-tuned" if budget else "") + (", fp16" if fp16 else ""), "scores": rnd})
-    else:
-        record["dev_scores"] = rnd
-    transforms = (getattr(loaded.config, SAVED_TRANSFORMS_KEY, None) or {}).get("transforms", [])
-    path = save_trained(loaded.model, tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
-                        transforms=transforms, dtype=torch.float16 if fp16 else None)
+                            "dev_before": job.rounded(before), "dev_after": job.rounded(after)}
+    job.record_shipped(record, f"shipped: vocabulary trimmed to {report['vocab_size_after']}"
+                       + (", re-tuned" if budget else "") + (", fp16" if fp16 else ""), job.rounded(after))
+    path = job.write(loaded.model, tokenizer, out, overwrite=overwrite, record=record, fp16=fp16,
+                     transforms=job.saved_transforms(loaded.config))
     return path, record
+
+
+class _Trimmed:
+    """Dev scores of one model under a tokenizer (the original's, then the trimmed one's)."""
+
+    def __init__(self, loaded, dev):
+        self.loaded, self.dev, self.length = loaded, dev, eval_length(loaded)
+
+    def score(self, tokenizer) -> dict[str, float]:
+        features = self.dev.encode(tokenizer, self.length, self.loaded.labels)
+        return evaluate(self.loaded.model, features, input_names=self.loaded.family.input_names)
+
+
+def _retune(teacher, loaded, tokenizer, train, trimmed: _Trimmed, budget, lr: float, scores: dict, log):
+    """Distil the trimmed model from the untrimmed one; returns the record and the new dev scores."""
+    names = loaded.family.input_names
+    run = distill_retokenized(teacher, loaded.model, train.encode(loaded.tokenizer, 128, loaded.labels),
+                              train.encode(tokenizer, 128, loaded.labels), budget=budget, lr=lr,
+                              teacher_inputs=names, student_inputs=names,
+                              description="re-tune the trimmed model on the untrimmed one's logits")
+    after = trimmed.score(tokenizer)
+    metric = train.metric
+    log(f"re-tuned by distillation from the untrimmed model ({run.steps} steps, {run.seconds:.0f} s): dev "
+        f"{metric} {scores[metric]:.2f} -> {after[metric]:.2f}")
+    record = {"budget": budget.to_json(), "lr": lr, "loss": LOSS, "steps": run.steps,
+              "seconds": round(run.seconds, 1), "dev_before": job.rounded(scores)}
+    return record, after
+

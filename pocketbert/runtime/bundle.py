@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bundle_paths import resolve_inside
-from .contract import MANIFEST, SCHEMA_VERSION, TASKS, sha256
+from .contract import INPUT_NAMES, MANIFEST, SCHEMA_VERSION, TASKS, sha256
 from .errors import BackendUnavailableError, BundleError
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
@@ -36,7 +36,6 @@ PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "r
 MAX_SEQUENCE_LENGTH = 65536
 #: a manifest is a few kilobytes; reading a larger file whole would let a hostile bundle exhaust memory
 MAX_MANIFEST_BYTES = 16 << 20
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: backends in ``auto`` order, with the Python package each one needs
 BACKEND_PACKAGES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert", "ai-edge-litert")}

@@ -19,6 +19,10 @@ MANIFEST = "manifest.json"
 TASKS = ("classification", "ner")
 #: a TFLite file holds one signature per static sequence length: ``seq_<length>``
 SIGNATURE_PREFIX = "seq_"
+#: every model input a bundle may declare, in graph order; each is int64 [batch, sequence] in the manifest
+#: (a family without segment embeddings, e.g. DistilBERT, takes the first two)
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+INPUT_AXES = ("batch", "sequence")
 
 
 def signature_name(bucket: int) -> str:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from pocketbert.runtime.contract import INPUT_NAMES
+
 from ..errors import InputError
 
 if TYPE_CHECKING:  # a type only: tasks.py imports this module
@@ -39,7 +41,7 @@ class Features:
         return len(self.input_ids)
 
     def batches(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
-                input_names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")) -> Batches:
+                input_names: tuple[str, ...] = INPUT_NAMES) -> Batches:
         return Batches(self, batch_size, shuffle, seed, tuple(input_names))
 
 

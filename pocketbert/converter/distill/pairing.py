@@ -13,8 +13,6 @@ from transformers import PreTrainedModel
 from ..errors import InputError
 from ..families import Family
 
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-
 
 @dataclass
 class Pair:
@@ -37,8 +35,7 @@ class Pair:
 
     def inputs(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """The model inputs of a batch (labels and anything else left out)."""
-        names = INPUT_NAMES if self.family.uses_token_type_ids else INPUT_NAMES[:2]
-        return {name: batch[name] for name in names if name in batch}
+        return {name: batch[name] for name in self.family.input_names if name in batch}
 
 
 def pair(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, *, attention: bool = True) -> Pair:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
+from pocketbert.runtime.contract import INPUT_NAMES
+
 
 @dataclass
 class FoldSite:
@@ -58,6 +60,11 @@ class Family:
     description: str = ""
     #: whether the exported graph takes ``token_type_ids``
     uses_token_type_ids: bool = True
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The model's inputs, in graph order: what every backend exports and the training code feeds."""
+        return INPUT_NAMES if self.uses_token_type_ids else INPUT_NAMES[:2]
 
     # --- structure -------------------------------------------------------------------------
     def base(self, model: PreTrainedModel) -> nn.Module:

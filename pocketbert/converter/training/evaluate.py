@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pocketbert.runtime.contract import INPUT_NAMES
+
 from ..data import metrics
 from ..data.features import Features
 
 
 @torch.no_grad()
 def logits(model, features: Features, batch_size: int = 64,
-           input_names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")) -> list[np.ndarray]:
+           input_names: tuple[str, ...] = INPUT_NAMES) -> list[np.ndarray]:
     """Per-example logits (unpadded: ``[labels]``, or ``[tokens, labels]`` for NER)."""
     was_training = model.training
     model.eval()
@@ -31,5 +33,5 @@ def logits(model, features: Features, batch_size: int = 64,
 
 
 def evaluate(model, features: Features, batch_size: int = 64,
-             input_names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")) -> dict[str, float]:
+             input_names: tuple[str, ...] = INPUT_NAMES) -> dict[str, float]:
     return metrics.score(features, logits(model, features, batch_size, input_names))

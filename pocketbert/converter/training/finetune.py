@@ -12,14 +12,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
+from .. import checkpoint_job as job
 from .. import loading
 from ..data import TaskData, load_task
 from ..errors import InputError
 from . import loop
 from .evaluate import evaluate
-from .save import check_output, save_trained
 
 
 @dataclass
@@ -81,10 +79,6 @@ def load_for_task(checkpoint: str, data: TaskData, seed: int) -> loading.Loaded:
     return loaded
 
 
-def input_names(loaded: loading.Loaded) -> tuple[str, ...]:
-    return ("input_ids", "attention_mask") + (("token_type_ids",) if loaded.family.uses_token_type_ids else ())
-
-
 def eval_length(loaded: loading.Loaded) -> int:
     """Evaluate at the model's full length (up to 512): no dev example is scored truncated."""
     return min(512, loaded.family.max_positions(loaded.config))
@@ -104,10 +98,9 @@ def supervised_loss(model):
 def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     start = time.perf_counter()
     train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
-    check_output(options.out, options.overwrite)  # before any training
-    torch.set_num_threads(options.threads)
+    job.begin(options.out, options.overwrite, options.threads)  # before any training
     loaded = load_for_task(options.checkpoint, train, options.seed)
-    names = input_names(loaded)
+    names = loaded.family.input_names
     features = train.encode(loaded.tokenizer, options.max_length, loaded.labels)
     dev_features = dev.encode(loaded.tokenizer, eval_length(loaded), loaded.labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=names)
@@ -137,10 +130,7 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
         "dev_scores": {k: round(v, 3) for k, v in scores.items()},
         "wall_seconds": round(time.perf_counter() - start, 1),
     }
-    from .card import model_card
-
-    out = save_trained(loaded.model, loaded.tokenizer, options.out, overwrite=options.overwrite, record=record,
-                       card=model_card(record))
+    out = job.write(loaded.model, loaded.tokenizer, options.out, overwrite=options.overwrite, record=record)
     _remove(state_dir)
     return FinetuneResult(out, scores, train_log, record)
 

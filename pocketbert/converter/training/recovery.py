@@ -143,7 +143,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     from .. import loading
     from ..transforms import TRANSFORMS
     from .card import model_card
-    from .finetune import eval_length, input_names, source_name
+    from .finetune import eval_length, source_name
     from .save import check_output, save_trained
 
     opts = Opts(opts)

@@ -1,0 +1,73 @@
+"""The skeleton every checkpoint -> checkpoint command shares (finetune, recover, trim-vocab,
+share-embeddings): check the output before any work, set the threads, read the task's splits, score the
+weights exactly as they will ship, extend the input's training record, and write the checkpoint with
+its model card through :func:`~pocketbert.converter.training.save.save_trained` (staged, never partial).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .data import load_task
+from .loading import SAVED_TRANSFORMS_KEY
+from .training.card import model_card
+from .training.save import check_output, save_trained
+
+
+def begin(out: Path, overwrite: bool, threads: int | None) -> None:
+    """Before any work: an output we may not write fails now, not after an hour of training."""
+    check_output(out, overwrite)
+    if threads:
+        torch.set_num_threads(threads)
+
+
+def splits(task: str, data_dir, train_limit: int | None = None):
+    """The task's training and dev splits."""
+    return load_task(task, "train", data_dir, limit=train_limit), load_task(task, "dev", data_dir)
+
+
+def rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in scores.items()}
+
+
+def round_to_fp16(model: torch.nn.Module, keep: Callable[[str], bool] = lambda name: False) -> None:
+    """The weights as ``--fp16`` ships them (rounded to float16; the loader computes in float32), so that
+    the recorded score is the shipped model's.  ``keep(name)``: a tensor left as it is."""
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if tensor.is_floating_point() and not keep(name):
+                tensor.copy_(tensor.half().float())
+
+
+def input_record(checkpoint: Path, kind: str, train, dev) -> dict:
+    """The input checkpoint's training.json (its history carries on), or a fresh record of ``kind``."""
+    path = Path(checkpoint) / "training.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {"kind": kind, "task": train.name, "train_examples": len(train), "dev_examples": len(dev),
+            "recipe": {}, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"}, "dev_scores": {}}
+
+
+def record_shipped(record: dict, name: str, scores: dict[str, float]) -> None:
+    """The shipped model's dev scores: a row beside a recovered model's, or the record's own scores."""
+    if "recovered" in record.get("dev_scores", {}):
+        record["dev_scores"]["shipped"] = scores
+        record.setdefault("comparison", {}).setdefault("rows", []).append({"name": name, "scores": scores})
+    else:
+        record["dev_scores"] = scores
+
+
+def saved_transforms(config) -> list[str]:
+    """The structural transforms a checkpoint's config.json records (re-applied when it is loaded)."""
+    return (getattr(config, SAVED_TRANSFORMS_KEY, None) or {}).get("transforms", [])
+
+
+def write(model, tokenizer, out: Path, *, overwrite: bool, record: dict, fp16: bool = False,
+          transforms: list[str] | None = None, **extra) -> Path:
+    """The checkpoint, its training.json and its model card."""
+    return save_trained(model, tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
+                        transforms=transforms or [], dtype=torch.float16 if fp16 else None, **extra)

@@ -1,0 +1,172 @@
+"""The checkpoint -> checkpoint commands: finetune, recover, trim-vocab and share-embeddings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pocketbert.runtime.terminal import plain
+
+from ..builtin import BUILTIN
+from .common import (
+    EXIT_CODES,
+    TASK_HELP,
+    budget,
+    checkpoint_argument,
+    data_dir_option,
+    fp16_option,
+    log,
+    out_console,
+    overwrite_checkpoint_option,
+    threads_option,
+    train_limit_option,
+)
+from .group import cli
+
+
+@cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
+@click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
+@click.option("-o", "--out", type=click.Path(path_type=Path), help="Checkpoint directory to write "
+              "[default: models/<checkpoint>-<task>].")
+@click.option("--budget", default="3epochs", show_default=True, callback=budget,
+              help="Training budget: 500steps, 2epochs, 90s, 20m, 1.5h; comma-separated, the first reached wins.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@threads_option()
+@data_dir_option
+@train_limit_option
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
+@click.option("--freeze-word-embeddings", is_flag=True,
+              help="Keep the word-embedding table as it is (the base model's), "
+              "so the result can ship without it: python -m converter share-embeddings.")
+@overwrite_checkpoint_option
+def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
+             train_limit, resume, freeze_word_embeddings, overwrite):
+    """Fine-tune CHECKPOINT on TASK and write a Hugging Face checkpoint with a model card."""
+    from ..training.finetune import FinetuneOptions
+    from ..training.finetune import finetune as run
+
+    if out is None:
+        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        out = Path("models") / f"{name}-{task_name.replace(':', '-').replace('/', '_')}"
+    options = FinetuneOptions(checkpoint=checkpoint, task=task_name, dev=str(dev) if dev else None, out=out,
+                              budget=budget, lr=lr, batch_size=batch_size, max_length=max_length, seed=seed,
+                              threads=threads, data_dir=data_dir, train_limit=train_limit, resume=resume,
+                              overwrite=overwrite, progress=True, freeze_word_embeddings=freeze_word_embeddings)
+    result = run(options, log=log)
+    out_console.print(plain(f"wrote {result.out}: {result.log.steps} steps in {result.log.seconds:.0f} s; dev "
+                            + ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items())))
+
+
+@cli.command(short_help="Distil a nonorm/relu student from a fine-tuned checkpoint (accuracy recovery).",
+             epilog=EXIT_CODES)
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
+@click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST",
+              help="The function-changing optimisations to recover from: nonorm, relu.")
+@click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Checkpoint directory to write [default: models/<checkpoint>-<opts>].")
+@click.option("--budget", default="30m", show_default=True, callback=budget,
+              help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--schedule", type=click.Choice(["joint", "progressive"]), default="joint", show_default=True,
+              help="joint: every loss term and parameter at once; progressive: MobileBERT's layer-by-layer "
+                   "transfer, then logit distillation.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-4, show_default=True)
+@click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
+@click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="Weight of the hard-label loss beside logit distillation.")
+@click.option("--init", type=click.Choice(["teacher", "lstsq", "moments", "none"]), default="teacher",
+              show_default=True, help="NoNorm γ/β fitted before training: to the teacher's norm outputs (teacher), "
+              "to the LayerNorm on the student's own inputs (lstsq), by average moments, or not at all.")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@threads_option()
+@data_dir_option
+@train_limit_option
+@click.option("--freeze-word-embeddings", is_flag=True,
+              help="Keep the word-embedding table as it is (the teacher's), "
+              "so the result can ship without it: python -m converter share-embeddings.")
+@click.option("--qat", is_flag=True, help="Quantization-aware: train through a simulation of the full-integer "
+              "(tflite:int8-static) export. CHECKPOINT may already be nonorm/relu: it is then its own float teacher.")
+@overwrite_checkpoint_option
+def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
+            max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, qat, overwrite):
+    """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
+    from ..opts import parse_opts
+    from ..training.recovery import RecoverOptions, recover_checkpoint
+
+    opt_list = parse_opts(opts)
+    if out is None:
+        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        out = Path("models") / f"{name}-{'-'.join(opt_list)}"
+    options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
+                             temperature=temperature, hard_weight=hard_weight, init=init, batch_size=batch_size,
+                             max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit,
+                             freeze_word_embeddings=freeze_word_embeddings, qat=qat)
+    path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
+                                      log=log)
+    scores = record["dev_scores"]
+    metric = record["metric"]
+    out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, without recovery "
+                            f"{scores['without_recovery'][metric]:.2f}, recovered {scores['recovered'][metric]:.2f} "
+                            f"({record['delta_vs_teacher']:+.2f})"))
+
+
+@cli.command("trim-vocab", short_help="Keep only the word pieces a task uses (smaller embedding table).")
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Whose training text chooses the pieces. "
+              + TASK_HELP)
+@click.option("--size", type=click.IntRange(100), required=True, help="Vocabulary size to keep (at most).")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
+@fp16_option
+@click.option("--retune", "retune", metavar="BUDGET", help="Then distil the trimmed model from the untrimmed one "
+              "on TASK's training text for this budget (15m, 1epoch, 300steps): wins back what the new "
+              "segmentation of rare words costs.")
+@click.option("--retune-lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
+@threads_option(None)
+@train_limit_option
+@data_dir_option
+@overwrite_checkpoint_option
+def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, threads, train_limit, data_dir, overwrite):
+    """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
+    from ..vocab_trim import trim_checkpoint
+
+    path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16, retune=retune,
+                                   retune_lr=retune_lr, threads=threads, train_limit=train_limit,
+                                   overwrite=overwrite, log=log)
+    out_console.print(plain(f"wrote {path}"))
+
+
+@cli.command("share-embeddings", short_help="Re-tune a checkpoint around a base model's word embeddings and "
+             "write it without them.")
+@checkpoint_argument
+@click.option("--base", default="minilm", show_default=True,
+              help="Built-in model name or checkpoint directory whose word-embedding table the result uses.")
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the re-tuning. "
+              + TASK_HELP)
+@click.option("--retune", "retune", metavar="BUDGET", default="20m", show_default=True,
+              help="Distillation budget: 15m, 1epoch, 300steps.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
+@fp16_option
+@threads_option(None)
+@train_limit_option
+@data_dir_option
+@overwrite_checkpoint_option
+def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads, train_limit, data_dir, overwrite):
+    """Re-tune CHECKPOINT with BASE's word embeddings (frozen) by distillation from CHECKPOINT itself, and write
+    it without the table: PocketBERT's loader takes it from BASE (sha256 checked). For all-MiniLM-L6-v2 that
+    halves the checkpoint with no change to tokenization."""
+    from ..base_embeddings import share_checkpoint
+
+    path, record = share_checkpoint(checkpoint, base, task_name, out, retune=retune, lr=lr, fp16=fp16,
+                                    threads=threads, train_limit=train_limit, data_dir=data_dir,
+                                    overwrite=overwrite, log=log)
+    out_console.print(plain(f"wrote {path}"))

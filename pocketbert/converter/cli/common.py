@@ -1,0 +1,86 @@
+"""What every converter command shares: the consoles, exit codes, option parsers and repeated options."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pocketbert.runtime.terminal import plain
+
+from .. import errors
+
+# No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
+# quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow for the summary.
+console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
+4 an exported model failed verification; 5 nonorm/relu would lose accuracy (see --allow-accuracy-loss);
+6 output not writable, not empty, not ours to replace, or the disk is full; 130 interrupted.
+On any non-zero exit no bundle is written."""
+
+TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
+             "or a training file: a GLUE-format TSV or a CoNLL file (told apart by content), with its dev file "
+             "given by --dev.")
+
+
+def log(message) -> None:
+    """Progress messages name paths, labels and tasks: printed as they are, never as rich markup."""
+    console.print(plain(message))
+
+
+def split_labels(ctx, param, value):
+    if value is None:
+        return None
+    labels = [v.strip() for v in value.split(",")]
+    if not all(labels):
+        raise click.BadParameter("empty label name; write e.g. --labels negative,positive")
+    return labels
+
+
+def budget(ctx, param, value):
+    from ..training.loop import parse_budget
+
+    try:
+        return parse_budget(value)
+    except errors.InputError as exc:
+        raise click.BadParameter(f"{exc.problem}; {exc.fix}")
+
+
+def int_list(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        values = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers, e.g. 32,64,128")
+    if not values:  # `--buckets ,` would otherwise quietly mean the defaults
+        raise click.BadParameter(f"{value!r} lists no integers; write e.g. 32,64,128, or leave the option out")
+    return values
+
+
+def not_empty(ctx, param, value):
+    """An empty CHECKPOINT would resolve to the current directory and blame a missing config.json there."""
+    if not value.strip():
+        raise click.BadParameter("is empty; give a checkpoint directory or a built-in model name")
+    return value
+
+
+# --- options several commands take, spelled once -------------------------------------------------
+checkpoint_argument = click.argument("checkpoint", callback=not_empty)
+data_dir_option = click.option(
+    "--data-dir", type=click.Path(path_type=Path),
+    help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
+train_limit_option = click.option("--train-limit", type=click.IntRange(1), default=None,
+                                  help="Use only the first N training examples.")
+overwrite_checkpoint_option = click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT "
+                                           "wrote at --out (never any other directory).")
+fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in float16 (half the size).")
+
+
+def threads_option(default: int | None = 2):
+    return click.option("--threads", type=click.IntRange(1, 256), default=default, show_default=default is not None,
+                        help=None if default else "PyTorch threads [default: all cores].")

@@ -1,0 +1,100 @@
+"""``python -m converter CHECKPOINT``: the convert command, its options, and the screen it draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..builtin import BUILTIN
+from ..opts import HELP as OPT_HELP
+from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
+from .common import EXIT_CODES, TASK_HELP, budget, checkpoint_argument, int_list, split_labels
+from .group import cli
+from .render import Screen, summary
+
+CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-in model name) into a verified "
+                "bundle.\n\nBuilt-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items()) + ".")
+
+
+@cli.command(help=CONVERT_HELP, short_help="Convert a checkpoint (the default command).", epilog=EXIT_CODES)
+@checkpoint_argument
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Bundle directory to write [default: bundles/<checkpoint>-<opts>].")
+@click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
+              "else classification.")
+@click.option("--opt", "opts", metavar="LIST", help="Comma-separated: " + "; ".join(
+    f"{k} = {v}" for k, v in OPT_HELP.items()) + ".")
+@click.option("--labels", callback=split_labels, metavar="A,B,…",
+              help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
+@click.option("--num-labels", type=click.IntRange(1, 10_000), help="Head size for a bare encoder, without names.")
+@click.option("--int8", "int8", type=click.Choice(INT8_CHOICES), default="auto",
+              show_default=True, help="int8 method for --opt int8, per format: auto (build dynamic and static, "
+              "keep the fastest that passes verification on this machine), dynamic (int8 weights, float "
+              "activations), static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
+@click.option("--format", "formats", metavar="LIST",
+              help="Export formats, comma-separated: tflite (LiteRT, batch 1, one signature per --buckets "
+                   f"length), onnx (dynamic shapes) [default: {DEFAULT_FORMATS}].")
+@click.option("--recipe", "recipes", metavar="LIST",
+              help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
+                   "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
+@click.option("--buckets", metavar="N,N,…", callback=int_list,
+              help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
+@click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
+              "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
+@click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option("--data-dir", type=click.Path(path_type=Path),
+              help="Data directory holding glue/ and conll2003/ (verification sentences) "
+                   "[env POCKETBERT_DATA; default: ../shared/data beside the repository].")
+@click.option("--verify-samples", type=click.IntRange(10, 100_000), default=1000, show_default=True,
+              help="Real sentences used to verify int8 and measure nonorm/relu damage.")
+@click.option("--max-length", type=int, help="Maximum sequence length recorded in the bundle "
+              "[default: the model's].")
+@click.option("--threads", type=click.IntRange(1, 256), default=2, show_default=True,
+              help="CPU threads for PyTorch, verification and the latency figure.")
+@click.option("--allow-accuracy-loss", is_flag=True, help="Accept the measured damage of nonorm/relu on a "
+              "LayerNorm/GELU model (without it the conversion refuses).")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier bundle at --out (never any other directory).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for a freshly initialised head.")
+@click.option("--int8-min-cosine", type=click.FloatRange(0, 1), default=0.99, show_default=True,
+              help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
+@click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="int8 verification: minimum top-1 agreement with PyTorch.")
+@click.option("--int8-target-agreement", type=click.FloatRange(0, 1), default=0.995, show_default=True,
+              help="int8 accuracy ladder: smoothing, then Linears in float, until this top-1 agreement with "
+                   "PyTorch on the calibration text (short of it, the cheapest attempt meeting the bar ships).")
+@click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
+@click.option("--recover", "recover", metavar="TASK", help="Recover the accuracy nonorm/relu cost by "
+              "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
+@click.option("--dev", "recover_dev", type=click.Path(path_type=Path), help="With --recover given as a training "
+              "file: the task's dev file, scored before and after recovery and recorded for the gates.")
+@click.option("--recover-budget", default="30m", show_default=True, callback=budget,
+              help="Recovery budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--recover-schedule", type=click.Choice(["joint", "progressive"]), default="joint",
+              show_default=True, help="joint: all loss terms and parameters at once; progressive: MobileBERT's "
+              "layer-by-layer transfer, then logit distillation.")
+@click.option("--max-accuracy-drop", type=click.FloatRange(0), default=1.0, show_default=True,
+              help="With --recover: the most points of the task metric the recovered model may lose against the "
+                   "original (dev split); more is refused unless --allow-accuracy-loss.")
+
+def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, **flags):
+    """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
+    from ..pipeline import ConvertOptions
+    from ..pipeline import convert as run_convert
+
+    options = ConvertOptions(checkpoint=checkpoint, out=out or default_out(checkpoint, flags["opts"]),
+                             measure_latency=not no_latency,
+                             recover_options={"budget": recover_budget, "schedule": recover_schedule,
+                                              "dev": str(recover_dev) if recover_dev else None}, **flags)
+    screen = Screen()
+    try:
+        result = run_convert(options, screen)
+    except BaseException:  # no spinner left turning under the error message
+        screen.close()
+        raise
+    summary(result)
+
+
+def default_out(checkpoint: str, opts: str | None) -> Path:
+    name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint
+    return Path("bundles") / "-".join([name] + [o.strip() for o in (opts or "").split(",") if o.strip()])

@@ -1,0 +1,118 @@
+"""The convert command's screen: the pipeline's events drawn as spinners, ticks, figures and warnings,
+and the summary table.  Everything a user gave (paths, labels, tasks) is printed as text, never markup."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from pocketbert.runtime.terminal import plain, styled
+
+from ..bundle import MANIFEST
+from ..bundle import sha256 as bundle_sha256
+from ..events import ArtifactBuilt, ArtifactVerified, Event, Note, StageFinished, StageStarted
+from .common import console, log, out_console
+
+
+class Screen:
+    """A listener for :func:`pocketbert.converter.pipeline.convert`: one spinner per running step."""
+
+    def __init__(self):
+        self._status = None
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, StageStarted):
+            self._status = console.status(plain(f"{event.description}…"))
+            self._status.start()
+        elif isinstance(event, StageFinished):
+            self._stop()
+            console.print(styled("[green]✓[/] ", event.description), plain(f"{event.seconds:.1f} s", "dim"))
+        elif isinstance(event, Note):
+            warn(event.message) if event.warning else log(event.message)
+        elif isinstance(event, ArtifactBuilt):
+            for line, warning in built_lines(event):
+                warn(line) if warning else log(line)
+        elif isinstance(event, ArtifactVerified):
+            line = f"  {event.recipe}: {figures_line(event.verification)}"
+            log(line) if event.verification["passed"] else warn(line)
+
+    def _stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def close(self) -> None:
+        """After an error: no spinner left turning under the message."""
+        self._stop()
+
+
+def warn(message: str) -> None:
+    console.print(styled("[yellow]![/] ", message))
+
+
+def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
+    """(line, is a warning) for what the quantiser chose or gave up for one artifact."""
+    details, lines = event.details, []
+    if "selection" in details:
+        lines.append(("  " + selection_line(details["selection"]), False))
+    fallback = details.get("float_fallback") or {}
+    if fallback.get("roles"):
+        lines.append((f"{event.recipe}: {fallback['linears_in_float']} of {fallback['linears']} Linear layers kept "
+                      f"in float for accuracy: {', '.join(fallback['roles'])}", True))
+    if fallback.get("accepted") and not fallback.get("target_met", True):
+        best = max(s["top1_agreement"] for s in fallback["search"])
+        lines.append((f"{event.recipe}: the int8 target (top-1 agreement ≥ {event.int8_target:.1%} on calibration "
+                      f"text) was not reached (best {best:.1%}); shipping the cheapest attempt that meets the bar",
+                      True))
+    return lines
+
+
+def selection_line(selection: dict) -> str:
+    parts = []
+    for c in selection["candidates"]:
+        ms = c["latency_ms"] if c["latency_ms"] is not None else c["plain_latency_ms"]
+        parts.append(f"{c['recipe']} {ms:.1f} ms ({c['outcome']})")  # the chosen one's outcome says "chosen"
+    return "int8 auto: " + "; ".join(parts)
+
+
+def figures_line(figures: dict) -> str:
+    real = figures["real_sentences"]
+    line = (f"real sentences: cosine {real['cosine']:.4f}, top-1 agreement {real['top1_agreement']:.1%}, "
+            f"max |Δ| {real['max_abs']:.2g}")
+    if "fixed_inputs" in figures:
+        line = f"fixed inputs max |Δ| {figures['fixed_inputs']['max_abs']:.2g}; " + line
+    return line + ("" if figures["passed"] else f"  FAILED: {figures['failure']}")
+
+
+def summary(result) -> None:
+    manifest = result.manifest
+    table = Table(title=plain(f"Bundle {result.bundle}"), title_justify="left")
+    sequence = next((a["latency_ms"]["sequence"] for a in manifest["artifacts"] if a["latency_ms"]), None)
+    latency_column = f"latency b1×s{sequence}" if sequence else "latency"
+    for column in ("recipe", "file", "size", "parity vs PyTorch", latency_column, "vs fp32", "seconds"):
+        table.add_column(column, justify="left" if column in ("recipe", "file", "parity vs PyTorch") else "right")
+    # each artifact against the fp32 export of its own backend
+    base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith(":fp32")}
+    for a in result.artifacts:
+        v = a.verification
+        real = v["real_sentences"]
+        if "fixed_inputs" in v:
+            parity = f"max|Δ| {max(v['fixed_inputs']['max_abs'], real['max_abs']):.1e}"
+        else:
+            parity = f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}"
+        latency = f"{a.latency_ms:.1f} ms" if a.latency_ms is not None else "-"
+        own = base.get(a.recipe.split(":")[0])
+        ratio = f"{a.latency_ms / own:.2f}x" if a.latency_ms and own else "-"
+        table.add_row(a.recipe, a.file, f"{a.bytes / 1e6:.1f} MB", parity, latency, ratio, f"{a.seconds:.1f}")
+    out_console.print(table)
+    stages = ", ".join(f"{k} {v:.1f} s" for k, v in result.stage_seconds.items())
+    verification = manifest["verification"]
+    out_console.print(plain(f"Verified on {verification['samples']} sentences from {verification['texts']}; "
+                            f"stages: {stages}"))
+    if manifest["source"]["head_initialized"]:
+        out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
+                          "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
+    # manifest.json lists every file's SHA-256, so its own SHA-256 pins the whole bundle
+    out_console.print(f"bundle pin: sha256 {bundle_sha256(result.bundle / MANIFEST)} "
+                      "(runtime.load(dir, expected_sha256=...) or python -m runtime DIR --expect-sha256 ...)",
+                      markup=False, highlight=False)
+

@@ -1,0 +1,133 @@
+"""What a conversion is asked to do (:class:`ConvertOptions`, the Python face of the convert command) and
+the checks that need no model, so that a bad option fails in a second rather than after the export.
+
+:func:`plan` turns the options into a :class:`Plan`: the parsed ``--opt`` transforms, the recipes to
+build, and the calibration text the int8 recipes will use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import loading, verify
+from . import texts as textdata
+from .errors import InputError, OutputError
+from .opts import Opts, parse_opts
+from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, select
+from .training_record import training_record
+from .transforms.smoothquant import DEFAULT_ALPHA
+
+
+@dataclass
+class ConvertOptions:
+    checkpoint: str
+    out: Path
+    task: str | None = None
+    opts: str | None = None
+    labels: list[str] | None = None
+    num_labels: int | None = None
+    int8: str = "auto"  # auto | dynamic | static | all
+    formats: str | None = None  # comma-separated: onnx, tflite; None: tflite,onnx (or the --recipe backends)
+    recipes: str | None = None  # comma-separated recipe names (e.g. tflite:fp16), instead of --opt int8/--int8
+    buckets: list[int] | None = None  # TFLite sequence-length buckets; default 32, 64, 128, 256 up to the max
+    calibration: Path | None = None
+    calibration_samples: int = 256
+    verify_samples: int = 1000
+    data_dir: Path | None = None
+    max_length: int | None = None
+    overwrite: bool = False
+    allow_accuracy_loss: bool = False
+    seed: int = 0
+    threads: int = 2
+    int8_min_cosine: float = verify.INT8_MIN_COSINE
+    int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
+    int8_target_agreement: float = verify.INT8_TARGET_AGREEMENT
+    smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
+    measure_latency: bool = True
+    # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
+    recover: str | None = None
+    recover_options: dict = field(default_factory=dict)  # RecoverOptions fields: budget, schedule, lr, …
+    max_accuracy_drop: float = 1.0  # points of the task metric a recovered model may lose against its teacher
+
+
+@dataclass
+class Plan:
+    opts: Opts
+    recipes: list[Recipe | Choice]
+    calibration_texts: list | None
+    calibration_source: Path | None
+
+    @property
+    def backends(self) -> set[str]:
+        return {r.candidates[0].backend if isinstance(r, Choice) else r.backend for r in self.recipes}
+
+    @property
+    def quantizes(self) -> bool:
+        """Something is made from a float export by a quantiser (int8, or fp16)."""
+        return any(isinstance(r, Choice) or r.quantized for r in self.recipes)
+
+
+def plan(options: ConvertOptions) -> Plan:
+    """Option and calibration-file checks that need no model: they fail in a second."""
+    opts = parse_opts(options.opts)
+    _check_scalars(options, opts)
+    recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts))
+    chosen = Plan(opts, recipes, None, None)
+    int8_planned = any(isinstance(r, Choice) or r.kind == "int8" for r in recipes)
+    if options.buckets and "tflite" not in chosen.backends:
+        raise InputError("--buckets was given but nothing is exported to tflite; only TFLite has static sequence "
+                         "buckets", "add tflite to --format, or drop --buckets")
+    if options.calibration is not None and not int8_planned:
+        raise InputError("--calibration was given but no int8 recipe is built; only int8 uses calibration text",
+                         "add int8 to --opt (or an int8 --recipe), or drop --calibration")
+    checkpoint_dir, _ = loading.resolve(options.checkpoint)
+    if int8_planned:
+        chosen.calibration_source = options.calibration or _task_text(checkpoint_dir, options.data_dir)
+        texts = textdata.read_texts(chosen.calibration_source or textdata.BUILTIN_CALIBRATION, what="calibration")
+        # evenly spread over the file: training files are often sorted (by document, by length)
+        step = max(1, len(texts) // options.calibration_samples)
+        chosen.calibration_texts = texts[::step][: options.calibration_samples]
+    if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
+        raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
+                          "choose an --out path outside the checkpoint directory")
+    return chosen
+
+
+def _check_scalars(options: ConvertOptions, opts: Opts) -> None:
+    if isinstance(options.threads, bool) or not isinstance(options.threads, int) or options.threads < 1:
+        raise InputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1", "pass e.g. --threads 2")
+    textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
+    if options.int8 not in INT8_CHOICES:
+        raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
+    if not opts.quantizes and options.int8 != "auto":
+        raise InputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
+
+
+def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:
+    """``--recipe`` names, which exclude the other ways of choosing what to build."""
+    named = parse_recipes(options.recipes)
+    if named:
+        given = {"--opt int8": opts.quantizes, f"--int8 {options.int8}": options.int8 != "auto",
+                 "--format": options.formats is not None}
+        clash = [flag for flag, present in given.items() if present]
+        if clash:
+            raise InputError(f"--recipe and {' and '.join(clash)} both choose what to build",
+                             "name every recipe with --recipe (e.g. --recipe tflite:int8-static,onnx:int8-dynamic), "
+                             "or use --opt int8 --int8 … --format …")
+    return named
+
+
+def _task_text(checkpoint_dir: Path, data_dir) -> Path | None:
+    """Default calibration text of a PocketBERT-trained checkpoint: its task's training split, when the
+    data directory has it (text like the model's inputs calibrates better than generic sentences)."""
+    record = training_record(checkpoint_dir)
+    if not record or not record.get("task"):
+        return None
+    from .data.tasks import resolve_task
+
+    try:
+        path = resolve_task(record["task"], "train", data_dir)[1]
+    except InputError:
+        return None
+    return path if path.is_file() else None

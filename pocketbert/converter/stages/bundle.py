@@ -1,0 +1,36 @@
+"""Stage 7, bundle: the manifest, a last check that the runtime opens the bundle as written, and the
+swap of the staging directory into place (converter.staging): nothing partial is ever visible."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pocketbert.runtime.bundle import Bundle
+from pocketbert.runtime.contract import write_manifest
+from pocketbert.runtime.errors import BundleError
+
+from .. import manifest
+from ..conversion import Conversion
+from ..errors import VerificationError
+from .base import Stage
+
+
+class BundleStage(Stage):
+    name = "bundle"
+
+    def run(self, c: Conversion) -> None:
+        with c.step(self.name, "Writing bundle"):
+            c.manifest = manifest.build(c)
+            write_manifest(c.staging.path, c.manifest)
+            readable_by_the_runtime(c.staging.path)
+            c.bundle = c.staging.commit()
+
+
+def readable_by_the_runtime(directory: Path) -> None:
+    """The bundle as every reader will open it: a manifest the runtime refuses is never shipped."""
+    try:
+        Bundle.open(directory)
+    except BundleError as exc:
+        raise VerificationError(f"the runtime refuses the bundle the converter wrote: {exc.problem}",
+                                "please report it: the converter and the runtime disagree on the bundle "
+                                "contract") from exc

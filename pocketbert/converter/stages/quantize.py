@@ -1,0 +1,54 @@
+"""Stage 4, quantize: int8 and fp16 artifacts made from the float exports, each through the accuracy
+ladder on the calibration text (converter.quantization), and ``--int8 auto``'s choice among them."""
+
+from __future__ import annotations
+
+import time
+
+from .. import backends, verify
+from .. import texts as textdata
+from ..conversion import Built, Conversion
+from ..events import ArtifactBuilt
+from ..quantization import Quantizer
+from ..recipes import Choice
+from .base import Stage
+
+CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens (static shapes)
+
+
+class QuantizeStage(Stage):
+    name = "quantize"
+
+    def run(self, c: Conversion) -> None:
+        planned = [r for r in c.plan.recipes if isinstance(r, Choice) or r.quantized]
+        if not planned:
+            return
+        quantizer = _quantizer(c)
+        for recipe in planned:
+            start = time.perf_counter()
+            if isinstance(recipe, Choice):
+                with c.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
+                    recipe, artifact = quantizer.choose(recipe, c.staging.path, c.latency_feeds)
+            else:
+                with c.step(self.name, f"Quantising {recipe.name}"):
+                    artifact = quantizer.build(recipe, c.staging.path / backends.get(recipe.backend).filename(
+                        recipe.precision))
+            if recipe.kind == "int8":
+                artifact.details.update(calibration_source=textdata.describe(c.plan.calibration_source),
+                                        calibration_texts=len(c.plan.calibration_texts))
+            c.emit(ArtifactBuilt(recipe.name, artifact.details, c.options.int8_target_agreement))
+            c.built.append(Built(recipe, artifact, time.perf_counter() - start))
+
+
+def _quantizer(c: Conversion) -> Quantizer:
+    texts = c.plan.calibration_texts or []
+    # Whole batches only: ONNX Runtime's calibrator stacks every batch's activations into one array, and a
+    # shorter last batch crashed it (--calibration-samples 1000: 62 batches of 16 and one of 8).
+    if len(texts) > CALIBRATION_BATCH:
+        texts = texts[: len(texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
+    c.plan.calibration_texts = texts
+    calibration = c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=min(64, c.verify_length))
+    options = c.options
+    return Quantizer(c.loaded, c.spec, calibration, verify.torch_logits(c.model, calibration), options.threads,
+                     options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
+                     options.int8_target_agreement, float_exports=dict(c.float_exports))

@@ -1,0 +1,89 @@
+"""Stage 6, verify: every artifact loaded through the runtime's own loader and runners (what ships is
+what is checked), compared with the PyTorch reference, and timed.
+
+float32 must match within the parity tolerance on fixed and real inputs; fp16 nearly so; int8 must keep
+the cosine and top-1 agreement bars on real sentences.  One failure and no bundle is written.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import backends, verify
+from ..conversion import ArtifactResult, Built, Conversion
+from ..errors import VerificationError
+from ..events import ArtifactVerified
+from ..recipes import Recipe
+from .base import Stage
+
+
+class VerifyStage(Stage):
+    name = "verify"
+
+    def run(self, c: Conversion) -> None:
+        for built in sorted(c.built, key=lambda b: _position(c.plan.recipes, b.recipe)):
+            recipe = built.recipe
+            start = time.perf_counter()
+            with c.step(self.name, f"Verifying {recipe.name}"):
+                runner = backends.get(recipe.backend).load(built.artifact.path, list(c.encoder.input_names),
+                                                           recipe.precision, threads=c.options.threads)
+                result = _verified(c, built, runner)
+                if c.options.measure_latency:
+                    result.latency_ms = backends.median_latency_ms(runner, c.latency_feeds)
+            result.seconds = built.seconds + time.perf_counter() - start
+            c.emit(ArtifactVerified(recipe.name, result.verification))
+            c.results.append(result)
+        failed = [r for r in c.results if not r.passed]
+        if failed:
+            lines = "; ".join(f"{r.recipe}: {r.verification['failure']}" for r in failed)
+            raise VerificationError(f"verification failed, no bundle written: {lines}",
+                                    "see the figures above; for int8 try --int8 dynamic, --calibration with "
+                                    "text like your inputs, or convert without int8")
+
+
+def _position(planned: list, recipe: Recipe) -> int:
+    """Where ``recipe`` stands in the plan (an ``--int8 auto`` choice stands for its candidates): the
+    manifest lists artifacts in plan order."""
+    return next(i for i, p in enumerate(planned) if p == recipe or recipe in getattr(p, "candidates", ()))
+
+
+def _verified(c: Conversion, built: Built, runner) -> ArtifactResult:
+    real = verify.compare(c.verify_ref, verify.runner_logits(runner, c.inputs.batches), c.inputs.masks)
+    kind = built.recipe.kind
+    figures = {"real_sentences": real.to_json()}
+    if kind in ("fp32", "fp16"):
+        figures.update(_float_figures(c, runner, real, kind))
+    else:
+        figures.update(_int8_figures(c, real))
+    path = built.artifact.path
+    return ArtifactResult(recipe=built.recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
+                          passed=figures["passed"], details=built.artifact.details)
+
+
+def _float_figures(c: Conversion, runner, real: verify.Comparison, kind: str) -> dict:
+    fixed = verify.compare(c.parity_ref, verify.runner_logits(runner, c.inputs.parity), c.inputs.parity_masks)
+    tolerance = (verify.fp32_tolerance if kind == "fp32" else verify.fp16_tolerance)(c.parity_ref)
+    figures = {"fixed_inputs": fixed.to_json(), "tolerance": {"max_abs": tolerance}}
+    passed = fixed.max_abs <= tolerance and real.max_abs <= tolerance
+    if not passed:
+        figures["failure"] = f"max |Δlogit| {max(fixed.max_abs, real.max_abs):.3g} > {tolerance:.3g}"
+    if kind == "fp16":
+        figures["tolerance"]["min_cosine"] = verify.FP16_MIN_COSINE
+        if min(fixed.cosine, real.cosine) < verify.FP16_MIN_COSINE:
+            passed = False
+            figures["failure"] = (f"cosine {min(fixed.cosine, real.cosine):.6f} < {verify.FP16_MIN_COSINE}; "
+                                  + figures.get("failure", ""))
+    figures["passed"] = passed
+    return figures
+
+
+def _int8_figures(c: Conversion, real: verify.Comparison) -> dict:
+    o = c.options
+    figures = {"tolerance": {"min_cosine": o.int8_min_cosine, "min_top1_agreement": o.int8_min_agreement,
+                             "ladder_target_top1_agreement": o.int8_target_agreement}}
+    passed = real.cosine >= o.int8_min_cosine and real.top1_agreement >= o.int8_min_agreement
+    if not passed:
+        figures["failure"] = (f"cosine {real.cosine:.4f} (needs ≥ {o.int8_min_cosine}), top-1 agreement "
+                              f"{real.top1_agreement:.1%} (needs ≥ {o.int8_min_agreement:.0%})")
+    figures["passed"] = passed
+    return figures
