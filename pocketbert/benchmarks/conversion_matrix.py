@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from pocketbert.converter.errors import VerificationError
+from pocketbert.converter.opts import parse_opts
 from pocketbert.converter.pipeline import ConvertOptions, convert
 
 from .models import checkpoint as _checkpoint
@@ -59,7 +60,7 @@ def main() -> None:
                         labels=["negative", "positive"] if name == "minilm" else None,
                         allow_accuracy_loss=True, verify_samples=args.verify_samples,
                         formats=None if recipe else args.format, recipes=recipe,
-                        int8=args.int8 if "int8" in opts else "auto",
+                        int8=args.int8 if parse_opts(opts).quantizes else "auto",
                         buckets=[int(b) for b in args.buckets.split(",")] if args.buckets else None))
                 except VerificationError as exc:
                     rows.append([label, opts or "(none)", recipe or "-", "-", f"{time.perf_counter() - start:.0f}",
@@ -70,7 +71,7 @@ def main() -> None:
                 damage = result.manifest["verification"]["transform_damage"]
                 base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith("fp32")}
                 for art in result.artifacts:
-                    if art.recipe.endswith("fp32") and ((opts and "int8" in opts) or (recipe and recipe != art.recipe)):
+                    if art.recipe.endswith("fp32") and (parse_opts(opts).quantizes or (recipe and recipe != art.recipe)):
                         continue  # reported in the row without int8 / of its own recipe
                     v = art.verification
                     real = v["real_sentences"]
