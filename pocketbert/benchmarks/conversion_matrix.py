@@ -71,7 +71,8 @@ def main() -> None:
                 damage = result.manifest["verification"]["transform_damage"]
                 base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith("fp32")}
                 for art in result.artifacts:
-                    if art.recipe.endswith("fp32") and (parse_opts(opts).quantizes or (recipe and recipe != art.recipe)):
+                    if art.recipe.endswith("fp32") and (parse_opts(opts).quantizes
+                                                        or (recipe and recipe != art.recipe)):
                         continue  # reported in the row without int8 / of its own recipe
                     v = art.verification
                     real = v["real_sentences"]
