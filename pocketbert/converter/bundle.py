@@ -1,8 +1,6 @@
-"""Stage 6, bundle: one directory with model file(s), tokenizer, labels and manifest.json.
-
-The bundle is built in a hidden staging directory beside the destination and swapped into place
-only when everything has been verified (converter.staging), so an error, Ctrl-C or a killed process
-never leaves a partial bundle.  The manifest schema is documented in docs/manifest.md.
+"""The bundle contract as the converter's modules and tests use it: the runtime's definitions
+(pocketbert/runtime/contract.py), the staging directory, and the manifest read back as the runtime reads
+it.  The bundle stage itself is converter/stages/bundle.py; the schema is documented in docs/manifest.md.
 """
 
 from __future__ import annotations
