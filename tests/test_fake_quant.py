@@ -117,6 +117,7 @@ def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer, o
     # the gap after training is the simulated int8 model's; it must be below plain post-training quantization's
     assert distillation["gap_after"]["logit_mse"] < qat["gap_post_training"]["logit_mse"]
     assert (path / "model.safetensors").exists()
+    assert "## Quantization-aware recovery" in (path / "README.md").read_text()  # the model card says so
 
     from pocketbert.benchmarks.full_integer import measure
     from pocketbert.converter.pipeline import convert

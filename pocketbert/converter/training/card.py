@@ -27,11 +27,25 @@ def model_card(record: dict) -> str:
                   f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "
                   "PocketBERT's loader (`converter.loading.load`) rebuilds NoNorm/ReLU from it. Plain "
                   "`transformers.AutoModel` would rebuild LayerNorm/GELU and compute something else."]
+    if (record.get("distillation") or {}).get("qat"):
+        lines += _qat(record["distillation"])
     if record.get("comparison"):
         lines += _comparison(record["comparison"])
     lines += ["", "## License", "", "Apache-2.0, as the base model all-MiniLM-L6-v2 (when that is the base). "
               "Training data licenses are the datasets' own (see above).", ""]
     return "\n".join(lines)
+
+
+def _qat(distillation: dict) -> list[str]:
+    """Quantization-aware recovery: the simulated export, the ranges, and the gap before and after it."""
+    qat, after = distillation["qat"], distillation.get("gap_after") or {}
+    before = qat.get("gap_post_training") or {}
+    gap = lambda g: f"top-1 agreement {g['agreement']:.4f}, logit MSE {g['logit_mse']:.4g}" if g else "not measured"  # noqa: E731
+    return ["", "## Quantization-aware recovery",
+            f"Trained through a simulation of the full-integer export ({qat['scheme']}; "
+            f"{qat['activation_ranges']} int8 activation tensors). Ranges: {qat['ranges']}.",
+            f"Simulated int8 against the float teacher on dev: post-training quantization {gap(before)}; "
+            f"after quantization-aware recovery {gap(after)}. See docs/full-integer.md."]
 
 
 def _summary(record: dict, scores: str) -> list[str]:
