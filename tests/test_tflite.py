@@ -145,7 +145,7 @@ def test_tflite_fp16_halves_the_weights_and_stays_near_parity(checkpoints, optio
 def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options):
     """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
     from pocketbert.converter import loading
-    from pocketbert.converter.backends.tflite import _linear_roles
+    from pocketbert.converter.backends.tflite_graph import linear_roles
     from pocketbert.converter.logits_model import LogitsModel
 
     ckpt = checkpoints["bert"]["classification"]
@@ -155,7 +155,7 @@ def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options
 
     for name in ("nonorm", "relu"):
         TRANSFORMS[name](loaded.model, loaded.family)
-    roles = _linear_roles(result.bundle / "model.tflite", LogitsModel(loaded.model, ["input_ids"]))
+    roles = linear_roles(result.bundle / "model.tflite", LogitsModel(loaded.model, ["input_ids"]))
     per_layer = ["query", "key", "value"]
     expected = {f"bert.encoder.layer.*.attention.self.{n}" for n in per_layer} | {
         "bert.encoder.layer.*.attention.output.dense", "bert.encoder.layer.*.intermediate.dense",
@@ -261,7 +261,7 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
     from pocketbert.converter.backends import get
-    from pocketbert.converter.backends.tflite import _masked_softmax_ops
+    from pocketbert.converter.backends.tflite_graph import masked_softmax_ops
 
     from .conftest import export_spec
 
@@ -277,7 +277,7 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
     noisy["input_ids"][padded] = np.random.default_rng(0).integers(1000, 2000, padded.sum())
     np.testing.assert_array_equal(runner(**feeds)["logits"], runner(**noisy)["logits"])
     # every softmax found, and its input (scores + mask) is float in the quantised model
-    found = [name.value for name, _ in _masked_softmax_ops(dest)]
+    found = [name.value for name, _ in masked_softmax_ops(dest)]
     assert found.count("SOFTMAX") == op_histogram(dest)["SOFTMAX"] >= 2
     assert found.count("ADD") + found.count("SELECT_V2") >= found.count("SOFTMAX")
     model = tfl.read_model(str(dest))

@@ -11,7 +11,7 @@
   kernels on this CPU); int8-static = ``static_wi8_ai8`` plus int8 embedding tables (full integer,
   calibrated per signature on real text, once; its logits are int8 and the runner dequantises them
   with the output's scale).  Both take part in the shared float-fallback search: Linear roles are
-  found by matching each FULLY_CONNECTED weight to its PyTorch Linear.
+  found by matching each FULLY_CONNECTED weight to its PyTorch Linear (:mod:`.tflite_graph`).
 * An op litert-torch cannot lower to builtins is an :class:`InputError` naming the op and the fix.
 """
 
@@ -32,6 +32,7 @@ from pocketbert.runtime.contract import signature_name
 from ..errors import InputError, VerificationError
 from . import register
 from .base import Artifact, Backend, ExportSpec, float_fallback_search
+from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
 
 
 def _quiet():
@@ -179,9 +180,9 @@ class TfliteBackend(Backend):
             if float_export is None:
                 self._convert(spec, float_path)
             logging.getLogger("absl").setLevel(logging.ERROR)
-            roles = _linear_roles(float_path, spec.model) if precision.startswith("int8") else {}
+            roles = linear_roles(float_path, spec.model) if precision.startswith("int8") else {}
             static = precision == "int8-static"
-            float_ops = _masked_softmax_ops(float_path) if static else []
+            float_ops = masked_softmax_ops(float_path) if static else []
             calibrated = self._calibrate(spec, float_path, calibration, float_ops) if static else None
 
             def attempt(float_roles: list[str], final: bool) -> tuple[bool, dict]:
@@ -213,7 +214,7 @@ class TfliteBackend(Backend):
         rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
                 for batch in calibration for i in range(batch["input_ids"].shape[0])]
         data = {signature_name(b): [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
-        qt = quantizer.Quantizer(_model_bytes(float_path), _recipe("int8-static", [], float_ops))
+        qt = quantizer.Quantizer(model_bytes(float_path), _recipe("int8-static", [], float_ops))
         with _quiet():
             return qt.calibrate(data, num_threads=max(1, spec.threads))
 
@@ -253,116 +254,13 @@ def _recipe(precision: str, float_scopes: list[str], float_ops: list[tuple[str, 
     return manager.get_quantization_recipe()
 
 
-def _model_bytes(path: Path) -> bytearray:
-    """The model file's bytes, for ai-edge-quantizer: given a path, its mmap helper (ai-edge-litert
-    tools.mmap_utils) never closes the descriptor it maps, so every call would leak one."""
-    return bytearray(Path(path).read_bytes())
-
-
 def _quantize(float_path: Path, dest: Path, precision: str, float_scopes: list[str], calibrated=None,
               float_ops: list[tuple[str, str]] = ()) -> None:
     from ai_edge_quantizer import quantizer
 
-    qt = quantizer.Quantizer(_model_bytes(float_path), _recipe(precision, float_scopes, float_ops))
+    qt = quantizer.Quantizer(model_bytes(float_path), _recipe(precision, float_scopes, float_ops))
     with _quiet():
         qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
-
-
-def _masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
-    """The attention-mask path of every SOFTMAX, as (operation name, scope), to keep in float.
-
-    The additive mask holds the float minimum (-3.4e38) where tokens are padding.  int8 cannot hold
-    it beside scores of a few units: calibrated over that range the quantised mask became ~0 (scale
-    3.9e-12) and padding was attended to (SST-2 demo, one bucket of 64: top-1 agreement with float
-    88.0%, 95.3% once fixed).  So the ops that build the mask from ``attention_mask``, the op that
-    applies it (ADD, or SELECT_V2 for a masked_fill) and the SOFTMAX stay float: a few element-wise
-    ops; the matmuls around them stay int8.
-    """
-    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
-
-    flatbuffer = tfl.read_model(_model_bytes(path))
-    names = {code: name for name, code in tfl.TFL_OP_NAME_TO_CODE.items()}
-    codes = [names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in flatbuffer.operatorCodes]
-    ops = tfl.qtyping.TFLOperationName
-    passthrough, apply_mask = {ops.RESHAPE, ops.TRANSPOSE}, {ops.ADD, ops.SELECT_V2, ops.SELECT}
-    found: dict[tuple[str, str], None] = {}
-    for subgraph in flatbuffer.subgraphs:
-        producer = {out: op for op in subgraph.operators for out in op.outputs}
-
-        def mask_ops(tensor: int) -> list:
-            """The ops computing ``tensor`` if it is the mask (from model inputs and constants only,
-            no matmul on the way), else []: the scores input stops at its first matmul."""
-            seen, stack = {}, [tensor]
-            while stack:
-                op = producer.get(stack.pop())
-                if op is None or id(op) in seen:
-                    continue
-                if codes[op.opcodeIndex] in (ops.FULLY_CONNECTED, ops.BATCH_MATMUL):
-                    return []
-                seen[id(op)] = op
-                stack += [t for t in op.inputs if t >= 0]
-            return list(seen.values())
-
-        for op in subgraph.operators:
-            if codes[op.opcodeIndex] != ops.SOFTMAX:
-                continue
-            chain = [op]
-            while (source := producer.get(chain[-1].inputs[0])) is not None \
-                    and codes[source.opcodeIndex] in passthrough:
-                chain.append(source)
-            if source is not None and codes[source.opcodeIndex] in apply_mask:
-                chain.append(source)
-                for tensor in source.inputs:
-                    chain += mask_ops(tensor) if tensor >= 0 else []
-            for o in chain:
-                if codes[o.opcodeIndex] is not None:
-                    found[(codes[o.opcodeIndex], tfl.get_op_scope(o, subgraph.tensors))] = None
-    return list(found)
-
-
-def _linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
-    """FULLY_CONNECTED ops with a constant weight, grouped by role across layers and signatures.
-
-    Each op is matched to the PyTorch Linear it came from by its weight: tensor names are fused
-    location lists that do not say which Linear an op is.  litert-torch folds a preceding
-    LayerNorm's γ into the weight (W·diag(γ)), so a match is "equal up to a per-column scale".
-    The role is the Linear's module path with layer indices starred
-    (``bert.encoder.layer.*.output.dense``).  An op is identified by its scope: the key
-    ai-edge-quantizer's recipes match.
-    """
-    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
-
-    linears = [(re.sub(r"\.\d+\.", ".*.", name.removeprefix("model.")), module.weight.detach().float().numpy())
-               for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
-    flatbuffer = tfl.read_model(_model_bytes(path))
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
-    fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
-    roles: dict[str, list[str]] = {}
-    for subgraph in flatbuffer.subgraphs:
-        for op in subgraph.operators:
-            if codes[op.opcodeIndex] != fully_connected or len(op.inputs) < 2:
-                continue
-            tensor = subgraph.tensors[op.inputs[1]]
-            data = flatbuffer.buffers[tensor.buffer].data
-            if data is None:  # activation x activation
-                continue
-            weight = np.frombuffer(np.asarray(data, dtype=np.uint8).tobytes(), dtype=np.float32).reshape(tensor.shape)
-            roles.setdefault(_role_of(weight, linears), []).append(tfl.get_op_scope(op, subgraph.tensors))
-    return roles
-
-
-def _role_of(weight: np.ndarray, linears: list[tuple[str, np.ndarray]]) -> str:
-    """The role of the Linear whose weight equals ``weight`` up to a per-column scale (else "other")."""
-    best, best_residual = "other", 1e-3
-    for role, candidate in linears:
-        if candidate.shape != weight.shape:
-            continue
-        # least-squares column scale c_j = <w_j, W_j> / <W_j, W_j>, then the relative residual
-        scale = (weight * candidate).sum(0) / np.maximum((candidate * candidate).sum(0), 1e-30)
-        residual = np.linalg.norm(weight - candidate * scale) / max(np.linalg.norm(weight), 1e-30)
-        if residual < best_residual:
-            best, best_residual = role, residual
-    return best
 
 
 def _fit(ids: np.ndarray, length: int) -> np.ndarray:

@@ -11,7 +11,7 @@ What ai-edge-quantizer's ``static_wi8_ai8`` recipe (plus int8 embedding tables, 
 * NoNorm is a MUL then an ADD, each output quantised; so is the residual ADD before it; their constant
   operands γ and β are int8 too, per tensor, asymmetric over their own min and max;
 * attention: the scores (BATCH_MATMUL) are int8, then dequantised: the additive mask and the
-  SOFTMAX stay float (:func:`converter.backends.tflite._masked_softmax_ops`), the probabilities are
+  SOFTMAX stay float (:func:`converter.backends.tflite_graph.masked_softmax_ops`), the probabilities are
   quantised again for the second BATCH_MATMUL, whose output is int8;
 * the pooler's TANH has TFLite's fixed int8 output scale 1/128; the logits are int8.
 
