@@ -138,3 +138,28 @@ def test_tiny_qat_recovery_narrows_the_simulated_int8_gap(tmp_path, tokenizer, o
     assert [r["variant"] for r in levers] == list(VARIANTS) and all(r["examples"] == 24 for r in levers)
     assert all(0.5 <= r["top1_agreement_with_float"] <= 1 and r["latency_ms"] > 0 for r in levers)
     assert not list(bundle.glob(".lever-*"))  # the experiment's files are removed
+
+
+def test_report_section_tables_each_model_with_ptq_and_qat_rows():
+    from pocketbert.benchmarks.full_integer_report import section
+
+    def row(bundle, training, runner, score, **extra):
+        backend, precision = runner.split(":")
+        return {"model": "sst2-demo", "bundle": bundle, "training": training, "runner": runner, "backend": backend,
+                "precision": precision, "task": "glue:sst2", "metric": "accuracy", "score": score,
+                "float_score": 89.0, "delta_vs_float": score - 89.0, "top1_agreement_with_float": 0.99,
+                "examples": 872, "size_bytes": 12_000_000, "float_ops": None, "linears_in_float": 0,
+                "latency_ms": 20.0, "threads": 1, "seq_len": 128, **extra}
+
+    old = {"command": "full-integer", "created": "2026-01-01T00:00:00", "_path": "a/full-integer-old.json",
+           "results": [row("ptq", "post-training", "tflite:int8-static", 10.0)]}
+    new = {"command": "full-integer", "created": "2026-02-01T00:00:00", "_path": "a/full-integer.json",
+           "results": [row("ptq", "post-training", "tflite:fp32", 89.0),
+                       row("ptq", "post-training", "tflite:int8-static", 85.0, float_ops=23),
+                       row("qat", "qat", "tflite:int8-static", 88.7, float_ops=23)]}
+    text = "\n".join(section([old, new, {"command": "latency", "results": []}]))
+    assert "### sst2-demo: glue:sst2 dev (accuracy, 872 examples)" in text
+    assert "| tflite:int8-static (post-training) | 85.00 | -4.00 |" in text  # the later file's row replaced 10.00
+    assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | 20.0 |" in text
+    assert "not the target of full-integer models" in text
+    assert section([{"command": "latency", "results": []}]) == []
