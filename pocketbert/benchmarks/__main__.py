@@ -24,7 +24,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pocketbert.locations import cache_dir, checkout
+from pocketbert.locations import DATA_DIR_DEFAULT, cache_dir, checkout
 from pocketbert.runtime.errors import Error
 from pocketbert.runtime.terminal import plain, styled
 
@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 OUTPUT = HERE if checkout() else Path.cwd() / "pocketbert-benchmarks"
 RESULTS = OUTPUT / "results"
 WORK = HERE / ".cache" if checkout() else cache_dir() / "benchmarks"
+DATA_HELP = f"data directory (default {DATA_DIR_DEFAULT})"
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # no wrapping inside paths or in logs
 
 
@@ -272,7 +273,7 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
               "models.json or the checkpoint)")
 @click.option("--variant", default=None, help="variant label, e.g. recovered (default: from models.json)")
 @click.option("--threads", type=click.IntRange(min=1), default=None)
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--fast", is_flag=True, help="a few dozen examples; without BUNDLE, builds the tiny bundle")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help=f"results file (default {RESULTS}/accuracy-TASK-SPLIT[-VARIANT].json)")
@@ -315,7 +316,7 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
 @click.option("--max-drop", type=float, default=1.0, show_default=True, help="points a float artifact may lose")
 @click.option("--int8-extra", type=float, default=0.5, show_default=True,
               help="further points an int8 artifact may lose against the bundle's float export")
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--dev", type=click.Path(path_type=Path), default=None, help="dev file of a task given as a file "
               "[default: the dev file the bundle records; a short name's task uses its dev split]")
 def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
@@ -342,7 +343,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
 @click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
 @click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--out", type=click.Path(path_type=Path), default=None)
 def full_integer(bundle_dirs, limit, threads, data_dir, out):
     from . import full_integer as fi
@@ -363,7 +364,7 @@ def full_integer(bundle_dirs, limit, threads, data_dir, out):
 @click.option("--calibration-rows", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
 @click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--out", type=click.Path(path_type=Path), default=None)
 def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, out):
     from . import full_integer_levers as levers
@@ -396,7 +397,7 @@ def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, 
 @click.option("--cache", type=click.Path(path_type=Path), default=None,
               help="checkpoints, bundles and scores [default: $POCKETBERT_CACHE/glue or ~/.cache/pocketbert/glue]")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+              help=DATA_HELP)
 @click.option("--fast", is_flag=True, help="tiny random BERT, a few steps: tests the harness (not figures)")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="results file [default: benchmarks/results/glue.json; fast: glue-fast.json]")
@@ -422,7 +423,7 @@ def glue(fast, out, **kwargs):
 @click.option("--cpus", default=",".join(emulated_cpus.CPUS), show_default=True, help="comma-separated CPU models")
 @click.option("--samples", type=click.IntRange(min=1), default=50, show_default=True,
               help="verification sentences of the bundle's task (data directory), else built-in English text")
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 def cpus(bundle_dirs, cpus, samples, data_dir):
     from pocketbert.converter.errors import ConverterError
 
@@ -456,7 +457,7 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
 @click.option("--samples", type=click.IntRange(min=1), default=24, show_default=True,
               help="verification sentences of the bundle's task, each run at every bucket")
 @click.option("--recipes", default=None, help="comma-separated TFLite recipes to check (default: every verified one)")
-@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--out", type=click.Path(path_type=Path), default=RESULTS / "arm64.json", show_default=True,
               help="results file")
 def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):

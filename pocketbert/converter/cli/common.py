@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from pocketbert.locations import DATA_DIR_DEFAULT
 from pocketbert.runtime.terminal import plain
 
 from .. import errors
@@ -73,7 +74,7 @@ def not_empty(ctx, param, value):
 checkpoint_argument = click.argument("checkpoint", callback=not_empty)
 data_dir_option = click.option(
     "--data-dir", type=click.Path(path_type=Path),
-    help="Data directory holding glue/ and conll2003/ [env POCKETBERT_DATA; default: ../shared/data].")
+    help=f"Data directory holding glue/ and conll2003/ [default: {DATA_DIR_DEFAULT}].")
 train_limit_option = click.option("--train-limit", type=click.IntRange(1), default=None,
                                   help="Use only the first N training examples.")
 overwrite_checkpoint_option = click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT "
