@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from pocketbert.locations import DATA_DIR_DEFAULT
+
 from ..builtin import BUILTIN
 from ..opts import HELP as OPT_HELP
 from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
@@ -44,8 +46,8 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
 @click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
 @click.option("--data-dir", type=click.Path(path_type=Path),
-              help="Data directory holding glue/ and conll2003/ (verification sentences) "
-                   "[env POCKETBERT_DATA; default: ../shared/data beside the repository].")
+              help="Data directory holding glue/ and conll2003/ (verification sentences; without one, built-in "
+                   f"English sentences) [default: {DATA_DIR_DEFAULT}].")
 @click.option("--verify-samples", type=click.IntRange(10, 100_000), default=1000, show_default=True,
               help="Real sentences used to verify int8 and measure nonorm/relu damage.")
 @click.option("--max-length", type=int, help="Maximum sequence length recorded in the bundle "
