@@ -57,13 +57,16 @@ class GlueOptions:
     threads: int = 1
     data_dir: Path | None = None
     train_limit: int | None = None
+    # as the demo models: the word-embedding table stays the base's (half the weights out of the optimiser)
+    freeze_word_embeddings: bool = True
     fast: bool = False
 
     def settings(self) -> dict:
         return {"base": self.base, "tasks": list(self.tasks), "finetune_budget": self.finetune_budget,
                 "recover_budget": self.recover_budget, "recipes": list(self.recipes), "buckets": list(self.buckets),
                 "calibration_samples": self.calibration_samples, "verify_samples": self.verify_samples,
-                "threads": self.threads, "train_limit": self.train_limit, "cache": str(self.cache)}
+                "threads": self.threads, "train_limit": self.train_limit, "cache": str(self.cache),
+                "freeze_word_embeddings": self.freeze_word_embeddings}
 
 
 def _task_dir(options: GlueOptions, task: str) -> Path:
@@ -101,6 +104,7 @@ def teacher(options: GlueOptions, task: str, log) -> Path:
     finetune(FinetuneOptions(checkpoint=base_checkpoint(options), task=task, out=out,
                              budget=parse_budget(options.finetune_budget), threads=options.threads,
                              data_dir=options.data_dir, train_limit=options.train_limit, overwrite=True,
+                             freeze_word_embeddings=options.freeze_word_embeddings,
                              resume=state.exists(), progress=False), log=log)
     return out
 
@@ -114,32 +118,40 @@ def recovered(options: GlueOptions, task: str, teacher_dir: Path, log) -> Path:
         log(f"{task}: recovered checkpoint cached ({out})")
         return out
     job = RecoverOptions(task=task, budget=parse_budget(options.recover_budget), data_dir=options.data_dir,
-                         train_limit=options.train_limit, progress=False)
+                         train_limit=options.train_limit, progress=False,
+                         freeze_word_embeddings=options.freeze_word_embeddings)
     recover_checkpoint(str(teacher_dir), CHANGING, job, out, overwrite=True, threads=options.threads, log=log)
     return out
 
 
+def _convert_options(options: GlueOptions, checkpoint: Path, out: Path, recipes: list[str], opts: str | None,
+                     calibration: Path | None):
+    from pocketbert.converter.pipeline import ConvertOptions
+
+    tflite = any(r.startswith("tflite:") for r in recipes)
+    int8 = any(":int8" in r for r in recipes)
+    return ConvertOptions(checkpoint=str(checkpoint), out=out, opts=opts, recipes=",".join(recipes),
+                          buckets=list(options.buckets) if tflite else None, calibration=calibration if int8 else None,
+                          calibration_samples=options.calibration_samples, verify_samples=options.verify_samples,
+                          data_dir=options.data_dir, threads=options.threads, overwrite=True, measure_latency=True)
+
+
 def convert_recipes(options: GlueOptions, checkpoint: Path, out: Path, recipes: list[str], opts: str | None,
-                    calibration: Path | None, log) -> tuple[Path | None, dict[str, str]]:
-    """One bundle of ``recipes``; a recipe the converter refuses is dropped (and said why), the rest kept."""
+                    calibration: Path | None, log) -> tuple[Path, dict[str, str]]:
+    """One bundle of ``recipes``; a recipe the converter refuses is dropped (and said why), the rest kept.
+    The refusals are kept beside the bundle (``NAME.refused.json``), never inside it."""
     from pocketbert.converter.errors import VerificationError
-    from pocketbert.converter.pipeline import ConvertOptions, convert
+    from pocketbert.converter.pipeline import convert
     from pocketbert.converter.quiet import silenced
 
+    record = out.parent / f"{out.name}.refused.json"
+    if (out / "manifest.json").is_file() and record.is_file():
+        return out, json.loads(record.read_text())
     refused: dict[str, str] = {}
-    if (out / "manifest.json").is_file():
-        cached = json.loads((out / "refused.json").read_text()) if (out / "refused.json").is_file() else {}
-        return out, cached
     while recipes:
-        options_ = ConvertOptions(checkpoint=str(checkpoint), out=out, opts=opts, recipes=",".join(recipes),
-                                  buckets=list(options.buckets) if any(r.startswith("tflite:") for r in recipes)
-                                  else None, calibration=calibration,
-                                  calibration_samples=options.calibration_samples,
-                                  verify_samples=options.verify_samples, data_dir=options.data_dir,
-                                  threads=options.threads, overwrite=True, measure_latency=True)
         try:
             with silenced():  # the exporters' C++ logs
-                convert(options_)
+                convert(_convert_options(options, checkpoint, out, recipes, opts, calibration))
             break
         except VerificationError as exc:
             failed = [r for r in recipes if f"{r}:" in exc.problem and not r.endswith(":fp32")]
@@ -149,7 +161,7 @@ def convert_recipes(options: GlueOptions, checkpoint: Path, out: Path, recipes: 
                 refused[recipe] = exc.problem.split(f"{recipe}:", 1)[1].split(";")[0].strip()
                 log(f"  {recipe} refused by the converter: {refused[recipe]}")
             recipes = [r for r in recipes if r not in failed]
-    (out / "refused.json").write_text(json.dumps(refused, indent=1) + "\n", encoding="utf-8")
+    record.write_text(json.dumps(refused, indent=1) + "\n", encoding="utf-8")
     return out, refused
 
 

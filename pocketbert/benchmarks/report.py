@@ -113,55 +113,22 @@ def build(results_dir: Path, out: Path) -> Path:
                   "they are not figures to quote.**", ""]
     latency = [r for f in files if f["command"] == "latency" for r in f["results"]]
     device = [r for f in files if f["command"] == "device" for r in f["results"]]
+    from . import glue_report
     from .accuracy import add_deltas
 
     accuracy = add_deltas([r for f in files if f["command"] == "accuracy" for r in f["results"]])
     measured = [r for r in latency if not r.get("skipped")]
     lines += _headline(measured, accuracy)
-    plots = _plots(measured, accuracy, out.parent)
+    plots = _plots(measured, accuracy, out.parent, glue_report.plot_points(files))
     lines += ["## Where the figures come from", ""]
     for f in files:
         fast = ", FAST MODE" if f.get("fast") else ""
         lines += [f"`{Path(f['_path']).name}` ({f['command']}, {f['created']}{fast}):"]
         lines += _machine_lines(f) + [""]
-    if measured:
-        threads = _headline_threads(measured)
-        at = [r for r in measured if r["seq_len"] == HEADLINE["seq_len"] and r["batch"] == 1]
-        if not at:  # fast mode measures other lengths
-            seq = sorted({r["seq_len"] for r in measured})[-1]
-            at = [r for r in measured if r["seq_len"] == seq and r["batch"] == 1]
-        lines += ["## Latency per variant and backend (batch 1)", "",
-                  "p50/p90/p99 over the timed runs of one process per configuration; `GEMM floor`: the time this "
-                  "CPU's fastest GEMM library needs for the model's own matrix products (int8 variants: weight "
-                  "products in int8) as a share of p50; `×`: speed-up against the peer of the same model, "
-                  "threads, length and batch in the same run (higher is faster). LiteRT allocates its tensors on "
-                  "the first call, so its init is small and its first inference large: compare init + first for "
-                  "cold start.",
-                  ""]
-        lines += _latency_rows(sorted(at, key=_order)) + [""]
-        if plots.get("by_variant"):
-            lines += [f"![latency per variant]({plots['by_variant']})", ""]
-        batched = [r for r in measured if r["batch"] > 1]
-        if batched:
-            lines += ["## Batched (ONNX Runtime runs the batch at once; LiteRT runs its rows one after another)", ""]
-            lines += _latency_rows(sorted(batched, key=_order)) + [""]
-        lines += _seq_table(measured, threads)
-        if plots.get("vs_seq"):
-            lines += [f"![latency vs sequence length]({plots['vs_seq']})", ""]
-        lines += _floor_table(files)
-    if device:
-        lines += ["## On the phone (benchmark_model)", "",
-                  "`benchmark_model` prints its mean and, in recent builds, p5/median/p95; p90/p99 are not printed "
-                  "and stay empty. Speed-ups are against the plain bundle's `tflite:fp32` on the same phone.", ""]
-        lines += _latency_rows(sorted([r for r in device if not r.get("skipped")], key=_order)) + [""]
-    browser = [r for f in files if f["command"] == "browser" for r in f["results"]]
-    if browser:
-        lines += ["## In a web browser (LiteRT.js, WebAssembly)", "",
-                  "Saved from web_demo's measure panel on the device that opened the page (its browser is named "
-                  "under \"Where the figures come from\"): model time per bucket, single-threaded, tokenization "
-                  "excluded.", ""]
-        lines += _latency_rows(sorted([r for r in browser if not r.get("skipped")], key=_order)) + [""]
+    lines += _latency_sections(measured, files, plots)
+    lines += _other_device_sections(files, device)
     lines += _accuracy_section(accuracy, plots)
+    lines += glue_report.section(files, plots)
     from . import full_integer_report
 
     lines += full_integer_report.section(files)
@@ -174,6 +141,52 @@ def build(results_dir: Path, out: Path) -> Path:
     lines += ["## Reproduce", "", "See README.md, section Benchmarks, for the exact commands.", ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     return out
+
+
+def _latency_sections(measured: list[dict], files: list[dict], plots: dict) -> list[str]:
+    if not measured:
+        return []
+    threads = _headline_threads(measured)
+    at = [r for r in measured if r["seq_len"] == HEADLINE["seq_len"] and r["batch"] == 1]
+    if not at:  # fast mode measures other lengths
+        seq = sorted({r["seq_len"] for r in measured})[-1]
+        at = [r for r in measured if r["seq_len"] == seq and r["batch"] == 1]
+    lines = ["## Latency per variant and backend (batch 1)", "",
+             "p50/p90/p99 over the timed runs of one process per configuration; `GEMM floor`: the time this "
+             "CPU's fastest GEMM library needs for the model's own matrix products (int8 variants: weight "
+             "products in int8) as a share of p50; `×`: speed-up against the peer of the same model, "
+             "threads, length and batch in the same run (higher is faster). LiteRT allocates its tensors on "
+             "the first call, so its init is small and its first inference large: compare init + first for "
+             "cold start.",
+             ""]
+    lines += _latency_rows(sorted(at, key=_order)) + [""]
+    if plots.get("by_variant"):
+        lines += [f"![latency per variant]({plots['by_variant']})", ""]
+    batched = [r for r in measured if r["batch"] > 1]
+    if batched:
+        lines += ["## Batched (ONNX Runtime runs the batch at once; LiteRT runs its rows one after another)", ""]
+        lines += _latency_rows(sorted(batched, key=_order)) + [""]
+    lines += _seq_table(measured, threads)
+    if plots.get("vs_seq"):
+        lines += [f"![latency vs sequence length]({plots['vs_seq']})", ""]
+    return lines + _floor_table(files)
+
+
+def _other_device_sections(files: list[dict], device: list[dict]) -> list[str]:
+    lines = []
+    if device:
+        lines += ["## On the phone (benchmark_model)", "",
+                  "`benchmark_model` prints its mean and, in recent builds, p5/median/p95; p90/p99 are not printed "
+                  "and stay empty. Speed-ups are against the plain bundle's `tflite:fp32` on the same phone.", ""]
+        lines += _latency_rows(sorted([r for r in device if not r.get("skipped")], key=_order)) + [""]
+    browser = [r for f in files if f["command"] == "browser" for r in f["results"]]
+    if browser:
+        lines += ["## In a web browser (LiteRT.js, WebAssembly)", "",
+                  "Saved from web_demo's measure panel on the device that opened the page (its browser is named "
+                  "under \"Where the figures come from\"): model time per bucket, single-threaded, tokenization "
+                  "excluded.", ""]
+        lines += _latency_rows(sorted([r for r in browser if not r.get("skipped")], key=_order)) + [""]
+    return lines
 
 
 def _arm64_section(files: list[dict]) -> list[str]:
@@ -321,10 +334,19 @@ def _accuracy_section(accuracy: list[dict], plots: dict) -> list[str]:
     return lines
 
 
-def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
+def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path, extra_points=()) -> dict:
+    """The latency plots and the accuracy-vs-speed-up plot; ``extra_points`` ((label, speed-up, Δ): the GLUE
+    run's artifacts against their teachers) join the latter."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
+
+    made = _latency_plots(measured, out_dir) if measured else {}
+    made["accuracy"] = _accuracy_plot(measured, accuracy, out_dir, extra_points)
+    return made
+
+
+def _latency_plots(measured: list[dict], out_dir: Path) -> dict:
     import matplotlib.pyplot as plt
 
     made = {}
@@ -376,6 +398,12 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
             fig.savefig(out_dir / "latency_vs_seq_len.png", dpi=100)
             plt.close(fig)
             made["vs_seq"] = "latency_vs_seq_len.png"
+    return made
+
+
+def _accuracy_plot(measured: list[dict], accuracy: list[dict], out_dir: Path, extra_points) -> str:
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7, 5))
     paper = PAPER_OPT
     ax.scatter([paper["baseline_ms"] / paper["ms"]], [paper["glue"] - paper["baseline_glue"]], marker="*", s=160,
@@ -389,6 +417,8 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
         if (delta is not None and speed and r["variant"] == "bundle" and r["batch"] == 1
                 and r["threads"] == threads and r["seq_len"] == seq):
             ax.scatter([speed], [delta], label=f"{r['model']} · {_name(r)} (t{r['threads']} s{r['seq_len']})")
+    for label, speed, delta in extra_points:  # vs the teacher's fp32 TFLite, the converter's s128 1-thread median
+        ax.scatter([speed], [delta], marker="^", label=f"{label} (vs teacher, s128 t1)")
     ax.axhline(0, color="gray", lw=0.5)
     ax.axvline(1, color="gray", lw=0.5)
     ax.set_xlim(left=0)
@@ -400,5 +430,4 @@ def _plots(measured: list[dict], accuracy: list[dict], out_dir: Path) -> dict:
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_vs_speedup.png", dpi=110)
     plt.close(fig)
-    made["accuracy"] = "accuracy_vs_speedup.png"
-    return made
+    return "accuracy_vs_speedup.png"
