@@ -162,6 +162,52 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     check (families, widths, depths, heads, labels, budget, data) runs before any training.
     """
     weights = _checked_weights(schedule, init, weights, temperature, budget)
+    pair_, stages, budgets = _plan(teacher, student, family, batches, weights, schedule=schedule,
+                                   final_share=final_share, budget=budget, frozen=frozen)
+    if train_fn is None:
+        from ..training.loop import train as train_fn
+
+    started = time.perf_counter()
+    report = RecoveryReport(schedule=schedule, temperature=temperature, weights=weights, lr=lr, seed=seed,
+                            budget=_as_dict(budget), init={"method": init, "norms": 0})
+    gap = (lambda: measure_gap(pair_, eval_batches, max_batches=eval_max_batches, temperature=temperature)) \
+        if eval_batches is not None else (lambda: None)
+    torch.manual_seed(seed)
+    # only eager attention returns attention probabilities; keep the models' own (sdpa) otherwise
+    needs_attentions = any(stage.weights.get("attention") for stage in stages)
+    with _frozen(teacher), eager_attention(teacher, student) if needs_attentions else nullcontext(), \
+            no_dropout(student):
+        report.gap_before = gap()
+        if init is not None:
+            _initialise(report, pair_, teacher, student, family, _take(batches, init_batches), init, gap)
+        with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
+            _train_stages(report, pair_, stages, budgets, batches, train_fn, temperature=temperature, lr=lr,
+                          seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
+            student.requires_grad_(True)
+            student.eval()
+            report.gap_after = gap()
+    report.steps = sum(s.steps for s in report.stages)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@contextmanager
+def _frozen(teacher) -> Iterator[None]:
+    """The teacher in eval mode and frozen inside; its modes and flags as they were after."""
+    t_grad = [p.requires_grad for p in teacher.parameters()]
+    teacher_training = teacher.training
+    teacher.eval().requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in zip(teacher.parameters(), t_grad):
+            p.requires_grad_(flag)
+        teacher.train(teacher_training)
+
+
+def _plan(teacher, student, family: Family, batches, weights: dict, *, schedule: str, final_share: float, budget,
+          frozen) -> tuple[Pair, list[Stage], list]:
+    """The pair, its stages (without the frozen parameters) and their budgets, once the data is checked."""
     pair_ = pair(teacher, student, family, attention=bool(weights["attention"]))
     stages = SCHEDULES[schedule](student, family, weights, final_share=final_share)
     frozen_ids = {id(p) for p in frozen}
@@ -176,38 +222,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     if any(stage.weights.get("hard") for stage in stages) and "labels" not in first[0]:
         raise InputError("the hard-label loss needs labelled training data, and the batches have no labels",
                          "give labelled data, or set the hard-label weight to 0")
-    if train_fn is None:
-        from ..training.loop import train as train_fn
-
-    started = time.perf_counter()
-    report = RecoveryReport(schedule=schedule, temperature=temperature, weights=weights, lr=lr, seed=seed,
-                            budget=_as_dict(budget), init={"method": init, "norms": 0})
-    gap = (lambda: measure_gap(pair_, eval_batches, max_batches=eval_max_batches, temperature=temperature)) \
-        if eval_batches is not None else (lambda: None)
-    t_grad = [p.requires_grad for p in teacher.parameters()]
-    teacher_training = teacher.training
-    torch.manual_seed(seed)
-    # only eager attention returns attention probabilities; keep the models' own (sdpa) otherwise
-    needs_attentions = any(stage.weights.get("attention") for stage in stages)
-    with eager_attention(teacher, student) if needs_attentions else nullcontext(), no_dropout(student):
-        teacher.eval().requires_grad_(False)
-        try:
-            report.gap_before = gap()
-            if init is not None:
-                _initialise(report, pair_, teacher, student, family, _take(batches, init_batches), init, gap)
-            with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
-                _train_stages(report, pair_, stages, budgets, batches, train_fn, temperature=temperature, lr=lr,
-                              seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
-                student.requires_grad_(True)
-                student.eval()
-                report.gap_after = gap()
-        finally:
-            for p, flag in zip(teacher.parameters(), t_grad):
-                p.requires_grad_(flag)
-            teacher.train(teacher_training)
-    report.steps = sum(s.steps for s in report.stages)
-    report.seconds = time.perf_counter() - started
-    return report
+    return pair_, stages, budgets
 
 
 def _checked_weights(schedule, init, weights, temperature, budget) -> dict[str, float]:
