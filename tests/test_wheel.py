@@ -35,9 +35,9 @@ def wheel(tmp_path_factory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
     shutil.copytree(REPO / "pocketbert", source / "pocketbert", ignore=SKIP)
-    # no build isolation: offline, with the setuptools of the test venv
-    _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
-          "-w", str(tmp / "dist")], cwd=tmp)
+    # no build isolation: offline, with the setuptools of the test venv (checked against [build-system])
+    _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+          "--check-build-dependencies", "-q", "-w", str(tmp / "dist")], cwd=tmp)
     (built,) = (tmp / "dist").glob("pocketbert-*.whl")
     return built
 
