@@ -12,6 +12,7 @@ Variants (one conversion each):
 * ``nonorm-relu-fold-int8``: ``--opt nonorm,relu,fold,int8 --int8 dynamic``, both formats.
 * ``plain-int8-static``, ``nonorm-relu-fold-int8-static``: the same with full-integer int8 (asked for
   by name: slow to calibrate, and a conversion the converter refuses is reported and skipped).
+* ``plain-int8-onnx``, ``nonorm-relu-fold-int8-onnx``: the first two, ONNX files only.
 
 ``NAME=DIR`` adds a checkpoint of your own (real weights), ``NAME@TAG=DIR`` another checkpoint of the same
 model, e.g. ``minilm-sst2@recovered=DIR``: its variants are named ``recovered/plain-int8`` and its rows
@@ -34,6 +35,9 @@ SHAPES = {
     "tinybert4": ("TinyBERT4 (4x312, random weights)", lambda: _cfg(
         "BertConfig", hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1200)),
     "distilbert": ("DistilBERT (6x768, random weights)", lambda: _cfg("DistilBertConfig")),
+    # the paper's MobileBERT "without OPT": LayerNorm and GELU, for the transforms to act on
+    "mobilebert-lngelu": ("MobileBERT with LayerNorm/GELU (24 layers, random weights)", lambda: _cfg(
+        "MobileBertConfig", normalization_type="layer_norm", hidden_act="gelu")),
     "tiny-bert": ("tiny BERT (2x32, random weights; fast mode)", lambda: _tiny("bert")),
 }
 VARIANTS = {
@@ -42,6 +46,9 @@ VARIANTS = {
     # full-integer (for NPUs/DSPs): minutes of calibration per file, and the converter may refuse them
     "plain-int8-static": dict(recipes="onnx:fp32,onnx:int8-static,tflite:fp32,tflite:int8-static"),
     "nonorm-relu-fold-int8-static": dict(opts="nonorm,relu,fold,int8", formats="onnx,tflite", int8="static"),
+    # ONNX only (the ONNX-vs-ONNX Runtime optimizer tables; minutes faster to convert than both formats)
+    "plain-int8-onnx": dict(recipes="onnx:fp32,onnx:int8-dynamic"),
+    "nonorm-relu-fold-int8-onnx": dict(opts="nonorm,relu,fold,int8", formats="onnx", int8="dynamic"),
 }
 DEFAULT_VARIANTS = ("plain-int8", "nonorm-relu-fold-int8")
 DEFAULT_MODELS = ("minilm", "mobilebert", "tinybert4", "distilbert")

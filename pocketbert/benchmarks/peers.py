@@ -1,9 +1,10 @@
 """What users would otherwise pick, built from the bundle's own source checkpoint, for the same run.
 
 * ``peer:torch-eager-fp32``: the Hugging Face checkpoint in PyTorch eager mode.
-* ``peer:ort-optimum-fp32``: the plain ONNX export passed through ONNX Runtime's transformer optimizer
-  (``onnxruntime.transformers.optimizer.optimize_model``, model type ``bert``, heads and width detected):
-  what Optimum's ``ORTOptimizer`` runs.
+* ``peer:ort-optimum-fp32``: the plain ONNX export (``torch.onnx.export`` of the checkpoint as the
+  converter calls it, without the converter's own fusions) passed through ONNX Runtime's transformer
+  optimizer (``onnxruntime.transformers.optimizer.optimize_model``, model type ``bert``, heads and width
+  detected): what Optimum's ``ORTOptimizer`` runs.
 * ``peer:ort-optimum-int8-dynamic``: that optimised graph through ``quantize_dynamic`` (int8 weights,
   per-tensor, ONNX Runtime's defaults: Optimum's dynamic ``avx512_vnni`` configuration).
 * ``peer:tflite-plain-fp32``: the fp32 TFLite export of the model *without* our optimisations.
@@ -82,6 +83,21 @@ def optimize_like_optimum(plain: Path, dest: Path) -> dict:
         return {f"optimizer failed ({type(exc).__name__}), plain graph used": 1}
 
 
+def plain_onnx(checkpoint: Path, manifest: dict, dest: Path) -> None:
+    """The checkpoint through the converter's ``torch.onnx.export`` call, un-fused: the graph an Optimum
+    user hands ORT's optimizer (the converter's own bundles hold fused graphs)."""
+    from pocketbert.converter import loading
+    from pocketbert.converter.backends.onnx import export_onnx
+    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.logits_model import LogitsModel
+
+    loaded = loading.load(str(checkpoint), task=manifest["task"], labels=list(manifest["labels"]))
+    names = list(loaded.family.input_names)
+    example = encode(loaded.tokenizer, ["a short one", "a somewhat longer example sentence, with padding"],
+                     input_names=names, max_length=64)
+    export_onnx(LogitsModel(loaded.model, names).eval(), example, names, "logits", dest)
+
+
 def quantize_like_optimum(fp32: Path, dest: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -122,7 +138,7 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
                                        measure_latency=False, overwrite=True, allow_accuracy_loss=True))
     note = "the bundle's own file (it is the plain conversion)" if reused else "converter, no --opt"
     peers.append(Peer("peer:tflite-plain-fp32", "tflite", plain_dir / "model.tflite", "fp32", note))
-    optimum_dir = work_dir / "peers" / _cache_key(source, manifest, buckets) / "optimum"
+    optimum_dir = work_dir / "peers" / _cache_key(source, manifest, buckets) / "optimum-from-plain-export"
     optimum_dir.mkdir(parents=True, exist_ok=True)
     fp32, int8 = optimum_dir / "model.optimized.onnx", optimum_dir / "model.optimized.int8-dynamic.onnx"
     info = optimum_dir / "optimizer.json"
@@ -131,7 +147,8 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
         from pocketbert.converter.quiet import silenced
 
         with silenced():  # the quantiser logs a pre-processing hint on every call
-            fused = optimize_like_optimum(plain_dir / "model.onnx", fp32)
+            plain_onnx(source, manifest, optimum_dir / "model.plain.onnx")
+            fused = optimize_like_optimum(optimum_dir / "model.plain.onnx", fp32)
             quantize_like_optimum(fp32, int8)
         info.write_text(json.dumps({"fused": fused}))
     fused = json.loads(info.read_text())["fused"]

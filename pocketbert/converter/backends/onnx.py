@@ -5,15 +5,16 @@ Choices, each measured on this project's models (see README "Measured choices"):
 * ``torch.onnx.export(dynamo=True)``: sound with data-dependent code.  The legacy tracer froze
   transformers' "mask is all ones" shortcut for an unpadded example and gave wrong outputs on
   padded batches.
-* Graph optimisation with ORT's transformer optimizer (fused attention/LayerNorm/GELU) is kept only
-  when it makes the float model measurably faster.
+* ORT's transformer fusions, always, offline and portable (:mod:`.onnx_fusion`): one Attention op
+  per layer, SkipLayerNormalization, BiasGelu; for NoNorm models attention is anchored on the
+  residual Add.  The file then needs ONNX Runtime >= ``onnx_fusion.MIN_ORT_VERSION``.
 * int8 weights in a 7-bit range (``reduce_range``), per channel: ORT's u8s8 kernels on x86 CPUs
   without VNNI (AVX2, AVX-512F) multiply with VPMADDUBSW, which adds pairs of uint8 x int8 products
   in 16 bits and saturates when both are large (2 x 255 x 127 > 32767).  With |w| <= 64 no pair can
   saturate, so an int8 artifact computes the same on every CPU (VNNI, AMX and ARM dot-product
   kernels never saturated); measured on the SST-2 demo model, the 7-bit weights lost no agreement.
-* int8 dynamic: activations quantised at run time; quantised from the un-fused graph (faster than
-  quantising the fused one here).
+* int8 dynamic: activations quantised at run time; quantised from the fused graph (Attention becomes
+  QAttention: Q/K/V in int8 with the input quantised once, which the un-fused graph computes identically).
 * int8 static: QDQ, per-channel int8 weights, uint8 activations calibrated on real text with
   fixed-length batches; only MatMul/Gemm are quantised; Softmax, normalisation, GELU and residual
   adds stay in float, where int8 costs accuracy and buys little.
@@ -46,11 +47,10 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, float_fallback_search, interleaved_latency_ms
+from .base import Artifact, Backend, ExportSpec, float_fallback_search
+from .onnx_fusion import fusable, fuse, is_fused
 
 OPSET = 20
-# Keep an optimised graph only if it is at least this much faster: below that, noise decides.
-MIN_SPEEDUP = 1.05
 
 
 def _strip_initializer_value_info(model: onnx.ModelProto) -> None:
@@ -101,41 +101,9 @@ class OnnxBackend(Backend):
 
     # --- export --------------------------------------------------------------------------
     def export(self, spec: ExportSpec, dest: Path) -> Artifact:
-        example = spec.make_batches(["a short one", "a somewhat longer example sentence, with padding"])[0]
-        export_onnx(spec.model, example, spec.input_names, spec.output_name, dest)
         details = {"exporter": f"torch.onnx.export(dynamo=True) torch {torch.__version__}", "opset": OPSET,
-                   "graph_optimization": self._maybe_optimize(spec, dest)}
+                   "graph_optimization": export_fused(spec, dest)}
         return Artifact("onnx:fp32", dest, details)
-
-    def _maybe_optimize(self, spec: ExportSpec, path: Path) -> dict:
-        """Apply ORT's transformer optimizer only where it measurably speeds the model up."""
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        config = spec.model.config
-        feeds = spec.make_batches(["x"], pad_to=min(128, spec.max_length))[0]
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                optimized = optimize_model(str(path), model_type="bert",
-                                           num_heads=spec.family.num_heads(config),
-                                           hidden_size=spec.family.hidden_size(config))
-            fused = {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
-        except Exception as exc:  # the optimizer is best-effort; the plain export is always valid
-            return {"applied": False, "reason": f"optimizer failed: {type(exc).__name__}"}
-        if not fused:
-            return {"applied": False, "reason": "nothing to fuse"}
-        with tempfile.TemporaryDirectory() as tmp:
-            candidate = Path(tmp) / "optimized.onnx"
-            optimized.save_model_to_file(str(candidate))
-            base_runner, opt_runner = (self.load(p, spec.input_names, threads=spec.threads) for p in (path, candidate))
-            base_ms, opt_ms = interleaved_latency_ms([base_runner, opt_runner], feeds)
-            base_out, opt_out = base_runner(feeds), opt_runner(feeds)
-            drift = float(np.abs(base_out - opt_out).max())
-            result = {"fused": fused, "plain_ms": round(base_ms, 2), "optimized_ms": round(opt_ms, 2),
-                      "max_abs_change": drift}
-            if base_ms / opt_ms >= MIN_SPEEDUP and drift <= 1e-4 * max(1.0, float(np.abs(base_out).max())):
-                candidate.replace(path)
-                return {"applied": True, **result}
-        return {"applied": False, "reason": f"not ≥{MIN_SPEEDUP:.2f}x faster", **result}
 
     # --- quantize ------------------------------------------------------------------------
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
@@ -151,12 +119,8 @@ class OnnxBackend(Backend):
             raise VerificationError("static int8 needs calibration text", "give --calibration")
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            # Quantise from an un-fused float graph: fused contrib ops quantised worse and ran slower.
-            source = float_export
-            if source is None:
-                source = tmp / "float.onnx"
-                export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
-                            spec.output_name, source)
+            source = _float_source(spec, precision, float_export, tmp / "float.onnx")
+            float_graph = "fused (ONNX Runtime transformer fusions)" if is_fused(source) else "plain export"
             if precision == "int8-static":
                 prepared = tmp / "prepared.onnx"
                 quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
@@ -179,7 +143,8 @@ class OnnxBackend(Backend):
             "activations": "uint8 at run time" if precision == "int8-dynamic" else
                            f"uint8, calibrated (percentile {PERCENTILE})",
             # Embedding tables (Gather) too in dynamic: int8 rows are looked up, then dequantised.
-            "quantized_ops": ["MatMul", "Gemm", "Gather"] if precision == "int8-dynamic" else ["MatMul", "Gemm"],
+            "quantized_ops": DYNAMIC_OPS if precision == "int8-dynamic" else ["MatMul", "Gemm"],
+            "float_graph": float_graph,
             "float_fallback": fallback,
         }
         if precision == "int8-static":
@@ -188,23 +153,56 @@ class OnnxBackend(Backend):
 
 
 PERCENTILE = 99.999
+# Attention: the fused graph's Q/K/V projections (QAttention); Gather: embedding tables, dequantised on lookup.
+DYNAMIC_OPS = ["MatMul", "Gemm", "Gather", "Attention"]
 WEIGHTS = "int8 per-channel, 7-bit range (reduce_range: no 16-bit saturation in x86 u8s8 kernels without VNNI)"
 _COMMON = dict(per_channel=True, reduce_range=True, extra_options={"MatMulConstBOnly": True,
                                                 "DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
+def export_fused(spec: ExportSpec, dest: Path) -> dict:
+    """The float export with ONNX Runtime's transformer fusions (:mod:`.onnx_fusion`); the plain export,
+    said so, if the model cannot be fused.  Returns ``details["graph_optimization"]``."""
+    example = spec.make_batches(["a short one", "a somewhat longer example sentence, with padding"])[0]
+    config = spec.model.config
+    try:
+        with fusable(spec.model) as model:
+            export_onnx(model, example, spec.input_names, spec.output_name, dest)
+        return {"applied": True, **fuse(dest, spec.family.num_heads(config), spec.family.hidden_size(config))}
+    except Exception as exc:  # an optimizer limit, not the user's problem: the plain export is always valid
+        export_onnx(spec.model, example, spec.input_names, spec.output_name, dest)
+        return {"applied": False, "reason": f"fusion failed: {type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def _float_source(spec: ExportSpec, precision: str, float_export: Path | None, scratch: Path) -> Path:
+    """The float graph to quantise.  Dynamic int8: the fused graph (its Attention becomes QAttention, with
+    the same per-channel 7-bit weights, and computes what the un-fused int8 graph computes).  Static int8
+    (QDQ): the plain export, since QDQ pairs around contrib ops are not quantised kernels."""
+    if precision == "int8-dynamic":
+        if float_export is not None:
+            return float_export
+        export_fused(spec, scratch)
+        return scratch
+    if float_export is not None and not is_fused(float_export):
+        return float_export
+    export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
+                spec.output_name, scratch)
+    return scratch
+
+
 def _roles(model: onnx.ModelProto) -> dict[str, list[str]]:
-    """Quantisable Linear nodes (MatMul/Gemm with a constant weight) grouped by role across layers."""
+    """Quantisable Linear nodes (MatMul/Gemm with a constant weight, fused Attention's Q/K/V weights)
+    grouped by role across layers."""
     constants = {init.name for init in model.graph.initializer}
     roles: dict[str, list[str]] = {}
     for node in model.graph.node:
-        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants:
+        if node.op_type in ("MatMul", "Gemm", "Attention") and len(node.input) > 1 and node.input[1] in constants:
             roles.setdefault(re.sub(r"/layer/\d+/", "/layer/*/", node.name), []).append(node.name)
     return roles
 
 
 def _quantize_dynamic(source: Path, dest: Path, exclude: list[str]) -> None:
-    quantize_dynamic(source, dest, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm", "Gather"],
+    quantize_dynamic(source, dest, weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS,
                      nodes_to_exclude=exclude, **_COMMON)
 
 
