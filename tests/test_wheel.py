@@ -38,6 +38,7 @@ def wheel(tmp_path_factory) -> Path:
     # no build isolation: offline, with the setuptools of the test venv (checked against [build-system])
     _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
           "--check-build-dependencies", "-q", "-w", str(tmp / "dist")], cwd=tmp)
+    shutil.rmtree(source)  # 44 MB of demo models: pytest keeps the last runs' temporary directories
     (built,) = (tmp / "dist").glob("pocketbert-*.whl")
     return built
 
@@ -100,6 +101,7 @@ def test_installed_wheel_converts_and_runs_sst2_demo(venv, tmp_path):
     labels = [json.loads(line)["labels"][0]["label"] for line in run.stdout.splitlines()]
     assert labels == ["positive", "negative"]
     assert _files(site) == files_before, "the installed package wrote into site-packages"
+    shutil.rmtree(tmp_path / "bundle")  # 92 MB; kept only when an assertion above failed
 
 
 def _run(command, cwd=None, env=None) -> subprocess.CompletedProcess:
