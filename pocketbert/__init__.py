@@ -4,4 +4,5 @@ converter/   checkpoint -> ONNX and TFLite bundle (python -m converter, pocketbe
 runtime/     the torch-free runtime that reads bundles (python -m runtime, pocketbert-run)
 benchmarks/  latency, accuracy and gates (python -m benchmarks, pocketbert-bench)
 demo_models/ the two built-in demo checkpoints (sst2-demo, ner-demo)
+locations.py default places for data, results and caches: a source checkout vs an installed wheel
 """
