@@ -138,21 +138,17 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     """``python -m converter recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
     import copy
 
-    import torch
-
+    from .. import checkpoint_job as job
     from .. import loading
     from ..transforms import TRANSFORMS
-    from .card import model_card
     from .finetune import eval_length, source_name
-    from .save import check_output, save_trained
 
     opts = Opts(opts)
     changing = list(opts.changing)
     if not opts.only_structural:
         raise InputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not that",
                          "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
-    check_output(out, overwrite)  # before any training
-    torch.set_num_threads(threads)
+    job.begin(out, overwrite, threads)  # before any training
     teacher = loading.load(checkpoint)
     if teacher.head_initialized:
         raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
@@ -162,7 +158,8 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     student = copy.deepcopy(teacher.model)
     reports = [TRANSFORMS[name](student, teacher.family) for name in changing]
     if all(r.noop for r in reports) and options.qat:
-        options.init = "none"  # already nonorm/relu: quantization-aware training of the model itself, in float the teacher
+        # already nonorm/relu: quantization-aware training of the model itself, its float self the teacher
+        options.init = "none"
     elif all(r.noop for r in reports):
         raise InputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
                          "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
@@ -175,6 +172,5 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
         {"name": f"{','.join(changing)} recovered (this model)", "scores": record["dev_scores"]["recovered"]}]}
     record["training"] = {"steps": record["distillation"]["steps"],
                           "seconds": record["distillation"]["seconds"], "stopped_by": "budget"}
-    path = save_trained(student, teacher.tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
-                        transforms=changing)
+    path = job.write(student, teacher.tokenizer, out, overwrite=overwrite, record=record, transforms=changing)
     return path, record
