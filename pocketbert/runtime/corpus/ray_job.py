@@ -43,8 +43,8 @@ def read(fmt: str, path: Path, header: list[str] | None):
     # reads hold no CPU: an actor pool as large as the cluster's CPUs would otherwise leave none to read with
     # and the job would wait forever
     common = {"file_extensions": None, "num_cpus": 0}
-    if fmt == "jsonl":
-        return ray.data.read_json(uri, lines=True, **common)
+    if fmt == "jsonl":  # pyarrow's reader (lines=True would be pandas', which turns an id "007" into 7)
+        return ray.data.read_json(uri, **common)
     if fmt == "parquet":
         return ray.data.read_parquet(uri, **common)
     parse = pacsv.ParseOptions(delimiter=",", newlines_in_values=True) if fmt == "csv" else \
