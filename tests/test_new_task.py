@@ -97,7 +97,7 @@ def test_a_file_that_is_neither_says_why_each_reading_failed(tmp_path):
         load_task(str(bad), "train")
     problem = info.value.problem
     assert "as CoNLL" in problem and "as a GLUE TSV" in problem
-    assert "'score', not a tag" in problem and "'sentence' column" in problem
+    assert "'score', not in a known scheme" in problem and "'sentence' column" in problem
     half = tmp_path / "ragged.txt"  # token lines, but one has no tag
     half.write_text("alice\tB-person\nsaw\n")
     with pytest.raises(InputError, match="line 2 .* has one column"):

@@ -37,8 +37,8 @@ def conll_problem(lines: list[str]) -> str | None:
             return f"line {number} has {len(cols)} columns where line(s) before it have {width}"
         width = len(cols)
         if tag_prefix(cols[-1]) not in TAG_PREFIXES:
-            return (f"line {number} ends in {cols[-1][:30]!r}, not a tag (O, B-X, I-X, or IOBES E-X/S-X): the last "
-                    "column must be the tag")
+            return (f"line {number} ends in {cols[-1][:30]!r}, not in a known scheme (O, B-X, I-X, or IOBES E-X/S-X): "
+                    "the last column must be the tag")
         tokens += 1
     return None if tokens else "no token lines"
 
