@@ -199,6 +199,35 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
     click.echo(str(out))
 
 
+@cli.command(help="Sentences/s of each BUNDLE on its task's dev set (SST-2 / CoNLL-2003), real lengths: buckets vs "
+                  "one bucket of 128, ONNX dynamic vs padded.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True, help="best of N rounds")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N sentences only (a quick check, "
+              "marked as fast mode: not figures to quote)")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help=DATA_HELP)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="results file (default "
+              "benchmarks/results/throughput.json)")
+def throughput(bundle_dirs, threads, rounds, limit, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+    from pocketbert.converter.texts import data_dir as find_data
+
+    from . import schema
+    from . import throughput as job
+
+    try:
+        data = find_data(data_dir)
+        if data is None:
+            _fail("no data directory found", "pass --data-dir DIR (holding glue/ and conll2003/) or set POCKETBERT_DATA")
+        data = job.run(list(bundle_dirs), data, threads=threads, rounds=rounds, limit=limit, progress=_log)
+    except (Error, ConverterError) as exc:
+        _fail(exc.problem, exc.fix or "")
+    out = out or RESULTS / "throughput.json"
+    schema.write(data, out)
+    click.echo(str(out))
+
+
 # --- device -------------------------------------------------------------------------------------
 @cli.command(help="TFLite artifacts of each BUNDLE on an Android phone via adb and benchmark_model.")
 @click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))

@@ -110,53 +110,22 @@ def _load_config(checkpoint: Path | None):
 def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: Callable[[str], None] = print,
         advance: Callable[[int], None] | None = None) -> dict:
     """Measure everything; returns a results dict (schema :mod:`benchmarks.schema`)."""
-    from pocketbert import runtime
-    from pocketbert.runtime.errors import BundleError
-
     for backend in settings.backends:
         if backend not in BACKENDS:
             raise LatencyError(f"unknown backend {backend!r}", f"use {' or '.join(BACKENDS)} (comma-separated)")
     data = schema.new_file("latency", fast=settings.fast, machine=machine.describe(),
                            settings={k: v for k, v in settings.__dict__.items()})
     floor = GemmFloor(settings.floor_seconds)
-    groups: dict[str, list] = {}
-    for path in bundle_paths:
-        try:
-            bundle = runtime.Bundle.open(path)
-        except BundleError as exc:
-            raise LatencyError(exc.problem, exc.fix) from exc
-        key = str((bundle.manifest.get("source") or {}).get("checkpoint") or path)
-        groups.setdefault(key, []).append(bundle)
 
     def original_first(item):  # the group holding the model's original comes first: it gets the peers
         return not any(describe_bundle(b.path, b.manifest).get("variant_name") in ORIGINAL for b in item[1])
 
     peers_done: set[str] = set()
-    for key, bundles in sorted(groups.items(), key=original_first):
+    for _, bundles in sorted(_groups(bundle_paths).items(), key=original_first):
         # peers come from the group's plain bundle when there is one: its fp32 files are the plain exports
         first = next((b for b in bundles if plain_bundle(b.path, b.manifest, settings.seq_lens)), bundles[0])
         info = describe_bundle(first.path, first.manifest)
-        checkpoint = None
-        try:
-            checkpoint = source_checkpoint(first.manifest, settings.checkpoint)
-        except PeerError as exc:
-            if settings.peers:
-                raise LatencyError(exc.problem, exc.fix) from exc
-            progress(f"  {info['model']}: no source checkpoint, so no MAC count or GEMM floor ({exc.problem})")
-        config = _load_config(checkpoint)
-        runners: list[tuple[object, _Runner]] = []
-        for bundle in bundles:
-            runners += [(bundle, r) for r in _bundle_runners(bundle, settings.backends)]
-        # One set of peers per model: a recovered checkpoint of the same model is compared with what users
-        # would otherwise pick for the original, not with itself in PyTorch.
-        if settings.peers and info["model"] not in peers_done:
-            peers_done.add(info["model"])
-            try:
-                peers = build(first.path, first.manifest, settings.seq_lens, work_dir, settings.checkpoint,
-                              log=progress)
-            except PeerError as exc:
-                raise LatencyError(exc.problem, exc.fix) from exc
-            runners += [(None, r) for r in _peer_runners(peers, settings.backends, settings.seq_lens)]
+        config, runners = _group_runners(first, bundles, info, settings, work_dir, peers_done, progress)
         # Configuration outside, runner inside: the records a ratio compares are measured minutes apart,
         # not an hour apart, so a drifting background load biases them less.
         for threads in settings.threads:
@@ -173,6 +142,48 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
     data["machine"]["load_average_end"] = machine.load_average()
     add_ratios(data["results"])
     return data
+
+
+def _groups(bundle_paths: list[Path]) -> dict[str, list]:
+    """Bundles by source checkpoint: one set of peers, MAC count and floor per group."""
+    from pocketbert import runtime
+    from pocketbert.runtime.errors import BundleError
+
+    groups: dict[str, list] = {}
+    for path in bundle_paths:
+        try:
+            bundle = runtime.Bundle.open(path)
+        except BundleError as exc:
+            raise LatencyError(exc.problem, exc.fix) from exc
+        key = str((bundle.manifest.get("source") or {}).get("checkpoint") or path)
+        groups.setdefault(key, []).append(bundle)
+    return groups
+
+
+def _group_runners(first, bundles: list, info: dict, settings: Settings, work_dir: Path, peers_done: set[str],
+                   progress) -> tuple[object, list[tuple[object, _Runner]]]:
+    """(model config for MACs, [(bundle or None for a peer, runner)]) of one group of bundles."""
+    checkpoint = None
+    try:
+        checkpoint = source_checkpoint(first.manifest, settings.checkpoint)
+    except PeerError as exc:
+        if settings.peers:
+            raise LatencyError(exc.problem, exc.fix) from exc
+        progress(f"  {info['model']}: no source checkpoint, so no MAC count or GEMM floor ({exc.problem})")
+    runners: list[tuple[object, _Runner]] = []
+    for bundle in bundles:
+        runners += [(bundle, r) for r in _bundle_runners(bundle, settings.backends)]
+    # One set of peers per model: a recovered checkpoint of the same model is compared with what users
+    # would otherwise pick for the original, not with itself in PyTorch.
+    if settings.peers and info["model"] not in peers_done:
+        peers_done.add(info["model"])
+        try:
+            peers = build(first.path, first.manifest, settings.seq_lens, work_dir, settings.checkpoint,
+                          log=progress, tflite="tflite" in settings.backends)
+        except PeerError as exc:
+            raise LatencyError(exc.problem, exc.fix) from exc
+        runners += [(None, r) for r in _peer_runners(peers, settings.backends, settings.seq_lens)]
+    return _load_config(checkpoint), runners
 
 
 def count_configurations(bundle_paths: list[Path], settings: Settings) -> int:

@@ -56,6 +56,10 @@ FAST_MODELS = ("tiny-bert",)
 FAST_VARIANTS = ("plain-int8",)
 
 
+def _has_tflite(variant: dict) -> bool:
+    return "tflite" in variant.get("recipes", "") or "tflite" in variant.get("formats", "")
+
+
 def _cfg(name: str, **kwargs):
     import transformers
 
@@ -123,7 +127,8 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
                 log(f"converting {name} ({variant})…")
                 options = ConvertOptions(checkpoint=spec, out=dest, overwrite=True, allow_accuracy_loss=True,
                                          labels=["negative", "positive"] if name == "minilm" else None,
-                                         buckets=sorted(buckets), verify_samples=verify_samples,
+                                         buckets=sorted(buckets) if _has_tflite(VARIANTS[variant]) else None,
+                                         verify_samples=verify_samples,
                                          calibration_samples=64 if name.startswith("tiny") else 256,
                                          measure_latency=False, threads=threads, **VARIANTS[variant],
                                          **({"int8_target_agreement": 0.0} if untrained_head else {}))

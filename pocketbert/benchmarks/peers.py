@@ -116,28 +116,15 @@ def quantize_like_optimum(fp32: Path, dest: Path) -> None:
 
 
 def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, checkpoint: str | None = None,
-          log=print) -> list[Peer]:
-    """Build (or reuse from the cache) the four peers of a bundle, for TFLite sequence ``buckets``."""
+          log=print, tflite: bool = True) -> list[Peer]:
+    """Build (or reuse from the cache) the four peers of a bundle, for TFLite sequence ``buckets``
+    (without ``tflite``, the three others: no plain TFLite conversion when no TFLite file is measured)."""
     source = source_checkpoint(manifest, checkpoint)
     name = (manifest.get("source") or {}).get("builtin") or source.name
-    task, labels = manifest["task"], manifest["labels"]
     buckets = sorted({b for b in buckets if b <= manifest["max_sequence_length"]})
     peers = [Peer("peer:torch-eager-fp32", "torch", source, "fp32", "Hugging Face checkpoint, PyTorch eager")]
-    if plain_bundle(bundle, manifest, buckets):
-        plain_dir, reused = bundle, True
-    else:
-        plain_dir, reused = work_dir / "peers" / _cache_key(source, manifest, buckets) / "plain", False
-        if not (plain_dir / "manifest.json").is_file():
-            from pocketbert.converter.pipeline import ConvertOptions, convert
-            from pocketbert.converter.quiet import silenced
-
-            log(f"  converting the plain fp32 peers of {name} (no --opt, buckets {buckets})…")
-            with silenced():
-                convert(ConvertOptions(checkpoint=str(source), out=plain_dir, task=task, labels=list(labels),
-                                       recipes="onnx:fp32,tflite:fp32", buckets=sorted(buckets), verify_samples=64,
-                                       measure_latency=False, overwrite=True, allow_accuracy_loss=True))
-    note = "the bundle's own file (it is the plain conversion)" if reused else "converter, no --opt"
-    peers.append(Peer("peer:tflite-plain-fp32", "tflite", plain_dir / "model.tflite", "fp32", note))
+    if tflite:
+        peers.append(_tflite_peer(bundle, manifest, buckets, work_dir, source, name, log))
     optimum_dir = work_dir / "peers" / _cache_key(source, manifest, buckets) / "optimum-from-plain-export"
     optimum_dir.mkdir(parents=True, exist_ok=True)
     fp32, int8 = optimum_dir / "model.optimized.onnx", optimum_dir / "model.optimized.int8-dynamic.onnx"
@@ -157,3 +144,23 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
     peers.append(Peer("peer:ort-optimum-int8-dynamic", "onnx", int8, "int8-dynamic",
                       "optimizer + quantize_dynamic (QInt8, per-tensor)"))
     return peers
+
+
+def _tflite_peer(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, source: Path, name: str,
+                 log) -> Peer:
+    if plain_bundle(bundle, manifest, buckets):
+        plain_dir, reused = bundle, True
+    else:
+        plain_dir, reused = work_dir / "peers" / _cache_key(source, manifest, buckets) / "plain", False
+        if not (plain_dir / "manifest.json").is_file():
+            from pocketbert.converter.pipeline import ConvertOptions, convert
+            from pocketbert.converter.quiet import silenced
+
+            log(f"  converting the plain fp32 peers of {name} (no --opt, buckets {buckets})…")
+            with silenced():
+                convert(ConvertOptions(checkpoint=str(source), out=plain_dir, task=manifest["task"],
+                                       labels=list(manifest["labels"]), recipes="onnx:fp32,tflite:fp32",
+                                       buckets=sorted(buckets), verify_samples=64, measure_latency=False,
+                                       overwrite=True, allow_accuracy_loss=True))
+    note = "the bundle's own file (it is the plain conversion)" if reused else "converter, no --opt"
+    return Peer("peer:tflite-plain-fp32", "tflite", plain_dir / "model.tflite", "fp32", note)

@@ -132,6 +132,9 @@ def build(results_dir: Path, out: Path) -> Path:
     from . import full_integer_report
 
     lines += full_integer_report.section(files)
+    from . import throughput_report
+
+    lines += throughput_report.section(files)
     lines += _arm64_section([f for f in files if f["command"] == "arm64"])
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
