@@ -414,8 +414,8 @@ def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, 
 @click.option("--base", default=None, help="built-in model or checkpoint to fine-tune the teachers from "
               "[default: minilm]")
 @click.option("--finetune-budget", default=None, help="per task: 500steps, 2epochs, 5m; first reached wins "
-              "[default: 3epochs,5m; fast: 30steps]")
-@click.option("--recover-budget", default=None, help="per task [default: 5m; fast: 20steps]")
+              "[default: 3epochs,30m; fast: 30steps]")
+@click.option("--recover-budget", default=None, help="per task [default: 20m; fast: 20steps]")
 @click.option("--recipes", default=None, help="comma-separated [default: all six ONNX/TFLite × fp32, "
               "int8-dynamic, int8-static]")
 @click.option("--calibration-samples", type=click.IntRange(16), default=None, help="int8 calibration texts "

@@ -2,7 +2,8 @@
 
 For each task (SST-2, MRPC, CoLA, STS-B, CoNLL-2003), with the converter's own Python APIs:
 
-1. fine-tune the teacher from the built-in base (``finetune``, every weight);
+1. fine-tune the teacher from the built-in base (``finetune``; the word embeddings stay the base's, as in
+   the demo models);
 2. apply nonorm,relu and recover by distillation from the teacher (``recover``), which scores the teacher,
    the transformed model without recovery and the recovered one in PyTorch on the dev split;
 3. convert the recovered checkpoint with ``--opt nonorm,relu,fold`` and every recipe (ONNX and TFLite ×
@@ -48,8 +49,8 @@ class GlueOptions:
     tasks: tuple[str, ...] = TASKS
     base: str = "minilm"
     cache: Path = field(default_factory=default_cache)
-    finetune_budget: str = "3epochs,5m"
-    recover_budget: str = "5m"
+    finetune_budget: str = "3epochs,30m"
+    recover_budget: str = "20m"
     recipes: tuple[str, ...] = RECIPES
     buckets: tuple[int, ...] = (128,)
     calibration_samples: int = 128
