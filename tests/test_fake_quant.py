@@ -163,3 +163,8 @@ def test_report_section_tables_each_model_with_ptq_and_qat_rows():
     assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | 20.0 |" in text
     assert "not the target of full-integer models" in text
     assert section([{"command": "latency", "results": []}]) == []
+    levers = {"command": "full-integer-levers", "created": "2026-02-01", "_path": "a/l.json", "bundle": "b/ptq",
+              "results": [{"variant": v, "task": "glue:sst2", "metric": "accuracy", "score": s, "size_bytes": 2e7,
+                           "top1_agreement_with_float": a, "latency_ms": 9.0} for v, s, a in
+                          [("a8", 85.0, 0.95), ("a16-residual", 88.0, 0.99)]]}
+    assert "| a16-residual | 88.00 | 99.00% | 20.0 | 9.0 |" in "\n".join(section([levers]))

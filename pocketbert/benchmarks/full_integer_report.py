@@ -50,7 +50,7 @@ def _table(rows: list[dict]) -> list[str]:
 
 def section(files: list[dict]) -> list[str]:
     rows = records(files)
-    if not rows:
+    if not rows and not any(f["command"] == "full-integer-levers" for f in files):
         return []
     lines = ["## Full-integer int8 (for NPUs and DSPs)", "", NOTE, ""]
     for model in sorted({r["model"] for r in rows}):
@@ -61,4 +61,22 @@ def section(files: list[dict]) -> list[str]:
         lines += _table(mine)
         lines += ["", f"From {', '.join(f'`{s}`' for s in sources)}; threads {first['threads']}, sequence "
                       f"{first['seq_len']}; the machine each file records is listed above.", ""]
+    return lines + _levers([f for f in files if f["command"] == "full-integer-levers"])
+
+
+def _levers(files: list[dict]) -> list[str]:
+    """16-bit activations where int8 hurts: the same float export quantized three ways."""
+    lines = []
+    for f in sorted(files, key=lambda f: f["created"]):
+        rows = f["results"]
+        if not rows:
+            continue
+        lines += [f"### Activation bits, post-training: {Path(f['bundle']).name} ({rows[0]['task']} dev, "
+                  f"{rows[0]['metric']}; `{Path(f['_path']).name}`)", "",
+                  "a8: every activation int8 (what ships); a16-residual: the residual stream (ADD, MUL) int16, "
+                  "the matmuls int8; a16: every activation int16.", "",
+                  "| activations | dev score | top-1 agreement with float | size (MB) | latency (ms) |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['variant']} | {r['score']:.2f} | {100 * r['top1_agreement_with_float']:.2f}% | "
+                  f"{r['size_bytes'] / 1e6:.1f} | {r['latency_ms']:.1f} |" for r in rows] + [""]
     return lines
