@@ -24,6 +24,22 @@ FAMILY_NAMES = [f.name for f in families()]
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def deterministic_auto_backend(tmp_path_factory):
+    """``backend="auto"`` measures which artifact is fastest on the machine.  Tests that are not about that
+    choice get the deterministic rule (``POCKETBERT_AUTO=static``, inherited by subprocesses), and no test
+    writes choices into the user's cache (tests/runtime/test_auto_choice.py measures on purpose)."""
+    saved = {k: os.environ.get(k) for k in ("POCKETBERT_AUTO", "XDG_CACHE_HOME")}
+    os.environ["POCKETBERT_AUTO"] = "static"
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     return BUILTIN["minilm"].path()

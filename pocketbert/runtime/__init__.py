@@ -13,6 +13,7 @@ import dataclasses
 import numbers
 import os
 
+from . import choice
 from .bundle import Artifact, Bundle, parse_pin
 from .classification import TextClassificationPipeline, TruncationWarning
 from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
@@ -34,13 +35,16 @@ def _check_counts(**counts: int | None) -> None:
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
          precision: str | None = None, recipe: str | None = None, batch_size: int | None = None,
-         verify: bool = True, instances: int = 1,
-         expected_sha256: str | None = None) -> TextClassificationPipeline | TokenClassificationPipeline:
+         verify: bool = True, instances: int = 1, expected_sha256: str | None = None,
+         measure: bool | None = None) -> TextClassificationPipeline | TokenClassificationPipeline:
     """Open a bundle and return its task's pipeline.
 
-    backend: ``auto`` (ONNX Runtime if the bundle has an ONNX artifact and onnxruntime is installed,
-    else LiteRT), ``onnx`` or ``tflite``.  precision / recipe: pick an artifact (``int8-dynamic``,
-    ``fp32``, … / ``onnx:fp32``, …); by default the backend's int8 artifact, else fp32.
+    backend: ``auto`` (the verified artifact that runs fastest on this machine, among those meeting
+    ``precision``: measured at the first load and cached per machine, see :mod:`runtime.choice`;
+    ``pipeline.info()`` says which and why), ``onnx`` or ``tflite``.  precision / recipe: pin an
+    artifact (``int8-dynamic``, ``fp32``, … / ``onnx:fp32``, …); with a pinned backend, by default its
+    int8 artifact, else fp32.  measure: False (or ``POCKETBERT_AUTO=static``) makes ``auto``
+    deterministic: no measurement, the manifest's figures or the fixed rule decide.
     threads: intra-op threads of the backend (default: the backend's own choice).  batch_size: rows per
     model run (LiteRT runs one row at a time).  verify: check the SHA-256 of the files used against the
     manifest.  instances: LiteRT interpreters kept for concurrent callers (one interpreter is never
@@ -61,9 +65,19 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
         raise ValueError("expected_sha256 pins the bundle through the SHA-256 of every file read: it cannot be "
                          "combined with verify=False")
     bundle = Bundle.open(bundle_dir, expected_sha256=expected_sha256)
-    artifact = bundle.select(backend, precision=precision, recipe=recipe)
-    # inside the bundle, listed, right size, right SHA-256; the backend opens the path that was checked
-    artifact = dataclasses.replace(artifact, path=bundle.file(artifact.file, verify=verify, entry="artifact file"))
+
+    def checked(chosen: Artifact) -> Artifact:
+        # inside the bundle, listed, right size, right SHA-256; the backend opens the path that was checked
+        return dataclasses.replace(chosen, path=bundle.file(chosen.file, verify=verify, entry="artifact file"))
+
+    if backend == "auto" and recipe is None:
+        artifact, why = choice.choose(bundle, precision, threads, measure, checked=checked)
+    else:
+        artifact = bundle.select(backend, precision=precision, recipe=recipe)
+        why = choice.Choice(artifact.recipe, "pinned", f"pinned by the caller (backend={backend!r}"
+                            + (f", recipe={recipe!r}" if recipe else "") + (f", precision={precision!r}" if precision else "")
+                            + ")")
+    artifact = checked(artifact)
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
                                  entry="tokenizer.tokenizer_file")
     model = open_backend(artifact, bundle.input_names, threads, instances)
@@ -75,4 +89,4 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
                          f"{expected}-token vocabulary: the tokenizer does not belong to this model",
                          "use the tokenizer.json the bundle was converted with, or convert again")
     cls = TextClassificationPipeline if bundle.task == "classification" else TokenClassificationPipeline
-    return cls(bundle, artifact, model, encoder, batch_size=batch_size)
+    return cls(bundle, artifact, model, encoder, batch_size=batch_size, choice=why)

@@ -9,6 +9,7 @@ import numpy as np
 from . import batching
 from .backends import Backend
 from .bundle import Artifact, Bundle
+from .choice import Choice
 from .errors import Error, ModelError
 from .tokenization import TextEncoder
 
@@ -28,9 +29,10 @@ class Pipeline:
     task: str
 
     def __init__(self, bundle: Bundle, artifact: Artifact, backend: Backend, encoder: TextEncoder,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, choice: Choice | None = None):
         self.bundle = bundle
         self.artifact = artifact
+        self.choice = choice or Choice(artifact.recipe, "pinned", "given by the caller")
         self.backend = backend
         self.encoder = encoder
         self.labels = bundle.labels
@@ -43,6 +45,13 @@ class Pipeline:
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.bundle.path.name} {self.artifact.recipe} "
                 f"[{self.backend.describe()}] labels={len(self.labels)} max_length={self.max_length}>")
+
+    def info(self) -> dict:
+        """What runs: the bundle, the artifact and backend, and why this artifact (``choice``: rule, reason,
+        measured milliseconds per artifact, the cache file holding the choice)."""
+        return {"bundle": str(self.bundle.path), "task": self.task, "recipe": self.artifact.recipe,
+                "backend": self.backend.describe(), "precision": self.artifact.precision,
+                "max_length": self.max_length, "batch_size": self.batch_size, "choice": self.choice.to_json()}
 
     def _warn_once(self) -> bool:
         with self._warn_lock:
