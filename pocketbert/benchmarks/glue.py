@@ -225,20 +225,26 @@ def _sizes(bundle: Path) -> dict[str, int]:
     return {a["recipe"]: (bundle / a["file"]).stat().st_size for a in manifest["artifacts"]}
 
 
-def score_task(options: GlueOptions, task: str, split: str, made: dict, refused: dict, teacher_dir: Path,
-               recovered_dir: Path, log) -> list[dict]:
-    """Every artifact on ``split`` through the runtime, with the PyTorch rows and the gates."""
-    from .accuracy import evaluate
-
+def torch_rows(options: GlueOptions, task: str, split: str, teacher_dir: Path, recovered_dir: Path) -> list[dict]:
+    """Teacher, without recovery and recovered in PyTorch: from the recovery record (dev), else measured."""
     record = json.loads((recovered_dir / "training.json").read_text())
     metric = record["metric"]
     torch_scores = record["dev_scores"] if split == "dev" else pytorch_scores(
         teacher_dir, recovered_dir, task, split, options.data_dir, options.threads)
     model = f"{Path(options.base).name}-{task.replace(':', '-')}"
-    rows = [{"model": model, "task": task, "split": split, "metric": metric, "stage": stage, "runner": "pytorch:fp32",
+    return [{"model": model, "task": task, "split": split, "metric": metric, "stage": stage, "runner": "pytorch:fp32",
              "opts": "" if stage == "teacher" else "nonorm,relu", "score": scores[metric], "scores": scores}
             for stage, scores in torch_scores.items()]
-    teacher_score = torch_scores["teacher"][metric]
+
+
+def score_task(options: GlueOptions, task: str, split: str, made: dict, refused: dict, teacher_dir: Path,
+               recovered_dir: Path, log) -> list[dict]:
+    """Every artifact on ``split`` through the runtime, with the PyTorch rows and the gates."""
+    from .accuracy import evaluate
+
+    rows = torch_rows(options, task, split, teacher_dir, recovered_dir)
+    model = rows[0]["model"]
+    teacher_score = next(r["score"] for r in rows if r["stage"] == "teacher")
     reference = _latency(made["teacher"]).get("tflite:fp32")
     for variant, bundle in made.items():
         data = evaluate([bundle], task, split, threads=options.threads, data_dir=options.data_dir,
@@ -274,11 +280,16 @@ def _gates(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def run_task(options: GlueOptions, task: str, log) -> list[dict]:
-    """Every step of one task, each skipped when its result is cached; scores cached per bundle set."""
+def run_task(options: GlueOptions, task: str, log, save=lambda rows: None) -> list[dict]:
+    """Every step of one task, each skipped when its result is cached; scores cached per bundle set.  ``save``
+    gets the PyTorch dev rows as soon as recovery is done, so a run stopped while converting keeps them."""
     start = time.perf_counter()
     teacher_dir = teacher(options, task, log)
     recovered_dir = recovered(options, task, teacher_dir, log)
+    partial = torch_rows(options, task, "dev", teacher_dir, recovered_dir)
+    for r in partial:
+        r["training"] = _training_summary(teacher_dir, recovered_dir)
+    save(partial)
     made, refused = bundles(options, task, teacher_dir, recovered_dir, log)
     cache = _task_dir(options, task) / "scores.json"
     key = {name: _manifest_sha(path) for name, path in made.items()}
@@ -314,16 +325,23 @@ def _training_summary(teacher_dir: Path, recovered_dir: Path) -> dict:
 
 
 def run(options: GlueOptions, out: Path, log=print) -> dict:
-    """Every task; the results file is rewritten after each task, so an interrupted run keeps what finished."""
+    """Every task; the results file is rewritten after each recovery and each task, so an interrupted run keeps
+    what finished (a task stopped while converting: its PyTorch rows)."""
     from pocketbert.runtime import machine
 
     data = schema.new_file("glue", fast=options.fast, machine=machine.describe(), settings=options.settings())
     start = time.perf_counter()
-    for task in options.tasks:
-        log(f"== {task}")
-        data["results"] += run_task(options, task, log)
+    finished: list[dict] = []
+
+    def save(partial: list[dict]) -> None:
+        data["results"] = finished + partial
         data["wall_seconds"] = round(time.perf_counter() - start, 1)
         schema.write(data, out)
+
+    for task in options.tasks:
+        log(f"== {task}")
+        finished += run_task(options, task, log, save)
+        save([])
     return data
 
 

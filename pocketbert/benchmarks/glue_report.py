@@ -96,6 +96,9 @@ def gate_lines(rows: list[dict]) -> list[str]:
               + (f", {r['delta_vs_float']:+.2f} vs float" if "delta_vs_float" in r else "") + f" ({r['gate']['rule']})"
               for r in misses]
     lines += [f"- {r['task']} {r['runner']}: refused by the converter ({r['refused']})" for r in refused]
+    unfinished = sorted({r["task"] for r in rows} - {r["task"] for r in arts})
+    lines += [f"- {task}: the run stopped before its artifacts were converted and scored (PyTorch rows only)"
+              for task in unfinished]
     return lines
 
 

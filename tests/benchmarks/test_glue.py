@@ -111,3 +111,19 @@ def test_bad_task_or_recipe_names_are_refused(tmp_path):
         glue.parse_options(True, tasks="glue:mnli", recipes=None)
     with pytest.raises(InputError, match="recipes"):
         glue.parse_options(True, tasks=None, recipes="onnx:fp8")
+
+
+def test_a_run_stopped_while_converting_keeps_the_pytorch_rows(run, tmp_path, monkeypatch):
+    root, options, results = run
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(glue, "bundles", stop)
+    with pytest.raises(KeyboardInterrupt):
+        glue.run(options, tmp_path / "stopped.json", log=lambda *a: None)
+    kept = schema.read(tmp_path / "stopped.json")["results"]
+    assert {(r["task"], r["stage"]) for r in kept} == {("glue:sst2", s) for s in
+                                                       ("teacher", "without_recovery", "recovered")}
+    files = [dict(schema.read(tmp_path / "stopped.json"), _path=str(tmp_path / "stopped.json"))]
+    assert "glue:sst2: the run stopped before its artifacts" in "\n".join(glue_report.section(files, {}))
