@@ -376,6 +376,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
 @click.option("--out", type=click.Path(path_type=Path), default=None)
 def full_integer(bundle_dirs, limit, threads, data_dir, out):
     from . import full_integer as fi
+    from . import schema
     from .accuracy import AccuracyError
 
     _quiet_transformers()
@@ -397,6 +398,7 @@ def full_integer(bundle_dirs, limit, threads, data_dir, out):
 @click.option("--out", type=click.Path(path_type=Path), default=None)
 def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, out):
     from . import full_integer_levers as levers
+    from . import schema
 
     _quiet_transformers()
     data = levers.measure(bundle_dir, calibration_rows=calibration_rows, limit=limit, threads=threads,
