@@ -204,8 +204,8 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
 @click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True, help="best of N rounds")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N sentences only (a quick check, "
-              "marked as fast mode: not figures to quote)")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="the first N sentences of each dev set "
+              "(recorded; default: all)")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help=DATA_HELP)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="results file (default "
               "benchmarks/results/throughput.json)")
@@ -525,6 +525,30 @@ def _qemu_version(qemu: str) -> str:
 
     done = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     return (done.stdout.splitlines() or ["qemu-aarch64 (version unknown)"])[0]
+
+
+# --- corpus -------------------------------------------------------------------------------------
+@cli.command(help="Corpus throughput (sentences/s) of each BUNDLE on its task's training set: the pipeline in "
+             "memory, the streaming job, and Ray Data with 1 and 2 actors.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--rows", type=click.IntRange(min=1), default=None, help="first N sentences (default: all; fast: 256)")
+@click.option("--workers", default="1,2", show_default=True, help="comma-separated Ray actor counts")
+@click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
+@click.option("--fast", is_flag=True, help="256 sentences: checks the harness, not figures to quote")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="results file (default benchmarks/results/corpus.json; fast: corpus-fast.json)")
+def corpus(bundle_dirs, rows, workers, data_dir, fast, out):
+    from . import corpus as throughput
+    from . import schema
+
+    try:
+        data = throughput.run(list(bundle_dirs), rows=rows, workers=_ints(workers, "--workers"), data=data_dir,
+                              fast=fast, log=_log)
+    except (Error, throughput.CorpusBenchError) as exc:
+        _fail(exc.problem, exc.fix)
+    out = out or RESULTS / ("corpus-fast.json" if fast else "corpus.json")
+    schema.write(data, out)
+    click.echo(str(out))
 
 
 # --- report -------------------------------------------------------------------------------------

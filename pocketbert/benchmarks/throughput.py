@@ -91,7 +91,7 @@ def _configurations(bundle_dirs: list[Path], threads: int, data: Path, limit: in
 def run(bundle_dirs: list[Path], data: Path, threads: int = 2, rounds: int = 2, limit: int | None = None,
         progress=print) -> dict:
     """Measure every configuration; returns a results dict (:mod:`benchmarks.schema`, command ``throughput``)."""
-    result = schema.new_file("throughput", fast=bool(limit), machine=machine.describe(),
+    result = schema.new_file("throughput", fast=False, machine=machine.describe(),
                              settings={"threads": threads, "rounds": rounds, "pad_to": PAD_TO, "limit": limit})
     configurations = _configurations(bundle_dirs, threads, data, limit)
     for config in configurations:

@@ -21,7 +21,9 @@ def section(files: list[dict]) -> list[str]:
         machine = f.get("machine") or {}
         lines += [f"From `{Path(f['_path']).name}` ({f['created']}): {machine.get('cpu')}, "
                   f"{', '.join(machine.get('matrix_flags') or [])}; {settings.get('threads')} threads, best of "
-                  f"{settings.get('rounds')} rounds, load average {machine.get('load_average')} at the start.", ""]
+                  f"{settings.get('rounds')} rounds, load average {machine.get('load_average')} at the start"
+                  + (f"; the first {settings['limit']} sentences of each dev set" if settings.get("limit") else "")
+                  + ".", ""]
         lines += ["| bundle | data (median tokens, rows > 128) | artifact | mode | sentences/s | vs padded | "
                   "overhead |", "|---|---|---|---|---:|---:|---:|"]
         for r in sorted(f["results"], key=lambda r: (r["model"], r["runner"], r["mode"])):

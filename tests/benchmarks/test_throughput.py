@@ -36,7 +36,7 @@ def test_every_artifact_in_every_mode(results, tiny_bundle):
         assert r["tokens_median"] < 128 and r["rows_over_128"] == 0
         if r["mode"] == "padded":  # the tiny bundle's largest TFLite bucket is 32
             assert r["vs_padded"] == pytest.approx(1.0) and r["pad_to"] == (32 if r["backend"] == "tflite" else 128)
-    assert data["fast"]  # --limit: a check, not figures to quote
+    assert data["settings"]["limit"] == 24 and not data["fast"]
 
 
 def test_padding_changes_the_work_not_the_answers(tiny_bundle, sst2_texts):
