@@ -48,11 +48,11 @@ def _recipe(variant: str, float_ops: list[tuple[str, str]]):
     return manager.get_quantization_recipe()
 
 
-def _calibration(bundle, tokenizer, texts: list[str]) -> dict[str, list[dict]]:
-    """signature -> rows of int32 inputs padded to its bucket (one row per sentence, as the converter calibrates)."""
+def _calibration(bundle, buckets: list[int], tokenizer, texts: list[str]) -> dict[str, list[dict]]:
+    """signature -> rows of int32 inputs padded to its bucket (one row per sentence, as the converter calibrates);
+    every signature of the file needs its own ranges."""
     from pocketbert.runtime.contract import signature_name
 
-    buckets = bundle.artifacts[0].details.get("buckets") or [SEQ_LEN]
     out = {}
     for bucket in buckets:
         encoded = tokenizer(texts, truncation=True, max_length=bucket, padding="max_length", return_tensors="np")
@@ -97,7 +97,7 @@ def measure(bundle_path: Path, *, calibration_rows: int = 256, limit: int | None
     data = schema.new_file("full-integer-levers", fast=limit is not None, machine=describe(), bundle=str(bundle_path))
     with silenced():
         reference = logits_per_example(open_backend(fp32, bundle.input_names, threads), features, bundle.input_names)
-    calibration = _calibration(bundle, tokenizer, texts)
+    calibration = _calibration(bundle, fp32.details["buckets"], tokenizer, texts)
     for variant in VARIANTS:
         dest = Path(bundle_path) / f".lever-{variant}.tflite"
         try:
