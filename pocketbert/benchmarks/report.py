@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from . import schema
+from . import corpus_report, schema
 
 HEADLINE = {"seq_len": 128, "batch": 1}
 # A variant that loses more than this (points against the model's original) is no candidate for "best": the
@@ -132,10 +132,12 @@ def build(results_dir: Path, out: Path) -> Path:
     from . import full_integer_report
 
     lines += full_integer_report.section(files)
-    from . import throughput_report
+    from . import onnx_peers_report, throughput_report
 
+    lines += onnx_peers_report.section(files)
     lines += throughput_report.section(files)
     lines += _arm64_section([f for f in files if f["command"] == "arm64"])
+    lines += corpus_report.section([f for f in files if f["command"] == "corpus"])
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
         lines += ["## Configurations not measured", ""]

@@ -64,3 +64,4 @@ def sst2_texts():
     from pocketbert.benchmarks.throughput import texts_for
 
     return texts_for("classification", DATA)[1]
+

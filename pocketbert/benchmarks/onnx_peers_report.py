@@ -1,0 +1,53 @@
+"""REPORT.md section: our best ONNX files against ONNX Runtime's transformer optimizer, per model and run.
+
+For each latency file and model: the fastest of our ``onnx:fp32`` files (any variant: plain or with
+``--opt``) against ``peer:ort-optimum-fp32``, the fastest of our ``onnx:int8-*`` against
+``peer:ort-optimum-int8-dynamic``, at each measured threads × sequence × batch, p50 from the same run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .schema import typical_ms
+
+PAIRS = (("fp32", "peer:ort-optimum-fp32"), ("int8", "peer:ort-optimum-int8-dynamic"))
+
+
+def _label(r: dict) -> str:
+    return r["runner"] + (f" +{r['opts']}" if r.get("opts") else "")
+
+
+def rows(records: list[dict]) -> list[str]:
+    measured = [r for r in records if not r.get("skipped") and r["backend"] == "onnx"]
+    keys = sorted({(r["model"], r["threads"], r["seq_len"], r["batch"]) for r in measured})
+    out = []
+    for model, threads, seq, batch in keys:
+        same = [r for r in measured if (r["model"], r["threads"], r["seq_len"], r["batch"]) == (model, threads, seq, batch)]
+        for precision, peer_name in PAIRS:
+            peer = next((r for r in same if r["runner"] == peer_name), None)
+            ours = [r for r in same if r.get("variant") != "peer" and r["precision"].startswith(precision)]
+            if peer is None or not ours:
+                continue
+            best = min(ours, key=typical_ms)
+            out.append(f"| {model} | t{threads} s{seq} b{batch} | {precision} | {_label(best)} | "
+                       f"{typical_ms(best):.2f} | {typical_ms(peer):.2f} | {typical_ms(peer) / typical_ms(best):.2f}x |")
+    return out
+
+
+def section(files: list[dict]) -> list[str]:
+    lines = []
+    for f in (f for f in files if f.get("command") == "latency"):
+        table = rows(f["results"])
+        if not table:
+            continue
+        machine = f.get("machine") or {}
+        lines += [f"From `{Path(f['_path']).name}` ({f['created']}): {machine.get('cpu')} "
+                  f"({', '.join(machine.get('matrix_flags') or [])}), load average {machine.get('load_average')}.", "",
+                  "| model | config | precision | our fastest ONNX file | p50 ms | ORT optimizer peer p50 ms | "
+                  "speed-up |", "|---|---|---|---|---:|---:|---:|", *table, ""]
+    if not lines:
+        return []
+    return ["## ONNX: our files vs ONNX Runtime's transformer optimizer", "",
+            "Our fastest ONNX file per precision (plain or with --opt) against the ORT-optimizer peers of the same "
+            "checkpoint, measured in the same run (speed-up = peer p50 / ours).", "", *lines]

@@ -1,0 +1,19 @@
+"""The REPORT.md section pairing our fastest ONNX file with ONNX Runtime's optimizer peers."""
+
+from __future__ import annotations
+
+
+def test_onnx_peers_section_pairs_our_fastest_file_with_the_peer():
+    from pocketbert.benchmarks import onnx_peers_report
+
+    def rec(runner, ms, precision, variant="bundle", opts=""):
+        return {"model": "m", "runner": runner, "backend": "onnx", "precision": precision, "variant": variant,
+                "opts": opts, "threads": 2, "seq_len": 128, "batch": 1, "skipped": None,
+                "timed": {"p50_ms": ms, "mean_ms": ms}}
+
+    rows = onnx_peers_report.rows([rec("onnx:fp32", 10.0, "fp32"), rec("onnx:fp32", 8.0, "fp32", opts="nonorm"),
+                                   rec("peer:ort-optimum-fp32", 12.0, "fp32", "peer"),
+                                   rec("onnx:int8-dynamic", 6.0, "int8-dynamic"),
+                                   rec("peer:ort-optimum-int8-dynamic", 4.5, "int8-dynamic", "peer")])
+    assert rows == ["| m | t2 s128 b1 | fp32 | onnx:fp32 +nonorm | 8.00 | 12.00 | 1.50x |",
+                    "| m | t2 s128 b1 | int8 | onnx:int8-dynamic | 6.00 | 4.50 | 0.75x |"]
