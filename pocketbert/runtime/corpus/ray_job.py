@@ -74,7 +74,7 @@ def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, pr
     own_instance = not ray.is_initialized()
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # its per-dataset notes would bury ours
     if own_instance:
-        ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False,
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,  # "local": always a new instance
                  logging_level="ERROR")
     try:
         dataset = _predicted(job, fmt, reader, workers)
