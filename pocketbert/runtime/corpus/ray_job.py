@@ -77,7 +77,7 @@ def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, pr
         ray.init(address=address, include_dashboard=False, log_to_driver=False,  # "local": always a new instance
                  logging_level="ERROR")
     try:
-        dataset = _predicted(job, fmt, reader, workers)
+        dataset = _predicted(job, predictor, fmt, reader, workers)
         if on_start:
             on_start(_estimate_rows(job.input, fmt, reader), 0, "row")
         partial.start(header, {}, {"engine": "ray", "input": str(Path(job.input).resolve())})
@@ -95,14 +95,17 @@ def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, pr
                    time.perf_counter() - started)
 
 
-def _predicted(job: Job, fmt: str, reader, workers: int | None):
+def _predicted(job: Job, predictor: Predictor, fmt: str, reader, workers: int | None):
     """The dataset with prediction columns: an actor pool of ``workers`` BatchPredictors, one CPU each."""
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False  # the command line draws its own
-    settings = job.settings
-    if not settings.load.get("threads"):  # one intra-op thread per actor: actors, not threads, share the CPUs
-        settings = dataclasses.replace(settings, load={**settings.load, "threads": 1})
+    # Every actor runs the artifact the driver opened: backend="auto" may pick another one on another node (the
+    # fastest there), and one corpus must not be labelled by two model files.  One intra-op thread per actor:
+    # actors, not threads, share the CPUs.
+    load = {**job.settings.load, "recipe": predictor.pipeline.artifact.recipe, "precision": None,
+            "threads": job.settings.load.get("threads") or 1}
+    settings = dataclasses.replace(job.settings, load=load)
     size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     bundle = str(Path(job.bundle).resolve())
     return read(fmt, job.input, getattr(reader, "header", None)).map_batches(
