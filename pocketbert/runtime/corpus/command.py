@@ -94,8 +94,9 @@ def run(bundle: str, output: str | None, load: dict, *, top_k: int, aggregation:
             else:
                 summary = run_job(job, predictor=predictor, progress=progress, on_bad=on_bad, on_start=on_start)
         except KeyboardInterrupt:
-            console.print(styled("[yellow]interrupted:[/] ", f"the completed chunks are saved in {output}.partial; "
-                                 "run the same command with --resume to continue"))
+            kept = (f"the completed chunks are saved in {output}.partial; run the same command with --resume to "
+                    "continue") if ray_address is None else "a Ray run keeps nothing: run it again"
+            console.print(styled("[yellow]interrupted:[/] ", kept))
             sys.exit(EXIT_INTERRUPTED)
     if err.is_terminal:
         rate = (summary.rows_read - summary.resumed_at) / max(summary.seconds, 1e-9)
