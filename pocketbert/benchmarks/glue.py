@@ -237,6 +237,16 @@ def torch_rows(options: GlueOptions, task: str, split: str, teacher_dir: Path, r
             for stage, scores in torch_scores.items()]
 
 
+def _teacher_row(options: GlueOptions, task: str, teacher_dir: Path) -> dict:
+    """The teacher's dev score from its fine-tuning record: what a run stopped during recovery keeps."""
+    record = json.loads((teacher_dir / "training.json").read_text())
+    metric = record["metric"]
+    return {"model": f"{Path(options.base).name}-{task.replace(':', '-')}", "task": task, "split": "dev",
+            "metric": metric, "stage": "teacher", "runner": "pytorch:fp32", "opts": "",
+            "score": record["dev_scores"][metric], "scores": record["dev_scores"],
+            "training": {"finetune": _stage_summary(record)}}
+
+
 def score_task(options: GlueOptions, task: str, split: str, made: dict, refused: dict, teacher_dir: Path,
                recovered_dir: Path, log) -> list[dict]:
     """Every artifact on ``split`` through the runtime, with the PyTorch rows and the gates."""
@@ -285,6 +295,7 @@ def run_task(options: GlueOptions, task: str, log, save=lambda rows: None) -> li
     gets the PyTorch dev rows as soon as recovery is done, so a run stopped while converting keeps them."""
     start = time.perf_counter()
     teacher_dir = teacher(options, task, log)
+    save([_teacher_row(options, task, teacher_dir)])
     recovered_dir = recovered(options, task, teacher_dir, log)
     partial = torch_rows(options, task, "dev", teacher_dir, recovered_dir)
     for r in partial:
@@ -316,12 +327,13 @@ def _manifest_sha(bundle: Path) -> str:
 
 def _training_summary(teacher_dir: Path, recovered_dir: Path) -> dict:
     """Steps, seconds and budgets of the teacher's fine-tuning and the recovery (from their training.json)."""
-    out = {}
-    for stage, directory in (("finetune", teacher_dir), ("recover", recovered_dir)):
-        record = json.loads((directory / "training.json").read_text())
-        out[stage] = {"steps": record["training"]["steps"], "seconds": record["training"]["seconds"],
-                      "budget": record["recipe"]["budget"], "train_examples": record["train_examples"]}
-    return out
+    return {stage: _stage_summary(json.loads((directory / "training.json").read_text()))
+            for stage, directory in (("finetune", teacher_dir), ("recover", recovered_dir))}
+
+
+def _stage_summary(record: dict) -> dict:
+    return {"steps": record["training"]["steps"], "seconds": record["training"]["seconds"],
+            "budget": record["recipe"]["budget"], "train_examples": record["train_examples"]}
 
 
 def run(options: GlueOptions, out: Path, log=print) -> dict:

@@ -117,9 +117,10 @@ def budget_lines(files: list[dict], rows: list[dict]) -> list[str]:
         if r.get("training"):
             done[r["task"]] = r["training"]
     for task, t in done.items():
+        recovery = (f"recovery {t['recover']['steps']} steps in {t['recover']['seconds'] / 60:.1f} min"
+                    if "recover" in t else "recovery not finished")
         lines.append(f"- {task}: teacher {t['finetune']['steps']} steps in {t['finetune']['seconds'] / 60:.1f} min "
-                     f"({t['finetune']['train_examples']} training examples), recovery {t['recover']['steps']} steps "
-                     f"in {t['recover']['seconds'] / 60:.1f} min")
+                     f"({t['finetune']['train_examples']} training examples), {recovery}")
     return lines
 
 

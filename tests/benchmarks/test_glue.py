@@ -113,17 +113,31 @@ def test_bad_task_or_recipe_names_are_refused(tmp_path):
         glue.parse_options(True, tasks=None, recipes="onnx:fp8")
 
 
-def test_a_run_stopped_while_converting_keeps_the_pytorch_rows(run, tmp_path, monkeypatch):
-    root, options, results = run
-
+def _stopped_at(step: str, options, out, monkeypatch) -> list[dict]:
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(glue, "bundles", stop)
+    monkeypatch.setattr(glue, step, stop)
     with pytest.raises(KeyboardInterrupt):
-        glue.run(options, tmp_path / "stopped.json", log=lambda *a: None)
-    kept = schema.read(tmp_path / "stopped.json")["results"]
+        glue.run(options, out, log=lambda *a: None)
+    return schema.read(out)["results"]
+
+
+def test_a_run_stopped_while_converting_keeps_the_pytorch_rows(run, tmp_path, monkeypatch):
+    root, options, results = run
+    kept = _stopped_at("bundles", options, tmp_path / "stopped.json", monkeypatch)
     assert {(r["task"], r["stage"]) for r in kept} == {("glue:sst2", s) for s in
                                                        ("teacher", "without_recovery", "recovered")}
     files = [dict(schema.read(tmp_path / "stopped.json"), _path=str(tmp_path / "stopped.json"))]
     assert "glue:sst2: the run stopped before its artifacts" in "\n".join(glue_report.section(files, {}))
+
+
+def test_a_run_stopped_while_recovering_keeps_the_teacher_row(run, tmp_path, monkeypatch):
+    root, options, results = run
+    kept = _stopped_at("recovered", options, tmp_path / "stopped.json", monkeypatch)
+    assert [(r["task"], r["stage"]) for r in kept] == [("glue:sst2", "teacher")]
+    teacher = next(r for r in results["results"] if r["task"] == "glue:sst2" and r["stage"] == "teacher"
+                   and r["split"] == "dev")
+    assert kept[0]["score"] == pytest.approx(teacher["score"], abs=1e-3)
+    files = [dict(schema.read(tmp_path / "stopped.json"), _path=str(tmp_path / "stopped.json"))]
+    assert "recovery not finished" in "\n".join(glue_report.section(files, {}))
