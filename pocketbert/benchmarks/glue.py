@@ -253,7 +253,7 @@ def score_task(options: GlueOptions, task: str, split: str, made: dict, refused:
     from .accuracy import evaluate
 
     rows = torch_rows(options, task, split, teacher_dir, recovered_dir)
-    model = rows[0]["model"]
+    model, metric = rows[0]["model"], rows[0]["metric"]
     teacher_score = next(r["score"] for r in rows if r["stage"] == "teacher")
     reference = _latency(made["teacher"]).get("tflite:fp32")
     for variant, bundle in made.items():

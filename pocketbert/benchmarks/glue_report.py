@@ -96,9 +96,10 @@ def gate_lines(rows: list[dict]) -> list[str]:
               + (f", {r['delta_vs_float']:+.2f} vs float" if "delta_vs_float" in r else "") + f" ({r['gate']['rule']})"
               for r in misses]
     lines += [f"- {r['task']} {r['runner']}: refused by the converter ({r['refused']})" for r in refused]
-    unfinished = sorted({r["task"] for r in rows} - {r["task"] for r in arts})
-    lines += [f"- {task}: the run stopped before its artifacts were converted and scored (PyTorch rows only)"
-              for task in unfinished]
+    recovered = {r["task"] for r in rows if r["stage"] == "recovered"}
+    for task in sorted({r["task"] for r in rows} - {r["task"] for r in arts}):
+        lines.append(f"- {task}: the run stopped before its artifacts were converted and scored (PyTorch rows only)"
+                     if task in recovered else f"- {task}: the run stopped during recovery (the teacher's row only)")
     return lines
 
 
@@ -110,7 +111,7 @@ def budget_lines(files: list[dict], rows: list[dict]) -> list[str]:
                      f"`python -m benchmarks glue --tasks {','.join(s.get('tasks', []))} --finetune-budget "
                      f"{s.get('finetune_budget')} --recover-budget {s.get('recover_budget')} --calibration-samples "
                      f"{s.get('calibration_samples')} --verify-samples {s.get('verify_samples')} --threads "
-                     f"{s.get('threads')}`; base {s.get('base')}; CPU {m.get('cpu')}; wall time "
+                     f"{s.get('threads')}`; base {s.get('base')}; CPU {m.get('cpu')}; this invocation's wall time "
                      f"{(f.get('wall_seconds') or 0) / 60:.0f} min")
     done = {}
     for r in rows:

@@ -140,4 +140,5 @@ def test_a_run_stopped_while_recovering_keeps_the_teacher_row(run, tmp_path, mon
                    and r["split"] == "dev")
     assert kept[0]["score"] == pytest.approx(teacher["score"], abs=1e-3)
     files = [dict(schema.read(tmp_path / "stopped.json"), _path=str(tmp_path / "stopped.json"))]
-    assert "recovery not finished" in "\n".join(glue_report.section(files, {}))
+    text = "\n".join(glue_report.section(files, {}))
+    assert "recovery not finished" in text and "glue:sst2: the run stopped during recovery" in text
