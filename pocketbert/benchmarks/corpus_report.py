@@ -27,9 +27,13 @@ def section(files: list[dict]) -> list[str]:
              "(engine s − pipeline s) / rows, the cost per row of reading, writing and the engine.", ""]
     for f in files:
         m = f.get("machine") or {}
+        loads = [x for x in (m.get("load_average") or [])[:1] + (m.get("load_average_end") or [])[:1] if x is not None]
+        busy = bool(loads) and max(loads) > (m.get("usable_cpus") or 1)
         lines.append(f"- `{Path(f['_path']).name}` ({f['created']}{', FAST MODE' if f.get('fast') else ''}): "
                      f"{m.get('cpu')}, {m.get('usable_cpus')} usable CPUs, load average {m.get('load_average')} "
-                     f"→ {m.get('load_average_end')}; settings {f.get('settings')}")
+                     f"→ {m.get('load_average_end')}; settings {f.get('settings')}"
+                     + ("; **the machine was busy (load above its CPU count) and the engines ran one after another: "
+                        "their ratios in this file measure the changing load as much as the engines**" if busy else ""))
     lines += ["", "| model | data | rows | engine | s | start-up s | sentences/s | × stream | overhead ms/row |",
               "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for _, r in records]
