@@ -30,7 +30,7 @@ from pathlib import Path
 from . import schema
 from .gates import INT8_EXTRA, MAX_DROP
 
-TASKS = ("glue:sst2", "glue:mrpc", "glue:cola", "glue:stsb", "conll2003")
+BENCHMARK_TASKS = ("glue:sst2", "glue:mrpc", "glue:cola", "glue:stsb", "conll2003")
 EXTRA_SPLITS = {"conll2003": ("test",)}  # labelled test sets (GLUE's are not)
 RECIPES = ("onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static", "tflite:fp32", "tflite:int8-dynamic",
            "tflite:int8-static")
@@ -46,7 +46,7 @@ def default_cache() -> Path:
 
 @dataclass
 class GlueOptions:
-    tasks: tuple[str, ...] = TASKS
+    tasks: tuple[str, ...] = BENCHMARK_TASKS
     base: str = "minilm"
     cache: Path = field(default_factory=default_cache)
     finetune_budget: str = "3epochs,30m"
@@ -361,10 +361,10 @@ def parse_options(fast: bool, tasks: str | None, recipes: str | None, **kwargs) 
     from pocketbert.converter.data.tasks import TASKS as KNOWN
     from pocketbert.converter.errors import InputError
 
-    names = tuple(t.strip().lower() for t in (tasks or ",".join(TASKS)).split(",") if t.strip())
+    names = tuple(t.strip().lower() for t in (tasks or ",".join(BENCHMARK_TASKS)).split(",") if t.strip())
     wanted = tuple(r.strip().lower() for r in (recipes or ",".join(RECIPES)).split(",") if r.strip())
     if not names or any(t not in KNOWN for t in names):
-        raise InputError(f"--tasks {tasks!r}: not a list of known tasks", f"use some of {', '.join(TASKS)}")
+        raise InputError(f"--tasks {tasks!r}: not a list of known tasks", f"use some of {', '.join(BENCHMARK_TASKS)}")
     if not wanted or any(r not in RECIPES for r in wanted):
         raise InputError(f"--recipes {recipes!r}: not a list of recipes", f"use some of {', '.join(RECIPES)}")
     options = GlueOptions(tasks=names, recipes=wanted, fast=fast, **{k: v for k, v in kwargs.items() if v is not None})
