@@ -219,7 +219,8 @@ def throughput(bundle_dirs, threads, rounds, limit, data_dir, out):
     try:
         data = find_data(data_dir)
         if data is None:
-            _fail("no data directory found", "pass --data-dir DIR (holding glue/ and conll2003/) or set POCKETBERT_DATA")
+            _fail("no data directory found",
+                  "pass --data-dir DIR (holding glue/ and conll2003/) or set POCKETBERT_DATA")
         data = job.run(list(bundle_dirs), data, threads=threads, rounds=rounds, limit=limit, progress=_log)
     except (Error, ConverterError) as exc:
         _fail(exc.problem, exc.fix or "")

@@ -23,15 +23,17 @@ def rows(records: list[dict]) -> list[str]:
     keys = sorted({(r["model"], r["threads"], r["seq_len"], r["batch"]) for r in measured})
     out = []
     for model, threads, seq, batch in keys:
-        same = [r for r in measured if (r["model"], r["threads"], r["seq_len"], r["batch"]) == (model, threads, seq, batch)]
+        key = (model, threads, seq, batch)
+        same = [r for r in measured if (r["model"], r["threads"], r["seq_len"], r["batch"]) == key]
         for precision, peer_name in PAIRS:
             peer = next((r for r in same if r["runner"] == peer_name), None)
             ours = [r for r in same if r.get("variant") != "peer" and r["precision"].startswith(precision)]
             if peer is None or not ours:
                 continue
             best = min(ours, key=typical_ms)
+            mine, theirs = typical_ms(best), typical_ms(peer)
             out.append(f"| {model} | t{threads} s{seq} b{batch} | {precision} | {_label(best)} | "
-                       f"{typical_ms(best):.2f} | {typical_ms(peer):.2f} | {typical_ms(peer) / typical_ms(best):.2f}x |")
+                       f"{mine:.2f} | {theirs:.2f} | {theirs / mine:.2f}x |")
     return out
 
 

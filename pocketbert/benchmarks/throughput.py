@@ -7,10 +7,11 @@ median sentence is about 25 tokens).  Every artifact of each bundle runs the who
 * ``natural``: as the runtime runs it.  TFLite: each row in the smallest bucket signature that holds
   it (a bundle converted with ``--buckets 32,64,128,256``); ONNX: dynamic shapes, each batch padded
   only to its longest row.
-* ``padded``: every row padded to 128 tokens (or the largest bucket, if smaller) before the model, which is what a bundle with one
-  TFLite bucket of 128 runs, and an ONNX model fed fixed-length input.  Rows longer than 128 tokens
-  keep their own length in both modes (the record counts them).  ONNX dynamic int8 runs each row
-  alone without its padding (so that no row depends on its batch neighbours): it has no padded mode.
+* ``padded``: every row padded to 128 tokens (or the largest bucket, if smaller) before the model,
+  which is what a bundle with one TFLite bucket of 128 runs, and an ONNX model fed fixed-length
+  input.  Rows longer than 128 tokens keep their own length in both modes (the record counts them).
+  ONNX dynamic int8 runs each row alone without its padding (so that no row depends on its batch
+  neighbours): it has no padded mode.
 
 Configurations alternate within each of ``--rounds`` rounds (the best round is kept), so background
 load hits all alike.  Per configuration the record holds the wall time, the time spent inside the

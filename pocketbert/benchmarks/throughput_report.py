@@ -27,9 +27,14 @@ def section(files: list[dict]) -> list[str]:
         lines += ["| bundle | data (median tokens, rows > 128) | artifact | mode | sentences/s | vs padded | "
                   "overhead |", "|---|---|---|---|---:|---:|---:|"]
         for r in sorted(f["results"], key=lambda r: (r["model"], r["runner"], r["mode"])):
-            ratio = f"{r['vs_padded']:.2f}x" if r.get("vs_padded") else "–"
-            lines.append(f"| {r['model']} | {r['dataset']} ({r['tokens_median']:g}, {r['rows_over_128']}) | "
-                         f"{r['runner']} | {r['mode']}{'' if r.get('pad_to') in (None, 128) else ' to ' + str(r['pad_to'])} | {r['sentences_per_s']:.1f} | {ratio} | "
-                         f"{r['overhead_share']:.1%} |")
+            lines.append(_row(r))
         lines.append("")
     return lines
+
+
+def _row(r: dict) -> str:
+    ratio = f"{r['vs_padded']:.2f}x" if r.get("vs_padded") else "–"
+    mode = r["mode"] + ("" if r.get("pad_to") in (None, 128) else f" to {r['pad_to']}")
+    data = f"{r['dataset']} ({r['tokens_median']:g}, {r['rows_over_128']})"
+    return (f"| {r['model']} | {data} | {r['runner']} | {mode} | {r['sentences_per_s']:.1f} | {ratio} | "
+            f"{r['overhead_share']:.1%} |")

@@ -74,9 +74,8 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
         artifact, why = choice.choose(bundle, precision, threads, measure, checked=checked)
     else:
         artifact = bundle.select(backend, precision=precision, recipe=recipe)
-        why = choice.Choice(artifact.recipe, "pinned", f"pinned by the caller (backend={backend!r}"
-                            + (f", recipe={recipe!r}" if recipe else "") + (f", precision={precision!r}" if precision else "")
-                            + ")")
+        pins = [f"backend={backend!r}"] + [f"{k}={v!r}" for k, v in (("recipe", recipe), ("precision", precision)) if v]
+        why = choice.Choice(artifact.recipe, "pinned", f"pinned by the caller ({', '.join(pins)})")
     artifact = checked(artifact)
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
                                  entry="tokenizer.tokenizer_file")
