@@ -49,10 +49,10 @@ def ray_command(*args) -> subprocess.Popen:
 
 
 def stop(nodes: list[subprocess.Popen]) -> None:
-    """SIGTERM (Ray drains the node), then SIGKILL to whatever of each node's group is left after 20 s."""
+    """SIGTERM (Ray starts draining the node), then SIGKILL to whatever of each node's group is left after 5 s."""
     for node in nodes:
         node.terminate()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 5
     for node in nodes:
         try:
             node.wait(timeout=max(0.1, deadline - time.monotonic()))
