@@ -39,8 +39,9 @@ def test_records_are_sane(results):
         assert r["size_bytes"] > 0 and (r["threads"], r["seq_len"], r["batch"]) == (1, 32, 1)
         # A sanity bound against a wrong MAC count (an order of magnitude), not a speed figure: on fast mode's
         # 2-layer, 32-wide model every GEMM is a few microseconds, call overhead dominates, and the floor's
-        # overhead estimate moves with the machine's load (2.03 seen in a full-suite run, 1.0 alone).
-        assert r["macs"] > 0 and 0 < r["floor"]["fraction"] <= 4, (r["runner"], r["floor"])
+        # overhead estimate moves with the machine's load (1.0 alone, 2.03 in a full-suite run, 6.2 at load
+        # average 20 on 2 cores): a MAC count wrong by an order of magnitude still exceeds 10.
+        assert r["macs"] > 0 and 0 < r["floor"]["fraction"] <= 10, (r["runner"], r["floor"])
         assert r["floor"]["precision"] == ("int8" if "int8" in r["runner"] else "fp32")
 
 
