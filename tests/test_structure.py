@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "pocketbert"
 MAX_FUNCTION_LINES = 60
 MAX_CONVERTER_MODULE_LINES = 350
@@ -66,13 +64,11 @@ def test_the_measures_see_what_they_measure(tmp_path):
     assert long_modules(tmp_path) == [(str((tmp_path / "big.py").relative_to(tmp_path.parents[1])), 351)]
 
 
-@pytest.mark.xfail(strict=False, reason="until the converter split lands")
 def test_no_function_over_60_lines():
     offenders = [(name, lines) for name, lines in long_functions() if name not in EXEMPT]
     assert not offenders, "split these functions:\n" + "\n".join(f"  {n} ({k} lines)" for n, k in offenders)
 
 
-@pytest.mark.xfail(strict=False, reason="until the converter split lands")
 def test_no_converter_module_over_350_lines():
     offenders = long_modules()
     assert not offenders, "split these modules:\n" + "\n".join(f"  {n} ({k} lines)" for n, k in offenders)

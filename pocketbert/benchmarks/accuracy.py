@@ -70,7 +70,6 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
     from transformers import AutoTokenizer
 
     from pocketbert import runtime
-    from pocketbert.converter.data import load_task
     from pocketbert.converter.data.metrics import score
     from pocketbert.converter.errors import InputError
     from pocketbert.converter.quiet import silenced
@@ -78,13 +77,7 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
     from pocketbert.runtime.errors import BundleError
 
     data = schema.new_file("accuracy", fast=fast, task=task, split=split, limit=limit)
-    try:
-        examples = load_task(task, split, data_dir, limit=limit)
-    except InputError as exc:
-        raise AccuracyError(exc.problem, exc.fix) from exc
-    if examples.labels is None:
-        raise AccuracyError(f"{examples.path} has no labels (GLUE test files are unlabelled)",
-                            "score the dev split (--split dev); CoNLL-2003 test is labelled")
+    examples = _labelled_examples(task, split, data_dir, limit)
     for path in bundle_paths:
         try:
             bundle = runtime.Bundle.open(path)
@@ -159,3 +152,19 @@ def add_deltas(records: list[dict]) -> list[dict]:
                     "examples": sum(r["examples"] for r in rows),
                     "notes": [f"GLUE average over {', '.join(present)}; missing: {GLUE_MISSING}"]})
     return out
+
+
+def _labelled_examples(task: str, split: str, data_dir: str | None, limit: int | None):
+    """The task's examples of ``split``, which must carry labels to be scored."""
+    from pocketbert.converter.data import load_task
+    from pocketbert.converter.errors import InputError
+
+    try:
+        examples = load_task(task, split, data_dir, limit=limit)
+    except InputError as exc:
+        raise AccuracyError(exc.problem, exc.fix) from exc
+    if examples.labels is None:
+        raise AccuracyError(f"{examples.path} has no labels (GLUE test files are unlabelled)",
+                            "score the dev split (--split dev); CoNLL-2003 test is labelled")
+    return examples
+

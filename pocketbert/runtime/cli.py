@@ -141,54 +141,27 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     """
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
-        if not bundle.strip():
-            raise click.UsageError("BUNDLE is empty: give the bundle directory written by the converter")
-        if texts and file is not None:
-            raise click.UsageError("give texts as arguments or with --file, not both")
-        if expect_sha256 and no_verify:
-            raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
+        _check_arguments(bundle, texts, file, expect_sha256, no_verify)
+        load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
+                            batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
         if input_path is not None:  # a corpus file: streamed to --output FILE (runtime/corpus)
             if texts or file is not None or pairs:
                 raise click.UsageError("--input reads the texts from the corpus file: drop TEXTS/--file/--pairs "
                                        "(sentence pairs: --pair-field)")
-            load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
-                                batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
             corpus.run(bundle, output, load_options, top_k=top_k, aggregation=aggregation, stride=stride,
                        input_path=input_path, err=err, quiet_load=_native_logs_silenced, **corpus_options)
             return
         if output not in (None, "auto", "jsonl", "table"):
             raise click.BadParameter(f"{output!r} is not one of auto, jsonl, table (a results file needs --input)",
                                      param_hint="--output")
-        if texts:
-            source: Iterable[str] = texts
-        elif file is not None:
-            source = _lines(file)
-        elif not sys.stdin.isatty():
-            source = _lines(sys.stdin.buffer)
-        else:
-            raise click.UsageError("no input: give texts as arguments, --file FILE, or pipe text into stdin")
+        source = _source(texts, file)
         with _native_logs_silenced():
-            pipe = load(bundle, backend, threads=threads, precision=precision, recipe=recipe,
-                        batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
+            pipe = load(bundle, **load_options)
         if err.is_terminal:
             for note in pipe.bundle.notes:
                 err.print(styled("[yellow]note:[/] ", note))
         table = output == "table" or output in (None, "auto") and sys.stdout.isatty()
-        out = Console(soft_wrap=not table, highlight=False)
-        items = _items(source, pairs)
-        count = 0
-        while chunk := list(itertools.islice(items, CHUNK)):
-            if pipe.task == "classification":
-                results = pipe(chunk, top_k=top_k)
-            else:
-                results = pipe(chunk, aggregation=aggregation, stride=stride)
-            records = [_record(item, result, pipe.task) for item, result in zip(chunk, results)]
-            if table:
-                out.print(_table(records, pipe.task, count + 1))
-            else:
-                sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-                sys.stdout.flush()
-            count += len(chunk)
+        _print_results(pipe, _items(source, pairs), table, top_k=top_k, aggregation=aggregation, stride=stride)
     except Error as exc:
         err.print(styled("[red]error:[/] ", exc.problem))
         if exc.fix:
@@ -197,3 +170,40 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     except BrokenPipeError:  # `… | head`: the reader left; not an error
         sys.stderr.close()
         sys.exit(0)
+
+
+def _check_arguments(bundle: str, texts, file, expect_sha256, no_verify: bool) -> None:
+    if not bundle.strip():
+        raise click.UsageError("BUNDLE is empty: give the bundle directory written by the converter")
+    if texts and file is not None:
+        raise click.UsageError("give texts as arguments or with --file, not both")
+    if expect_sha256 and no_verify:
+        raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
+
+
+def _source(texts, file) -> Iterable[str]:
+    if texts:
+        return texts
+    if file is not None:
+        return _lines(file)
+    if not sys.stdin.isatty():
+        return _lines(sys.stdin.buffer)
+    raise click.UsageError("no input: give texts as arguments, --file FILE, or pipe text into stdin")
+
+
+def _print_results(pipe, items, table: bool, *, top_k, aggregation, stride) -> None:
+    """Results chunk by chunk as they come: a table on a terminal, JSON Lines otherwise."""
+    out = Console(soft_wrap=not table, highlight=False)
+    count = 0
+    while chunk := list(itertools.islice(items, CHUNK)):
+        if pipe.task == "classification":
+            results = pipe(chunk, top_k=top_k)
+        else:
+            results = pipe(chunk, aggregation=aggregation, stride=stride)
+        records = [_record(item, result, pipe.task) for item, result in zip(chunk, results)]
+        if table:
+            out.print(_table(records, pipe.task, count + 1))
+        else:
+            sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            sys.stdout.flush()
+        count += len(chunk)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -164,14 +163,11 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     weights = _checked_weights(schedule, init, weights, temperature, budget)
     pair_, stages, budgets = _plan(teacher, student, family, batches, weights, schedule=schedule,
                                    final_share=final_share, budget=budget, frozen=frozen)
-    if train_fn is None:
-        from ..training.loop import train as train_fn
-
+    train_fn = train_fn or _default_loop()
     started = time.perf_counter()
     report = RecoveryReport(schedule=schedule, temperature=temperature, weights=weights, lr=lr, seed=seed,
                             budget=_as_dict(budget), init={"method": init, "norms": 0})
-    gap = (lambda: measure_gap(pair_, eval_batches, max_batches=eval_max_batches, temperature=temperature)) \
-        if eval_batches is not None else (lambda: None)
+    gap = _gap_measure(pair_, eval_batches, eval_max_batches, temperature)
     torch.manual_seed(seed)
     # only eager attention returns attention probabilities; keep the models' own (sdpa) otherwise
     needs_attentions = any(stage.weights.get("attention") for stage in stages)
@@ -294,3 +290,17 @@ def _train_stages(report: RecoveryReport, pair_: Pair, stages, budgets, batches,
 
 def _as_dict(budget) -> dict:
     return {f: getattr(budget, f, None) for f in ("steps", "seconds", "epochs")}
+
+
+def _default_loop() -> Callable:
+    from ..training.loop import train
+
+    return train
+
+
+def _gap_measure(pair_, eval_batches, max_batches: int, temperature: float) -> Callable:
+    """gap() -> the teacher/student gap on up to ``max_batches`` eval batches; None without eval batches."""
+    if eval_batches is None:
+        return lambda: None
+    return lambda: measure_gap(pair_, eval_batches, max_batches=max_batches, temperature=temperature)
+
