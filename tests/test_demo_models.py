@@ -12,7 +12,6 @@ from pocketbert.converter.builtin import BUILTIN, PACKAGE
 from pocketbert.converter.data import load_task
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.training.evaluate import evaluate
-from pocketbert.converter.training.finetune import input_names
 
 from .conftest import DATA
 
@@ -50,5 +49,5 @@ def test_demo_model_scores_on_real_dev_data(name):
     assert all(isinstance(s.activation, torch.nn.ReLU) for s in loaded.family.activation_sites(loaded.model))
     dev = load_task(task, "dev", DATA, limit=300).encode(loaded.tokenizer, 512, loaded.labels)
     torch.set_num_threads(2)
-    score = evaluate(loaded.model, dev, input_names=input_names(loaded))[metric]
+    score = evaluate(loaded.model, dev, input_names=loaded.family.input_names)[metric]
     assert score > {"accuracy": 85, "f1": 82}[metric]
