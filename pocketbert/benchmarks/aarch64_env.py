@@ -73,7 +73,8 @@ class Environment:
         (partial / "proc").mkdir(parents=True)
         for name in ("usr", "lib", "bin", "etc", "var"):
             if (self.sysroot / name).exists():
-                (partial / name).symlink_to(self.sysroot / name)
+                # relative: the first smoke test builds this inside current.partial/, which is then renamed
+                (partial / name).symlink_to(os.path.relpath(self.sysroot / name, partial))
         (partial / "proc" / "cpuinfo").write_text(_cpuinfo(MIDR[cpu.split(",")[0]], self.hwcaps(cpu)))
         system = partial / "sys" / "devices" / "system" / "cpu"
         system.mkdir(parents=True)
