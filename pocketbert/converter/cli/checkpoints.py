@@ -21,6 +21,7 @@ from .common import (
     overwrite_checkpoint_option,
     threads_option,
     train_limit_option,
+    training_options,
 )
 from .group import cli
 
@@ -34,12 +35,7 @@ from .group import cli
 @click.option("--budget", default="3epochs", show_default=True, callback=budget,
               help="Training budget: 500steps, 2epochs, 90s, 20m, 1.5h; comma-separated, the first reached wins.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
-@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@threads_option()
-@data_dir_option
-@train_limit_option
+@training_options
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the base model's), "
@@ -84,12 +80,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--init", type=click.Choice(["teacher", "lstsq", "moments", "none"]), default="teacher",
               show_default=True, help="NoNorm γ/β fitted before training: to the teacher's norm outputs (teacher), "
               "to the LayerNorm on the student's own inputs (lstsq), by average moments, or not at all.")
-@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
-@click.option("--max-length", type=click.IntRange(8, 4096), default=128, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@threads_option()
-@data_dir_option
-@train_limit_option
+@training_options
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the teacher's), "
               "so the result can ship without it: python -m converter share-embeddings.")

@@ -85,3 +85,15 @@ fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in fl
 def threads_option(default: int | None = 2):
     return click.option("--threads", type=click.IntRange(1, 256), default=default, show_default=default is not None,
                         help=None if default else "PyTorch threads [default: all cores].")
+
+
+def training_options(command):
+    """The options every training command takes (finetune, recover), in one place."""
+    for option in reversed((click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True),
+                            click.option("--max-length", type=click.IntRange(8, 4096), default=128,
+                                         show_default=True),
+                            click.option("--seed", type=int, default=0, show_default=True),
+                            threads_option(), data_dir_option, train_limit_option)):
+        command = option(command)
+    return command
+
