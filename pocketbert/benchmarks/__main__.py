@@ -132,6 +132,9 @@ def bundles(models, variants, buckets, work_dir, fast):
 @click.option("--batch", default=None, help="comma-separated batch sizes (default 1,8)")
 @click.option("--runs", type=click.IntRange(min=1), default=None, help="timed runs per configuration (default 50)")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="warm-up runs (default 10)")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="split each configuration's runs over N rounds, the runners taking turns (fairer ratios "
+                   "on a machine whose load drifts)")
 @click.option("--peers", is_flag=True, help="also measure PyTorch eager, ORT optimizer fp32/int8 and plain TFLite")
 @click.option("--checkpoint", default=None, help="source checkpoint for peers/MACs when the manifest's is gone")
 @click.option("--no-floor", is_flag=True, help="skip the GEMM floor measurement")
@@ -139,8 +142,8 @@ def bundles(models, variants, buckets, work_dir, fast):
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help=f"results file (default {RESULTS}/latency.json; fast: latency-fast.json)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
-def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers, checkpoint, no_floor, fast, out,
-            work_dir):
+def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds, peers, checkpoint, no_floor, fast,
+            out, work_dir):
     import os
 
     from . import latency as lat
@@ -150,7 +153,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, peers,
     _quiet_transformers()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     settings = lat.Settings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
-                            checkpoint=checkpoint, floor=not no_floor, fast=fast)
+                            checkpoint=checkpoint, floor=not no_floor, fast=fast, rounds=rounds)
     if fast:
         settings.threads, settings.seq_lens, settings.batches = [1], [32], [1]
         settings.runs, settings.warmup, settings.min_runs, settings.floor_seconds = 8, 2, 8, 0.01

@@ -49,6 +49,7 @@ class Settings:
     floor_seconds: float = 0.2
     max_seconds: float = 120.0  # per configuration, after min_runs; stops a slow model from taking an hour
     min_runs: int = 50
+    rounds: int = 1  # each configuration's runs split over this many rounds, the runners taking turns
     fast: bool = False
 
 
@@ -131,9 +132,8 @@ def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: 
         for threads in settings.threads:
             for seq in settings.seq_lens:
                 for batch in settings.batches:
-                    for bundle, r in runners:
-                        record = _measure_one(first, bundle, r, info, config, threads, seq, batch, settings,
-                                              work_dir, floor)
+                    for record in _measure_in_rounds(first, runners, info, config, (threads, seq, batch),
+                                                     settings, work_dir, floor):
                         data["results"].append(record)
                         if advance:
                             advance(1)
@@ -184,6 +184,47 @@ def _group_runners(first, bundles: list, info: dict, settings: Settings, work_di
             raise LatencyError(exc.problem, exc.fix) from exc
         runners += [(None, r) for r in _peer_runners(peers, settings.backends, settings.seq_lens)]
     return _load_config(checkpoint), runners
+
+
+def _measure_in_rounds(first, runners: list, info: dict, config, shape: tuple[int, int, int], settings: Settings,
+                       work_dir: Path, floor: GemmFloor) -> list[dict]:
+    """One record per runner; with ``rounds`` > 1 the runners take turns, a share of the runs each turn.
+
+    Runners of one configuration measured one after another see whatever the machine does meanwhile;
+    taking turns spreads a drifting background load over all of them, so their ratios stay fair.
+    """
+    threads, seq, batch = shape
+    rounds = max(1, settings.rounds)
+    share = Settings(**{**settings.__dict__, "runs": -(-settings.runs // rounds),
+                        "min_runs": -(-settings.min_runs // rounds), "max_seconds": settings.max_seconds / rounds})
+    records: list[dict | None] = [None] * len(runners)
+    for _ in range(rounds):
+        for i, (bundle, r) in enumerate(runners):
+            if records[i] is not None and (records[i]["skipped"] or records[i]["timed"] is None):
+                continue
+            record = _measure_one(first, bundle, r, info, config, threads, seq, batch, share, work_dir, floor)
+            records[i] = record if records[i] is None else _merged(records[i], record)
+    for record in records:
+        record["rounds"] = rounds
+        times = record.pop("times_ms", None)
+        if times:
+            record["timed"] = schema.summarize(times)
+            _add_floor_fraction(record)
+    return records
+
+
+def _merged(earlier: dict, later: dict) -> dict:
+    """The runs of two turns of one runner as one record (the first turn's load and start-up figures)."""
+    if later["skipped"]:
+        return later
+    earlier["times_ms"] = earlier["times_ms"] + later["times_ms"]
+    earlier["peak_rss_mb"] = max(earlier["peak_rss_mb"], later["peak_rss_mb"])
+    return earlier
+
+
+def _add_floor_fraction(record: dict) -> None:
+    if record.get("floor"):
+        record["floor"]["fraction"] = record["floor"]["ms"] / record["timed"]["p50_ms"]
 
 
 def count_configurations(bundle_paths: list[Path], settings: Settings) -> int:
@@ -243,15 +284,15 @@ def _measure_one(first, bundle, r: _Runner, info: dict, config, threads: int, se
         record["skipped"] = f"failed: {result['error']}"
         return record
     record.update(init_ms=result["init_ms"], first_ms=result["first_ms"], warmup=result["warmup"],
-                  timed=schema.summarize(result["times_ms"]), peak_rss_mb=result["peak_rss_mb"],
-                  rss_before_load_mb=result["rss_before_load_mb"])
+                  timed=schema.summarize(result["times_ms"]), times_ms=result["times_ms"],
+                  peak_rss_mb=result["peak_rss_mb"], rss_before_load_mb=result["rss_before_load_mb"])
     if config is not None:
         products = gemms(config, seq, batch, manifest["task"], len(manifest["labels"]))
         record["macs"] = sum(g.macs for g in products)
         if settings.floor:
             f = floor.floor(products, floor_precision(r.precision), threads)
-            record["floor"] = {"precision": f["precision"], "ms": f["ms"], "gmacs_per_s": f["gmacs_per_s"],
-                               "fraction": f["ms"] / record["timed"]["p50_ms"]}
+            record["floor"] = {"precision": f["precision"], "ms": f["ms"], "gmacs_per_s": f["gmacs_per_s"]}
+            _add_floor_fraction(record)
     return record
 
 

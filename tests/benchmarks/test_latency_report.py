@@ -159,3 +159,25 @@ def test_refused_conversion_is_reported_and_skipped(tmp_path, monkeypatch, tiny_
     made = models.build_bundles([f"t={source}"], ["plain-int8", "plain-int8-static"], tmp_path, [32], log=said.append)
     assert [p.name for p in made] == ["t--plain-int8"]
     assert any("refused by the converter: tflite:int8-static" in m for m in said)
+
+
+def test_rounds_take_turns_and_merge_runs(tiny_bundle, tmp_path, monkeypatch):
+    from pocketbert.benchmarks import latency
+
+    order = []
+    real = latency.run_in_subprocess
+
+    def watched(spec):  # the real measurement, watched for which file runs when
+        order.append(Path(spec["path"]).name)
+        return real(spec)
+
+    monkeypatch.setattr(latency, "run_in_subprocess", watched)
+    out = tmp_path / "rounds.json"
+    result = CliRunner().invoke(cli, ["latency", str(tiny_bundle), "--fast", "--backend", "onnx", "--runs", "6",
+                                      "--rounds", "3", "--no-floor", "--out", str(out), "--work-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    records = json.loads(out.read_text())["results"]
+    assert len(records) == 2 and all(r["rounds"] == 3 and r["timed"]["runs"] == 6 for r in records)
+    assert all(schema.check_record(r) == [] and "times_ms" not in r for r in records)
+    first, second = order[0], order[1]
+    assert first != second and order == [first, second] * 3  # turns, not one runner's rounds in a row
