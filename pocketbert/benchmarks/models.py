@@ -116,8 +116,9 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
         spec, label, random_weights = checkpoint(name, root)
         # The shapes' classification heads are untrained: their logits sit at the decision boundary, so
         # the int8 ladder's 99.5% agreement target would chase noise (keeping Linears in float that a
-        # trained model quantises fine).  Shapes stop at the verification bar; NAME=DIR checkpoints of
-        # your own get the converter's default.
+        # trained model quantises fine).  For the same reason their top-1 agreement measures the head's
+        # near-ties, not the int8 error (MobileBERT's shape: cosine 0.9958, top-1 92%): shapes are held to
+        # the cosine bar alone.  NAME=DIR checkpoints of your own get the converter's defaults.
         untrained_head = "=" not in name
         name, _, tag = name.split("=", 1)[0].partition("@")  # NAME@TAG=DIR: another checkpoint of model NAME
         for variant in variants:
@@ -131,7 +132,7 @@ def build_bundles(models: list[str], variants: list[str], root: Path, buckets: l
                                          verify_samples=verify_samples,
                                          calibration_samples=64 if name.startswith("tiny") else 256,
                                          measure_latency=False, threads=threads, **VARIANTS[variant],
-                                         **({"int8_target_agreement": 0.0} if untrained_head else {}))
+                                         **({"int8_target_agreement": 0.0, "int8_min_agreement": 0.0} if untrained_head else {}))
                 try:
                     with silenced():  # the exporters' C++ logs; our own messages still show
                         convert(options)

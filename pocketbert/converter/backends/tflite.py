@@ -40,6 +40,10 @@ def _quiet():
     stack = contextlib.ExitStack()
     stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+    # A library's first logging.warning() inside the block gives the root logger a handler bound to
+    # the captured stream, which is closed afterwards: every later warning would print a traceback.
+    before = list(logging.root.handlers)
+    stack.callback(lambda: [logging.root.removeHandler(h) for h in list(logging.root.handlers) if h not in before])
     return stack
 
 
