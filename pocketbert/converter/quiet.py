@@ -11,6 +11,7 @@ POCKETBERT_VERBOSE=1 to see everything.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 
@@ -33,11 +34,14 @@ def silenced():
                for fd, stream, target in zip(saved, old_python, (1, 2))]
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
+        stack = contextlib.ExitStack()
+        stack.enter_context(root_handlers_kept())
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         sys.stdout, sys.stderr = streams
         yield
     finally:
+        stack.close()
         for stream in streams:
             stream.flush()
         sys.stdout, sys.stderr = old_python
@@ -55,3 +59,19 @@ def _writes_to(stream, fd: int) -> bool:
         return stream.fileno() == fd
     except (AttributeError, OSError, ValueError):
         return False
+
+
+@contextlib.contextmanager
+def root_handlers_kept():
+    """Drop root-logger handlers added inside the block.
+
+    A library's first ``logging.warning()`` gives the root logger a handler bound to whatever
+    ``sys.stderr`` is at that moment; inside a redirection that stream is closed afterwards, and every
+    later warning would print a "Logging error" traceback.
+    """
+    before = list(logging.root.handlers)
+    try:
+        yield
+    finally:
+        for handler in [h for h in logging.root.handlers if h not in before]:
+            logging.root.removeHandler(handler)

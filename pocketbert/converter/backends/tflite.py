@@ -30,6 +30,7 @@ import torch
 from pocketbert.runtime.contract import signature_name
 
 from ..errors import InputError, VerificationError
+from ..quiet import root_handlers_kept
 from . import register
 from .base import Artifact, Backend, ExportSpec, float_fallback_search
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
@@ -40,10 +41,7 @@ def _quiet():
     stack = contextlib.ExitStack()
     stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-    # A library's first logging.warning() inside the block gives the root logger a handler bound to
-    # the captured stream, which is closed afterwards: every later warning would print a traceback.
-    before = list(logging.root.handlers)
-    stack.callback(lambda: [logging.root.removeHandler(h) for h in list(logging.root.handlers) if h not in before])
+    stack.enter_context(root_handlers_kept())
     return stack
 
 
