@@ -68,7 +68,7 @@ class TextClassificationPipeline(Pipeline):
         return self._logits_of(validate(inputs, pairs=True))
 
     def _logits_of(self, texts: Texts) -> np.ndarray:
-        encodings = self.encoder.encode(texts.items)
+        encodings = self.encoder.encode(texts.items, offsets=False)  # a label per text needs no spans
         if any(e.overflowing for e in encodings) and self._warn_once():
             warnings.warn(f"input longer than the model's maximum of {self.max_length} tokens was truncated "
                           "(warned once per pipeline)", TruncationWarning, stacklevel=3)

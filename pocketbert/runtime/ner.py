@@ -44,6 +44,30 @@ class TokenizedWindow:
     special: Sequence[int]  # 1 for [CLS], [SEP], padding
 
 
+class EncodingWindow:
+    """A ``tokenizers`` Encoding read as a :class:`TokenizedWindow`: each list is fetched from the Rust
+    side only when decoding needs it (a row whose tokens are all ``O`` needs no tokens or offsets)."""
+
+    def __init__(self, encoding):
+        self._encoding = encoding
+
+    @functools.cached_property
+    def ids(self) -> Sequence[int]:
+        return self._encoding.ids
+
+    @functools.cached_property
+    def tokens(self) -> Sequence[str]:
+        return self._encoding.tokens
+
+    @functools.cached_property
+    def offsets(self) -> Sequence[tuple[int, int]]:
+        return self._encoding.offsets
+
+    @functools.cached_property
+    def special(self) -> Sequence[int]:
+        return self._encoding.special_tokens_mask
+
+
 @dataclass(frozen=True)
 class Decoding:
     """Tokenizer facts decoding depends on."""
@@ -68,11 +92,17 @@ class _Token:
 
 
 def tokens_of(text: str, window: TokenizedWindow, best: list[int], best_scores: list[float],
-              how: Decoding) -> list[_Token]:
-    """Non-special tokens with their text span and whether each continues the previous word."""
-    out = []
+              how: Decoding, skip: frozenset[int] = frozenset()) -> list[_Token | None]:
+    """Non-special tokens with their text span and whether each continues the previous word.
+
+    A token whose label is in ``skip`` is ``None``: it can only end what came before, so nothing else
+    about it is needed (most tokens are ``O``, which is never reported)."""
+    out: list[_Token | None] = []
     for idx, special in enumerate(window.special):
         if special:
+            continue
+        if best[idx] in skip:
+            out.append(None)
             continue
         word = window.tokens[idx]
         start, end = window.offsets[idx]
@@ -132,8 +162,9 @@ def _group(entities: list[dict], how: Decoding) -> dict:
             "start": entities[0]["start"], "end": entities[-1]["end"]}
 
 
-def group_entities(entities: list[dict], how: Decoding, ignore_labels: Sequence[str] = ()) -> list[dict]:
-    """Adjacent entities of one tag -> groups; groups whose tag is ignored (``O``) are never built."""
+def group_entities(entities: list[dict | None], how: Decoding, ignore_labels: Sequence[str] = ()) -> list[dict]:
+    """Adjacent entities of one tag -> groups; groups whose tag is ignored (``O``) are never built.
+    ``None`` stands for a token of an ignored tag: it ends the current group and starts none."""
     groups, current = [], []
 
     def close():
@@ -141,6 +172,11 @@ def group_entities(entities: list[dict], how: Decoding, ignore_labels: Sequence[
             groups.append(_group(current, how))
 
     for entity in entities:
+        if entity is None:  # a token that was never going to be reported: it ends the current entity
+            if current:
+                close()
+            current = []
+            continue
         if current:
             bi, tag = split_tag(entity["entity"])
             if tag != split_tag(current[-1]["entity"])[1] or bi == "B":
@@ -159,15 +195,36 @@ def decode(text: str, window: TokenizedWindow, logits: np.ndarray, aggregation: 
     probs = softmax(logits)
     best = probs.argmax(axis=-1)
     best_scores = probs[np.arange(len(best)), best]
-    tokens = tokens_of(text, window, best.tolist(), best_scores.tolist(), how)
+    skip = _never_reported(tuple(how.labels), aggregation, tuple(ignore_labels))
+    labels = best.tolist()
+    if skip and skip.issuperset(labels):  # nothing to report (a sentence without entities)
+        return []
+    tokens = tokens_of(text, window, labels, best_scores.tolist(), how, skip)
     if aggregation in ("none", "simple"):
-        entities = [{"entity": how.labels[t.label], "score": t.score, "index": t.index + index_offset,
+        entities = [None if t is None else
+                    {"entity": how.labels[t.label], "score": t.score, "index": t.index + index_offset,
                      "word": t.word, "start": t.start, "end": t.end} for t in tokens]
+        if aggregation == "none":
+            return [e for e in entities if e is not None and e["entity"] not in ignore_labels]
     else:
         entities = _words(tokens, aggregation, probs, how)
     if aggregation != "none":
         entities = group_entities(entities, how, ignore_labels)
     return [e for e in entities if e.get("entity") not in ignore_labels and e.get("entity_group") not in ignore_labels]
+
+
+@functools.lru_cache(maxsize=64)
+def _never_reported(labels: tuple[str, ...], aggregation: str, ignore_labels: tuple[str, ...]) -> frozenset[int]:
+    """Label ids whose tokens cannot appear in the result, so decoding skips them: per token (``none``),
+    a label that is ignored; grouped by token (``simple``), a label whose group tag is ignored whichever
+    way it is read (``B-``/``I-`` prefix or not).  Word aggregations need every token (a word's label
+    is decided over all of its tokens)."""
+    if aggregation == "none":
+        return frozenset(i for i, label in enumerate(labels) if label in ignore_labels)
+    if aggregation == "simple":
+        return frozenset(i for i, label in enumerate(labels)
+                         if split_tag(label)[1] in ignore_labels and label.split("-", 1)[-1] in ignore_labels)
+    return frozenset()
 
 
 def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[np.ndarray], aggregation: str,
@@ -228,7 +285,7 @@ class TokenClassificationPipeline(Pipeline):
         step = self.max_length - self.encoder.specials_added - stride
         results = []
         for text, encodings in zip(strings, per_text):
-            windows = [TokenizedWindow(e.ids, e.tokens, e.offsets, e.special_tokens_mask) for e in encodings]
+            windows = [EncodingWindow(e) for e in encodings]
             rows = [next(logits) for _ in windows]
             results.append(decode_text(text, windows, rows, aggregation, self.decoding, ignore_labels, step))
         return results[0] if texts.single else results

@@ -150,16 +150,20 @@ class TextEncoder:
         return tok
 
     # --- encoding ----------------------------------------------------------------------------
-    def encode(self, items: list[tuple[str, str | None]]) -> list[Encoding]:
-        """Texts or pairs -> one encoding each, truncated to the maximum (``overflowing`` non-empty if cut)."""
+    def encode(self, items: list[tuple[str, str | None]], offsets: bool = True) -> list[Encoding]:
+        """Texts or pairs -> one encoding each, truncated to the maximum (``overflowing`` non-empty if cut).
+        ``offsets=False``: character offsets are not tracked (they are then meaningless), which makes a
+        batch about a quarter faster; ids, type ids and truncation are the same."""
         if not items:
             return []
         if len(items) == 1:  # encode_batch's thread-pool hand-off costs more than one short text
             a, b = items[0]
             return [self._truncating.encode(a, b)]
+        tok = self._truncating
+        batch = tok.encode_batch if offsets else getattr(tok, "encode_batch_fast", tok.encode_batch)  # tokenizers ≥ 0.21
         if all(b is None for _, b in items):
-            return self._truncating.encode_batch([a for a, _ in items])
-        return self._truncating.encode_batch([a if b is None else (a, b) for a, b in items])
+            return batch([a for a, _ in items])
+        return batch([a if b is None else (a, b) for a, b in items])
 
     def windows(self, texts: list[str], stride: int) -> list[list[Encoding]]:
         """Each text -> its windows of at most ``max_length`` tokens, consecutive windows sharing ``stride``
