@@ -20,6 +20,12 @@ def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 def pad(rows: Sequence[tuple[Sequence[int], Sequence[int]]], input_names: Sequence[str],
         pad_id: int) -> dict[str, np.ndarray]:
     """``(ids, type_ids)`` rows -> named int64 arrays ``[batch, longest]`` (mask 0 on padding)."""
+    if len(rows) == 1:  # one row (TFLite, dynamic int8 ONNX): nothing to pad, and this path runs per row
+        row_ids, row_types = rows[0]
+        ids = np.array([row_ids], dtype=np.int64)
+        arrays = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                  "token_type_ids": np.array([row_types], dtype=np.int64)}
+        return {name: arrays[name] for name in input_names}
     longest = max(len(ids) for ids, _ in rows)
     ids = np.full((len(rows), longest), pad_id, dtype=np.int64)
     types = np.zeros((len(rows), longest), dtype=np.int64)

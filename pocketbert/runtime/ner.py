@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -188,18 +189,39 @@ def group_entities(entities: list[dict | None], how: Decoding, ignore_labels: Se
     return groups
 
 
-def decode(text: str, window: TokenizedWindow, logits: np.ndarray, aggregation: str, how: Decoding,
-           ignore_labels: Sequence[str] = ("O",), index_offset: int = 0) -> list[dict]:
-    """Logits ``[tokens, labels]`` of one window -> entities (``index_offset`` shifts ``index`` for
-    windows after the first, so it counts tokens of the whole text)."""
-    probs = softmax(logits)
+class Scored(NamedTuple):
+    """One window's token probabilities, each token's best label and that label's probability."""
+
+    probs: np.ndarray
+    best: list[int]
+    best_scores: list[float]
+
+
+def score(rows: Sequence[np.ndarray]) -> list[Scored]:
+    """Logits ``[tokens, labels]`` of many windows -> :class:`Scored` each, with one softmax over all of
+    them: per-window numpy calls on a dozen tokens cost more than the arithmetic."""
+    if not rows:
+        return []
+    probs = softmax(np.concatenate(rows))
     best = probs.argmax(axis=-1)
-    best_scores = probs[np.arange(len(best)), best]
+    best_list, scores = best.tolist(), probs[np.arange(len(best)), best].tolist()
+    out, start = [], 0
+    for row in rows:
+        end = start + len(row)
+        out.append(Scored(probs[start:end], best_list[start:end], scores[start:end]))
+        start = end
+    return out
+
+
+def decode(text: str, window: TokenizedWindow, logits: np.ndarray | Scored, aggregation: str, how: Decoding,
+           ignore_labels: Sequence[str] = ("O",), index_offset: int = 0) -> list[dict]:
+    """Logits ``[tokens, labels]`` (or their :func:`score`) of one window -> entities (``index_offset``
+    shifts ``index`` for windows after the first, so it counts tokens of the whole text)."""
+    probs, labels, best_scores = logits if isinstance(logits, Scored) else score([logits])[0]
     skip = _never_reported(tuple(how.labels), aggregation, tuple(ignore_labels))
-    labels = best.tolist()
     if skip and skip.issuperset(labels):  # nothing to report (a sentence without entities)
         return []
-    tokens = tokens_of(text, window, labels, best_scores.tolist(), how, skip)
+    tokens = tokens_of(text, window, labels, best_scores, how, skip)
     if aggregation in ("none", "simple"):
         entities = [None if t is None else
                     {"entity": how.labels[t.label], "score": t.score, "index": t.index + index_offset,
@@ -281,7 +303,7 @@ class TokenClassificationPipeline(Pipeline):
         stride = self.default_stride if stride is None else stride
         per_text = self.encoder.windows(strings, stride)
         rows = [(w.ids, w.type_ids) for windows in per_text for w in windows]
-        logits = iter(self._logits(rows))
+        logits = iter(score(self._logits(rows)))
         step = self.max_length - self.encoder.specials_added - stride
         results = []
         for text, encodings in zip(strings, per_text):
