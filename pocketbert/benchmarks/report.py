@@ -58,6 +58,21 @@ def _name(r: dict) -> str:
     return r["runner"] + (f" +{r['opts']}" if r.get("opts") else "") + (f" [{tag[0]}]" if tag[1] else "")
 
 
+#: matrix instruction sets that decide int8/bf16 GEMM speed, strongest first
+CPU_CLASSES = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx_vnni", "AVX-VNNI"), ("avx2", "AVX2 only"),
+               ("asimddp", "ARM dot product"), ("asimd", "ARM NEON"))
+
+
+def cpu_class(machine: dict) -> str:
+    flags = set((machine or {}).get("matrix_flags") or [])
+    return next((label for flag, label in CPU_CLASSES if flag in flags), "unknown instruction sets")
+
+
+def run_label(f: dict) -> str:
+    machine = f.get("machine") or {}
+    return f"{machine.get('cpu') or 'unknown CPU'}, {cpu_class(machine)} (`{Path(f['_path']).name}`)"
+
+
 def _headline_threads(records: list[dict]) -> int | None:
     threads = sorted({r["threads"] for r in records})
     return 2 if 2 in threads else (threads[-1] if threads else None)
@@ -111,7 +126,8 @@ def build(results_dir: Path, out: Path) -> Path:
     if any(f.get("fast") for f in files):
         lines += ["> **Fast mode results present: tiny random models and a handful of runs. They check the harness, "
                   "they are not figures to quote.**", ""]
-    latency = [r for f in files if f["command"] == "latency" for r in f["results"]]
+    # each record knows its run: milliseconds are only ever compared within one run on one CPU
+    latency = [{**r, "_run": run_label(f)} for f in files if f["command"] == "latency" for r in f["results"]]
     device = [r for f in files if f["command"] == "device" for r in f["results"]]
     from . import glue_report
     from .accuracy import add_deltas
@@ -245,14 +261,15 @@ def _headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
              "is the fastest of the bundles' own artifacts that lose at most "
              f"{HEADLINE_MAX_DROP} points of accuracy against the model's original (a model without accuracy "
              "figures: the fastest, marked 'not measured'); speed-ups are p50 ratios within one run.", "",
-             "| model | best variant | p50 ms | × plain fp32 TFLite | × ORT optimised fp32 | accuracy Δ (GLUE avg "
-             "or task) |", "|---|---|---|---|---|---|"]
+             "One row per model and run: runs on other CPUs are not comparable in milliseconds.", "",
+             "| model | CPU (results file) | best variant | p50 ms | × plain fp32 TFLite | × ORT optimised fp32 | "
+             "accuracy Δ (GLUE avg or task) |", "|---|---|---|---|---|---|---|"]
     by_model = defaultdict(list)
     for r in measured:
         if r["threads"] == threads and r["batch"] == 1:
-            by_model[r["model"]].append(r)
+            by_model[(r["model"], r.get("_run", ""))].append(r)
     noise = []
-    for model, rows in sorted(by_model.items()):
+    for (model, run), rows in sorted(by_model.items()):
         seq = HEADLINE["seq_len"] if any(r["seq_len"] == HEADLINE["seq_len"] for r in rows) else max(
             r["seq_len"] for r in rows)
         own = [r for r in rows if r["seq_len"] == seq and r["variant"] == "bundle"]
@@ -264,7 +281,7 @@ def _headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
         best = min(eligible, key=schema.typical_ms)
         s = best.get("speedup") or {}
         delta = _accuracy_delta(accuracy, best)
-        lines.append(f"| {best.get('model_label') or model} | {_name(best)} | {schema.typical_ms(best):.2f} | "
+        lines.append(f"| {best.get('model_label') or model} | {run} | {_name(best)} | {schema.typical_ms(best):.2f} | "
                      f"{_fmt(s.get('vs_tflite_plain_fp32'), 2, 'x')} | {_fmt(s.get('vs_ort_optimum_fp32'), 2, 'x')} | "
                      f"{_fmt(delta, 2) if delta is not None else 'not measured'} |")
         same = [r for r in rows if r["seq_len"] == seq and r["runner"] == "tflite:fp32" and not r.get("opts")

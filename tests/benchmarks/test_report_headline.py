@@ -41,3 +41,15 @@ def test_latency_vs_length_plot_only_for_models_measured_at_several_lengths(tmp_
                       at(128, "tflite:int8-dynamic", 5.0, model="n")]
     made = report._plots(swept, [], tmp_path)
     assert made["vs_seq"] == "latency_vs_seq_len.png" and (tmp_path / made["vs_seq"]).stat().st_size > 10_000
+
+
+def test_headline_keeps_runs_on_different_cpus_apart():
+    """A faster CPU's run must not make another CPU's variant look fastest: one row per model and run."""
+    amx = {"_path": "latency-a.json", "machine": {"cpu": "Xeon", "matrix_flags": ["avx2", "avx512_vnni", "amx_int8"]}}
+    avx2 = {"_path": "latency-b.json", "machine": {"cpu": "EPYC", "matrix_flags": ["avx2", "fma"]}}
+    measured = [{**_latency("tflite:int8-dynamic", 2.0), "_run": report.run_label(amx)},
+                {**_latency("tflite:int8-dynamic", 6.0), "_run": report.run_label(avx2)}]
+    rows = [line for line in report._headline(measured, []) if line.startswith("| M ")]
+    assert len(rows) == 2
+    assert "Xeon, AMX (`latency-a.json`)" in rows[0] + rows[1] and "EPYC, AVX2 only (`latency-b.json`)" in rows[0] + rows[1]
+    assert {"| 2.00 |" in r for r in rows} == {True, False}
