@@ -125,3 +125,28 @@ def test_classification_matches_golden(record):
         got = ranked(row, labels, top_k)
         assert [g["label"] for g in got] == [w["label"] for w in expected[key]]
         assert np.allclose([g["score"] for g in got], [w["score"] for w in expected[key]], atol=SCORE_TOLERANCE)
+
+
+@pytest.mark.parametrize("record", NER[::3], ids=lambda r: f"{r['scheme']}-{_case_id(r)}")
+def test_ner_skipping_ignored_tokens_changes_nothing(record, monkeypatch):
+    """Decoding skips tokens whose label can never be reported: with any ``ignore_labels`` the result
+    must equal decoding every token."""
+    from pocketbert.runtime import ner
+
+    name = record["tokenizer"]
+    enc = encoder(name, "vocab.txt", record["max_length"])
+    how = Decoding(labels=record["labels"], unk_id=SETTINGS[name]["special_tokens"]["unk"]["id"],
+                   word_aware=enc.word_aware, detokenize=enc.detokenize)
+    windows = [TokenizedWindow(w["input_ids"], w["tokens"], [tuple(o) for o in w["offsets"]],
+                               w["special_tokens_mask"]) for w in record["windows"]]
+    logits = [np.array(w["logits"], dtype=np.float32) for w in record["windows"]]
+    step = record["max_length"] - 2 - (record["stride"] or 0)
+    tags = sorted({label.split("-", 1)[-1] for label in record["labels"]} - {"O"})
+    cases = [(aggregation, ignored) for aggregation in ner.AGGREGATIONS
+             for ignored in [("O",), (), ("O", tags[0]), (tags[-1],)]]
+    skipping = [decode_text(record["text"], windows, logits, a, how, i, step) for a, i in cases]
+    monkeypatch.setattr(ner, "_never_reported", lambda *args: frozenset())  # every token decoded
+    for (aggregation, ignored), got in zip(cases, skipping):
+        assert got == decode_text(record["text"], windows, logits, aggregation, how, ignored, step), \
+            (aggregation, ignored)
+    assert any(skipping)  # the records hold entities: the comparison is not between empty lists
