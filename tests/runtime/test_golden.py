@@ -84,8 +84,8 @@ def _compare_entities(got: list[dict], want: list[dict], tolerance: float) -> No
         assert abs(g["score"] - w["score"]) <= tolerance
 
 
-@pytest.mark.parametrize("record", NER, ids=lambda r: f"{r['scheme']}-{_case_id(r)}")
-def test_ner_decoding_matches_golden(record):
+def _ner_inputs(record: dict):
+    """A golden NER record -> (Decoding, windows, logits per window, window step), as the pipeline has them."""
     name = record["tokenizer"]
     enc = encoder(name, "vocab.txt", record["max_length"])
     how = Decoding(labels=record["labels"], unk_id=SETTINGS[name]["special_tokens"]["unk"]["id"],
@@ -93,7 +93,12 @@ def test_ner_decoding_matches_golden(record):
     windows = [TokenizedWindow(w["input_ids"], w["tokens"], [tuple(o) for o in w["offsets"]],
                                w["special_tokens_mask"]) for w in record["windows"]]
     logits = [np.array(w["logits"], dtype=np.float32) for w in record["windows"]]
-    step = record["max_length"] - 2 - (record["stride"] or 0)
+    return how, windows, logits, record["max_length"] - 2 - (record["stride"] or 0)
+
+
+@pytest.mark.parametrize("record", NER, ids=lambda r: f"{r['scheme']}-{_case_id(r)}")
+def test_ner_decoding_matches_golden(record):
+    how, windows, logits, step = _ner_inputs(record)
     for aggregation, want in record["expected"].items():
         got = decode_text(record["text"], windows, logits, aggregation, how, step=step)
         _compare_entities(got, want, SCORE_TOLERANCE)
@@ -133,14 +138,7 @@ def test_ner_skipping_ignored_tokens_changes_nothing(record, monkeypatch):
     must equal decoding every token."""
     from pocketbert.runtime import ner
 
-    name = record["tokenizer"]
-    enc = encoder(name, "vocab.txt", record["max_length"])
-    how = Decoding(labels=record["labels"], unk_id=SETTINGS[name]["special_tokens"]["unk"]["id"],
-                   word_aware=enc.word_aware, detokenize=enc.detokenize)
-    windows = [TokenizedWindow(w["input_ids"], w["tokens"], [tuple(o) for o in w["offsets"]],
-                               w["special_tokens_mask"]) for w in record["windows"]]
-    logits = [np.array(w["logits"], dtype=np.float32) for w in record["windows"]]
-    step = record["max_length"] - 2 - (record["stride"] or 0)
+    how, windows, logits, step = _ner_inputs(record)
     tags = sorted({label.split("-", 1)[-1] for label in record["labels"]} - {"O"})
     cases = [(aggregation, ignored) for aggregation in ner.AGGREGATIONS
              for ignored in [("O",), (), ("O", tags[0]), (tags[-1],)]]
