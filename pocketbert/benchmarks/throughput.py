@@ -43,6 +43,8 @@ class _Timed:
     def __init__(self, backend, pad_to: int | None):
         self.inner, self.pad_to, self.seconds = backend, pad_to, 0.0
         self.name, self.max_length, self.max_batch = backend.name, backend.max_length, backend.max_batch
+        # padded mode feeds every row at pad_to, i.e. one bucket: the pipeline need not split by bucket
+        self.buckets = None if pad_to else backend.buckets
 
     def run(self, feeds: dict[str, np.ndarray], quiet: bool = False) -> np.ndarray:
         length = feeds["input_ids"].shape[1]

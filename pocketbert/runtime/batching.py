@@ -11,10 +11,20 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Row indices grouped into batches of at most ``batch_size`` rows of similar length."""
+def plan(lengths: Sequence[int], batch_size: int, buckets: Sequence[int] | None = None) -> list[list[int]]:
+    """Row indices grouped into batches of at most ``batch_size`` rows of similar length; with
+    ``buckets``, no batch holds rows of two buckets (a row's bucket: the smallest that holds it)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if not buckets:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    edges = sorted(buckets)
+    bucket_of = {n: next((b for b in edges if b >= n), None) for n in set(lengths)}
+    for i in order:
+        if not batches or len(batches[-1]) == batch_size or bucket_of[lengths[i]] != bucket_of[lengths[batches[-1][0]]]:
+            batches.append([])
+        batches[-1].append(i)
+    return batches
 
 
 def pad(rows: Sequence[tuple[Sequence[int], Sequence[int]]], input_names: Sequence[str],

@@ -90,7 +90,7 @@ class Pipeline:
         """Token rows -> logits per row, in order: batches of similar length, each padded to its longest."""
         out: list[np.ndarray | None] = [None] * len(rows)
         size = min(self.batch_size, self.backend.max_batch or self.batch_size)
-        for batch in batching.plan([len(ids) for ids, _ in rows], size):
+        for batch in batching.plan([len(ids) for ids, _ in rows], size, self.backend.buckets):
             feeds = batching.pad([rows[i] for i in batch], self.bundle.input_names, self.encoder.pad_id)
             try:
                 logits = self.backend.run(feeds)

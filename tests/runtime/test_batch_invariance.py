@@ -38,3 +38,24 @@ def test_row_by_row_keeps_token_logits_in_place(ner_bundle):
     np.testing.assert_allclose(got[0], want[0], atol=1e-5)
     np.testing.assert_allclose(got[1, :4], want[1, :4], atol=1e-5)
     assert not got[1, 4:].any()
+
+
+def test_batches_never_mix_buckets():
+    from pocketbert.runtime import batching
+
+    lengths = [5, 40, 31, 33, 64, 65, 2, 32, 100, 7, 30]
+    batches = batching.plan(lengths, 3, buckets=[32, 64, 128])
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(len(b) <= 3 for b in batches)
+    bucket = {n: next(e for e in (32, 64, 128) if e >= n) for n in lengths}
+    assert all(len({bucket[lengths[i]] for i in b}) == 1 for b in batches), batches
+    assert batching.plan(lengths, 3) == batching.plan(lengths, 3, buckets=None)  # no buckets: by size only
+
+
+def test_tflite_scores_do_not_depend_on_the_batch(cls_bundle, sst2_sentences):
+    """TFLite takes batches of one bucket: every row still runs in the bucket it would run in alone."""
+    clf = runtime.load(cls_bundle, backend="tflite", precision="int8-dynamic")
+    assert len(clf.backend.buckets) > 1
+    alone = [clf(text, top_k=None) for text in sst2_sentences[:6]]
+    together = clf(sst2_sentences[:6] + [LONG], top_k=None)[:6]
+    assert together == alone  # identical floats, not merely close

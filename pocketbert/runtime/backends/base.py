@@ -15,6 +15,9 @@ class Backend(ABC):
     max_length: int | None = None
     #: most rows one call runs at once (None: any); the pipeline batches accordingly
     max_batch: int | None = None
+    #: fixed input lengths the file runs (None: any length); the pipeline never puts rows of two
+    #: buckets in one batch, so a row runs in the bucket it would run in alone
+    buckets: list[int] | None = None
 
     @abstractmethod
     def run(self, feeds: dict[str, np.ndarray], quiet: bool = False) -> np.ndarray:

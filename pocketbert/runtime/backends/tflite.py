@@ -1,7 +1,8 @@
 """LiteRT (TFLite) backend: static shapes, one signature per sequence bucket, batch 1.
 
 Each row is padded to the smallest bucket signature (``seq_<length>``) that holds it, as the
-converter's verification did.  Full-integer models return int8 logits, which are dequantised with the
+converter's verification did; a call may hold several rows of one bucket (the pipeline never mixes
+buckets in a batch, :attr:`Backend.buckets`), which run one after another.  Full-integer models return int8 logits, which are dequantised with the
 output tensor's (scale, zero point).  A LiteRT interpreter is not thread-safe, so calls borrow one
 from a pool of ``instances`` interpreters (created on demand): concurrent callers wait for a free one
 rather than share it.
@@ -32,7 +33,6 @@ class _Instance:
 
 class TfliteBackend(Backend):
     name = "tflite"
-    max_batch = 1
 
     def __init__(self, path: Path, input_names: list[str], threads: int | None = None, instances: int = 1):
         self.path = path
