@@ -167,4 +167,3 @@ def _labelled_examples(task: str, split: str, data_dir: str | None, limit: int |
         raise AccuracyError(f"{examples.path} has no labels (GLUE test files are unlabelled)",
                             "score the dev split (--split dev); CoNLL-2003 test is labelled")
     return examples
-

@@ -10,7 +10,7 @@ and speed-ups are only ever computed between records of the same run and the sam
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -195,8 +195,8 @@ def _measure_in_rounds(first, runners: list, info: dict, config, shape: tuple[in
     """
     threads, seq, batch = shape
     rounds = max(1, settings.rounds)
-    share = Settings(**{**settings.__dict__, "runs": -(-settings.runs // rounds),
-                        "min_runs": -(-settings.min_runs // rounds), "max_seconds": settings.max_seconds / rounds})
+    share = replace(settings, runs=-(-settings.runs // rounds), min_runs=-(-settings.min_runs // rounds),
+                    max_seconds=settings.max_seconds / rounds)
     records: list[dict | None] = [None] * len(runners)
     for _ in range(rounds):
         for i, (bundle, r) in enumerate(runners):

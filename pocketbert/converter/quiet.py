@@ -34,14 +34,12 @@ def silenced():
                for fd, stream, target in zip(saved, old_python, (1, 2))]
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        stack = contextlib.ExitStack()
-        stack.enter_context(root_handlers_kept())
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         sys.stdout, sys.stderr = streams
-        yield
+        with root_handlers_kept():
+            yield
     finally:
-        stack.close()
         for stream in streams:
             stream.flush()
         sys.stdout, sys.stderr = old_python

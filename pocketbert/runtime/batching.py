@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .contract import smallest_bucket
+
 
 def plan(lengths: Sequence[int], batch_size: int, buckets: Sequence[int] | None = None) -> list[list[int]]:
     """Row indices grouped into batches of at most ``batch_size`` rows of similar length; with
@@ -17,9 +19,8 @@ def plan(lengths: Sequence[int], batch_size: int, buckets: Sequence[int] | None 
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     if not buckets:
         return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    bucket_of = {n: smallest_bucket(list(buckets), n) for n in set(lengths)}
     batches: list[list[int]] = []
-    edges = sorted(buckets)
-    bucket_of = {n: next((b for b in edges if b >= n), None) for n in set(lengths)}
     for i in order:
         if not batches or len(batches[-1]) == batch_size or bucket_of[lengths[i]] != bucket_of[lengths[batches[-1][0]]]:
             batches.append([])

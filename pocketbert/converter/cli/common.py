@@ -96,4 +96,3 @@ def training_options(command):
                             threads_option(), data_dir_option, train_limit_option)):
         command = option(command)
     return command
-

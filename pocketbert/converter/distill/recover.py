@@ -303,4 +303,3 @@ def _gap_measure(pair_, eval_batches, max_batches: int, temperature: float) -> C
     if eval_batches is None:
         return lambda: None
     return lambda: measure_gap(pair_, eval_batches, max_batches=max_batches, temperature=temperature)
-

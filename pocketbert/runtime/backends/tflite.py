@@ -2,8 +2,8 @@
 
 Each row is padded to the smallest bucket signature (``seq_<length>``) that holds it, as the
 converter's verification did; a call may hold several rows of one bucket (the pipeline never mixes
-buckets in a batch, :attr:`Backend.buckets`), which run one after another.  Full-integer models return int8 logits, which are dequantised with the
-output tensor's (scale, zero point).  A LiteRT interpreter is not thread-safe, so calls borrow one
+buckets in a batch, :attr:`Backend.buckets`), which run one after another.  Full-integer models
+return int8 logits, which are dequantised with the output tensor's (scale, zero point).  A LiteRT interpreter is not thread-safe, so calls borrow one
 from a pool of ``instances`` interpreters (created on demand): concurrent callers wait for a free one
 rather than share it.
 """
