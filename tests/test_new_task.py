@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -157,8 +158,22 @@ def test_new_task_end_to_end_convert_recover_dev_and_gates(kind, checkpoints, ne
     files = ner_files if kind == "ner" else pair_files
     teacher = _finetune(checkpoints["bert"]["none"], files, tmp_path / "teacher")
     (_convert_cli if kind == "ner" else _convert_api)(teacher, files, tmp_path / "bundle")
-    recovery = json.loads((tmp_path / "bundle" / "manifest.json").read_text())["recovery"]
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
+    recovery = manifest["recovery"]
     assert recovery["dev_file"] == str(files[1]) and recovery["train_file"] == str(files[0])
+    # verified on the task's own dev text (pairs for the pair model), calibrated on its own training text
+    verification = manifest["verification"]
+    assert verification["texts"] == str(files[1]) and verification["samples"] == 40
+    assert verification["sentence_pairs"] == (kind == "pairs")
+    int8 = next(a for a in manifest["artifacts"] if a["precision"] == "int8-dynamic")
+    assert int8["details"]["calibration_source"] == str(files[0])
+    weights = int8["details"]["weight_bytes"]  # what the summary explains the file's size with
+    assert weights["int8"] > 0 and sum(weights.values()) <= manifest["files"][int8["file"]]["bytes"]
+    # NER: the exported model's entities are held against the PyTorch model's
+    real, damage = int8["verification"]["real_sentences"], verification["transform_damage"]
+    assert ("entity_f1" in real and "entity_f1" in damage) == (kind == "ner")
+    if kind == "ner":
+        assert int8["verification"]["tolerance"]["min_entity_f1"] == 0.9 and real["entity_f1"] >= 0.9
     assert recovery["dev_examples"] == 40  # the dev file's 40, not the training file's 160
 
     rows = gates.check(tmp_path / "bundle", progress=lambda *a: None)
@@ -169,3 +184,81 @@ def test_new_task_end_to_end_convert_recover_dev_and_gates(kind, checkpoints, ne
     # the runtime's fp32 export scores what PyTorch scored on the same dev file after recovery
     assert fp32["score"] == pytest.approx(recovery["dev_scores"]["recovered"][metric], abs=0.01)
     assert str(files[1]) in gates.table(rows)
+
+
+# --- verification on the model's own task, and on entities -------------------------------------------
+
+def test_entity_verification_sees_what_token_agreement_hides():
+    """A model that keeps 98% of its token predictions but drops every entity fails the int8 bar."""
+    from pocketbert.converter import verify
+
+    labels = ["O", "B-person", "I-person"]
+    ref = np.full((4, 50, 3), [4.0, -2.0, -2.0])
+    ref[:, 10] = [1.0, 1.2, -2.0]  # one entity per row, one word of fifty, and a near tie, as int8 flips them
+    out = ref.copy()
+    out[:, 10] = [1.2, 1.0, -2.0]
+    masks, starts = [np.ones((4, 50), dtype=np.int64)], [np.ones((4, 50), dtype=bool)]
+    view = verify.EntityView(starts, labels)
+    lost = verify.compare([ref], [out], masks, view)
+    assert lost.top1_agreement == pytest.approx(0.98) and lost.cosine > 0.99
+    assert lost.entity_f1 == 0.0 and lost.entities == 4
+    assert "entity F1" in lost.int8_failure(0.99, 0.95, 0.90)
+    assert verify.compare([ref], [ref], masks, view).int8_failure(0.99, 0.95, 0.90) is None
+    # a word's tag is read at its first piece only, as the task metric reads it
+    later_pieces = np.zeros((4, 50), dtype=bool)
+    later_pieces[:, :10] = True
+    assert verify.compare([ref], [out], masks, verify.EntityView([later_pieces], labels)).entities == 0
+
+
+def test_word_starts_mark_each_words_first_piece(tokenizer):
+    from pocketbert.converter.encoding import word_starts
+
+    starts = word_starts(tokenizer, ["alice saw unbelievably paris", "bob"], max_length=32)
+    pieces = tokenizer(["alice saw unbelievably paris"])["input_ids"][0]
+    assert starts.shape[1] == len(pieces) and starts[0].sum() == 4 and starts[1].sum() == 1
+    assert not starts[:, 0].any()  # [CLS] is no word
+
+
+@pytest.mark.parametrize("command", ["finetune", "recover", "trim-vocab", "share-embeddings"])
+def test_checkpoint_commands_list_their_own_exit_codes(command):
+    from pocketbert.converter.cli import cli
+
+    text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+    assert "0 checkpoint written" in text and "6 output not writable" in text
+    assert "nonorm/relu would lose accuracy" not in text and "failed verification" not in text
+
+
+def test_a_finetune_at_chance_warns_with_the_budget_the_task_needs(checkpoints, ner_files, tmp_path):
+    """Two steps at a learning rate too small to move a weight learn nothing: the checkpoint is written, but
+    the result and its record say so."""
+    result = finetune(FinetuneOptions(checkpoint=str(checkpoints["bert"]["none"]), task=str(ner_files[0]),
+                                      dev=str(ner_files[1]), out=tmp_path / "short", budget=loop.Budget(steps=2),
+                                      lr=1e-12, batch_size=16, progress=False), log=lambda *a: None)
+    record = json.loads((tmp_path / "short" / "training.json").read_text())
+    assert record["dev_without_training"]["before_fine_tuning"] == pytest.approx(result.scores["f1"], abs=1e-3)
+    [warning] = result.warnings
+    assert "no better than" in warning and "2 steps" in warning
+    assert "--budget 3epochs" in warning and "30 steps" in warning  # 160 sentences: 10 batches of 16 per epoch
+    assert record["warnings"] == [warning]
+
+
+def test_constant_baseline_is_the_best_constant_answer(pair_files):
+    from pocketbert.converter.training import chance
+
+    dev = load_task(str(pair_files[1]), "dev")  # 20 entailment, 20 not
+    assert chance.constant_baseline(dev) == (50.0, "always answering 'entailment'")
+    log, budget = loop.TrainLog(steps=300), loop.Budget(steps=300)
+    assert "always answering 'entailment' (50.00)" in chance.warning(dev, 50.5, 20.0, log, 100, budget)
+    assert "the model before fine-tuning (70.00)" in chance.warning(dev, 70.5, 70.0, log, 100, budget)
+    assert chance.warning(dev, 80.0, 50.0, log, 100, budget) is None
+
+
+def test_the_summary_says_why_a_quantised_file_is_large():
+    from pocketbert.converter.cli.render import size_line
+
+    details = {"weight_bytes": {"float32": 36_000_000, "int8": 11_000_000, "int64": 4_000},
+               "float_fallback": {"linears_in_float": 24, "linears": 36, "roles": ["ffn_output", "ffn_input"]}}
+    line = size_line("onnx:int8-dynamic", 47_700_000, details)
+    assert line == ("onnx:int8-dynamic 47.7 MB: weights 36.0 MB float32, 11.0 MB int8; 24 of 36 Linear layers kept "
+                    "in float for accuracy (ffn_output, ffn_input), 4 bytes per weight where int8 takes 1")
+    assert size_line("onnx:fp32", 90_000_000, {}) is None

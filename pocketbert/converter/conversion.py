@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .encoding import encode
+from .encoding import encode, word_starts
 from .events import Listener, Note, StageFinished, StageStarted
 from .options import ConvertOptions, Plan
 from .staging import Staging
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .logits_model import LogitsModel
     from .recipes import Recipe
     from .transforms import TransformReport
-    from .verify import Comparison
+    from .verify import Comparison, EntityView
 
 
 @dataclass
@@ -45,6 +45,11 @@ class Encoder:
     def batches(self, items, batch_size: int = 32, pad_to: int | None = None) -> list[dict[str, np.ndarray]]:
         return [self(items[i:i + batch_size], pad_to=pad_to) for i in range(0, len(items), batch_size)]
 
+    def word_starts(self, items, batch_size: int = 32, pad_to: int | None = None) -> list[np.ndarray]:
+        """Each word's first piece in :meth:`batches` of the same arguments (token classification)."""
+        return [word_starts(self.tokenizer, items[i:i + batch_size], max_length=self.max_length, pad_to=pad_to)
+                for i in range(0, len(items), batch_size)]
+
 
 @dataclass
 class Inputs:
@@ -54,6 +59,7 @@ class Inputs:
     source: str  # where the sentences came from, for the manifest
     batches: list[dict[str, np.ndarray]]
     parity: list[dict[str, np.ndarray]]
+    entities: EntityView | None = None  # token classification: how to read entities from the batches
 
     @property
     def masks(self) -> list[np.ndarray]:

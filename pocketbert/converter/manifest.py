@@ -78,6 +78,7 @@ def _verification(c: Conversion) -> dict:
     return {
         "reference": "PyTorch float32 model after the transforms (original checkpoint for the damage figures)",
         "texts": c.inputs.source, "samples": len(c.inputs.texts), "max_length": c.verify_length,
+        "sentence_pairs": bool(c.inputs.texts) and not isinstance(c.inputs.texts[0], str),
         "transform_damage": c.damage.to_json() if c.damage else None,
         # int8 kernels differ by instruction set: say which ones the figures above came from
         "machine": machine.verifying_machine(),

@@ -15,7 +15,7 @@ from . import texts as textdata
 from .errors import InputError, OutputError
 from .opts import Opts, parse_opts
 from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, select
-from .training_record import training_record
+from .training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA
 
 
@@ -43,6 +43,7 @@ class ConvertOptions:
     int8_min_cosine: float = verify.INT8_MIN_COSINE
     int8_min_agreement: float = verify.INT8_MIN_AGREEMENT
     int8_target_agreement: float = verify.INT8_TARGET_AGREEMENT
+    int8_min_entity_f1: float = verify.INT8_MIN_ENTITY_F1  # token classification only
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     measure_latency: bool = True
     # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
@@ -119,15 +120,6 @@ def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:
 
 
 def _task_text(checkpoint_dir: Path, data_dir) -> Path | None:
-    """Default calibration text of a PocketBERT-trained checkpoint: its task's training split, when the
-    data directory has it (text like the model's inputs calibrates better than generic sentences)."""
-    record = training_record(checkpoint_dir)
-    if not record or not record.get("task"):
-        return None
-    from .data.tasks import resolve_task
-
-    try:
-        path = resolve_task(record["task"], "train", data_dir)[1]
-    except InputError:
-        return None
-    return path if path.is_file() else None
+    """Default calibration text of a PocketBERT-trained checkpoint: its task's training split (text like
+    the model's inputs calibrates better than generic sentences; a pair model needs pairs)."""
+    return task_file(checkpoint_dir, "train", data_dir)

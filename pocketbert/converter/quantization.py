@@ -31,6 +31,8 @@ class Quantizer:
     min_agreement: float
     smooth_alpha: float | None
     target_agreement: float = verify.INT8_TARGET_AGREEMENT
+    min_entity_f1: float = verify.INT8_MIN_ENTITY_F1
+    entities: verify.EntityView | None = None  # token classification: entities of the calibration batches
     #: backend name -> its plain float export, quantised instead of exporting again
     float_exports: dict[str, Path] = field(default_factory=dict)
     _smoothed: tuple[ExportSpec, dict] | None = None
@@ -48,11 +50,13 @@ class Quantizer:
 
         def accept(path: Path) -> tuple[bool, dict]:
             got = verify.runner_logits(self._load(backend, path, precision), self.calibration)
-            c = verify.compare(self.reference, got, masks)
-            meets_bar = c.cosine >= self.min_cosine and c.top1_agreement >= self.min_agreement
+            c = verify.compare(self.reference, got, masks, self.entities)
+            meets_bar = c.int8_failure(self.min_cosine, self.min_agreement, self.min_entity_f1) is None
             ok = meets_bar and c.top1_agreement >= self.target_agreement
-            return ok, {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4),
-                        "meets_bar": meets_bar}
+            figures = {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
+            if c.entity_f1 is not None:
+                figures["entity_f1"] = round(c.entity_f1, 4)
+            return ok, {**figures, "meets_bar": meets_bar}
 
         return accept
 
@@ -136,7 +140,7 @@ class Quantizer:
             raise VerificationError(
                 f"no int8 recipe for {backend.name} met the int8 bar on the calibration text: "
                 + "; ".join(f"{r['recipe']} cosine {r.get('cosine')}, top-1 {r.get('top1_agreement')}"
-                            for r in record),
+                            + (f", entity F1 {r['entity_f1']}" if "entity_f1" in r else "") for r in record),
                 "convert without int8, lower --int8-min-cosine/--int8-min-agreement knowingly, or give "
                 "--calibration text closer to your inputs")
         dest = directory / backend.filename(best["recipe"].precision)

@@ -115,8 +115,12 @@ def read_texts(path: str | os.PathLike, *, what: str = "calibration") -> list[Te
     return texts
 
 
-def default_verify_texts(task: str, data: Path | None) -> tuple[list[Text], str]:
-    """Real sentences for verification: the task's dev set from the data directory, else built-in text."""
+def default_verify_texts(task: str, data: Path | None, own: Path | None = None) -> tuple[list[Text], str]:
+    """Real sentences for verification: ``own`` (the dev file of the task the model was trained on, pairs for
+    a pair model), else the task kind's usual dev set in the data directory, else built-in text."""
+    if own is not None:  # named relative to the data directory when in it: no user's home in a manifest
+        inside = data is not None and own.resolve().is_relative_to(data.resolve())
+        return read_texts(own, what="verification"), str(own.resolve().relative_to(data.resolve()) if inside else own)
     if data is not None and (data / DEFAULT_VERIFY[task]).is_file():
         path = data / DEFAULT_VERIFY[task]
         return read_texts(path, what="verification"), str(Path(DEFAULT_VERIFY[task]))

@@ -8,6 +8,8 @@
   measure (not guess) what they changed.
 
 Logits are compared only where the attention mask is 1 (token classification), per row otherwise.
+For token classification the entities are compared too: most tokens are ``O``, so a model can keep 99%
+of its token predictions while losing every entity.
 """
 
 from __future__ import annotations
@@ -29,6 +31,39 @@ INT8_MIN_AGREEMENT = 0.95
 # one changed prediction in 200, the agreement analogue of "int8 costs at most 0.5 points".  Below
 # it but above the bar, the cheapest attempt that meets the bar ships and the manifest says so.
 INT8_TARGET_AGREEMENT = 0.995
+# NER: entity-level F1 of the int8 model's entities against the float model's, on real sentences.
+INT8_MIN_ENTITY_F1 = 0.90
+IOB_PREFIXES = ("B-", "I-", "E-", "S-")
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """How to read entities from token logits: each word's first piece (per batch, as the task's metric
+    reads a word's tag) and the label names."""
+
+    word_starts: list[np.ndarray]
+    labels: list[str]
+
+    def tags(self, batches: Sequence[np.ndarray]) -> list[list[str]]:
+        """One IOB2 tag list per text; labels without a prefix (``PER``) read as ``I-PER`` (IO scheme)."""
+        names = [n if n == "O" or n[:2] in IOB_PREFIXES else f"I-{n}" for n in self.labels]
+        return [[names[i] for i in row[starts].argmax(-1)]
+                for logits, batch_starts in zip(batches, self.word_starts)
+                for row, starts in zip(logits, batch_starts)]
+
+
+def entity_agreement(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray],
+                     view: EntityView) -> tuple[float, int]:
+    """(entity F1 of ``out`` taking ``ref``'s entities as the truth, the number of ``ref`` entities):
+    seqeval's conlleval rules, as the task metric.  Neither finding any entity is agreement (1.0)."""
+    from seqeval.metrics import f1_score
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    ref, out = view.tags(ref_batches), view.tags(out_batches)
+    entities = len(get_entities(ref))
+    if entities == 0 and not get_entities(out):
+        return 1.0, 0
+    return float(f1_score(ref, out, zero_division=0)), entities
 
 
 @dataclass
@@ -41,10 +76,25 @@ class Comparison:
     rel_drift: float  # ||out − ref|| / ||ref||
     cosine: float  # cosine similarity of the flattened logit matrices
     top1_agreement: float
+    entity_f1: float | None = None  # token classification: see entity_agreement
+    entities: int | None = None
 
     def to_json(self) -> dict:
         # significant digits, not decimals: a 4e-8 parity must not print as 0
-        return {k: (float(f"{v:.5g}") if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        return {k: (float(f"{v:.5g}") if isinstance(v, float) else v) for k, v in asdict(self).items()
+                if v is not None}
+
+    def int8_failure(self, min_cosine: float, min_agreement: float, min_entity_f1: float) -> str | None:
+        """Why these figures miss the int8 bar, or None when they meet it."""
+        misses = []
+        if self.cosine < min_cosine:
+            misses.append(f"cosine {self.cosine:.4f} (needs ≥ {min_cosine})")
+        if self.top1_agreement < min_agreement:
+            misses.append(f"top-1 agreement {self.top1_agreement:.1%} (needs ≥ {min_agreement:.0%})")
+        if self.entity_f1 is not None and self.entity_f1 < min_entity_f1:
+            misses.append(f"entity F1 against the float model's {self.entities} entities {self.entity_f1:.1%} "
+                          f"(needs ≥ {min_entity_f1:.0%})")
+        return ", ".join(misses) or None
 
 
 def _rows(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -54,11 +104,12 @@ def _rows(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def compare(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray],
-            masks: Sequence[np.ndarray]) -> Comparison:
+            masks: Sequence[np.ndarray], entities: EntityView | None = None) -> Comparison:
     ref = np.concatenate([_rows(r, m) for r, m in zip(ref_batches, masks)]).astype(np.float64)
     out = np.concatenate([_rows(o, m) for o, m in zip(out_batches, masks)]).astype(np.float64)
     diff = np.abs(out - ref)
     norm = np.linalg.norm(ref) * np.linalg.norm(out)
+    entity_f1, count = entity_agreement(ref_batches, out_batches, entities) if entities else (None, None)
     return Comparison(
         rows=int(ref.shape[0]),
         max_abs=float(diff.max()),
@@ -66,6 +117,8 @@ def compare(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray]
         rel_drift=float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-12)),
         cosine=float((ref * out).sum() / norm) if norm > 0 else 1.0,
         top1_agreement=float((ref.argmax(-1) == out.argmax(-1)).mean()),
+        entity_f1=entity_f1,
+        entities=count,
     )
 
 

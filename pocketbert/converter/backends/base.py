@@ -89,6 +89,11 @@ class Backend(ABC):
     def filename(self, precision: str) -> str:
         return f"model.{precision}.{self.name}" if precision != "fp32" else f"model.{self.name}"
 
+    @abstractmethod
+    def weight_bytes(self, path: Path) -> dict[str, int]:
+        """Bytes of the file's constant tensors per element type (``float32``, ``int8``, …): why a
+        quantised file is the size it is."""
+
 
 def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], bool], tuple[bool, dict]],
                           enabled: bool = True) -> dict:

@@ -105,6 +105,13 @@ class OnnxBackend(Backend):
                    "graph_optimization": export_fused(spec, dest)}
         return Artifact("onnx:fp32", dest, details)
 
+    def weight_bytes(self, path: Path) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for tensor in onnx.load(str(path)).graph.initializer:
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
+            totals[dtype.name] = totals.get(dtype.name, 0) + int(np.prod(tensor.dims)) * dtype.itemsize
+        return dict(sorted(totals.items()))
+
     # --- quantize ------------------------------------------------------------------------
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
         """Quantise; if ``accept`` rejects the result, keep the most sensitive layer roles in float.

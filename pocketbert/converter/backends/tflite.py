@@ -170,6 +170,26 @@ class TfliteBackend(Backend):
                 "signatures": [signature_name(b) for b in spec.buckets],
                 "input_dtype": "int32", "op_histogram": check_builtin_only(path)}
 
+    def weight_bytes(self, path: Path) -> dict[str, int]:
+        """Every buffer once (the bucket signatures share their weights), by the type of a tensor using it."""
+        from ai_edge_litert import schema_py_generated as schema
+
+        model = schema.Model.GetRootAs(Path(path).read_bytes(), 0)
+        types = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+        owner: dict[int, str] = {}
+        for s in range(model.SubgraphsLength()):
+            subgraph = model.Subgraphs(s)
+            for t in range(subgraph.TensorsLength()):
+                tensor = subgraph.Tensors(t)
+                owner.setdefault(tensor.Buffer(), types.get(tensor.Type(), str(tensor.Type())))
+        totals: dict[str, int] = {}
+        for index, dtype in owner.items():
+            buffer = model.Buffers(index)
+            size = buffer.DataLength() or buffer.Size()  # large models keep buffers after the flatbuffer
+            if size:
+                totals[dtype] = totals.get(dtype, 0) + int(size)
+        return dict(sorted(totals.items()))
+
     def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
         """fp16 weights, or int8 (dynamic, static) with the shared float-fallback search over Linear roles."""
         if precision not in QUANTIZER_RECIPES:

@@ -10,7 +10,7 @@ from pocketbert.runtime.terminal import plain
 
 from ..builtin import BUILTIN
 from .common import (
-    EXIT_CODES,
+    CHECKPOINT_EXIT_CODES,
     TASK_HELP,
     budget,
     checkpoint_argument,
@@ -26,7 +26,7 @@ from .common import (
 from .group import cli
 
 
-@cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=EXIT_CODES)
+@cli.command(short_help="Fine-tune an encoder on a task (GLUE or CoNLL-2003).", epilog=CHECKPOINT_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
 @click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
@@ -60,7 +60,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 
 
 @cli.command(short_help="Distil a nonorm/relu student from a fine-tuned checkpoint (accuracy recovery).",
-             epilog=EXIT_CODES)
+             epilog=CHECKPOINT_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
 @click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST",
@@ -110,7 +110,8 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
                             f"({record['delta_vs_teacher']:+.2f})"))
 
 
-@cli.command("trim-vocab", short_help="Keep only the word pieces a task uses (smaller embedding table).")
+@cli.command("trim-vocab", short_help="Keep only the word pieces a task uses (smaller embedding table).",
+             epilog=CHECKPOINT_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Whose training text chooses the pieces. "
               + TASK_HELP)
@@ -136,7 +137,7 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
 
 
 @cli.command("share-embeddings", short_help="Re-tune a checkpoint around a base model's word embeddings and "
-             "write it without them.")
+             "write it without them.", epilog=CHECKPOINT_EXIT_CODES)
 @checkpoint_argument
 @click.option("--base", default="minilm", show_default=True,
               help="Built-in model name or checkpoint directory whose word-embedding table the result uses.")

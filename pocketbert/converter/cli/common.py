@@ -23,6 +23,11 @@ EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable che
 6 output not writable, not empty, not ours to replace, or the disk is full; 130 interrupted.
 On any non-zero exit no bundle is written."""
 
+# finetune, recover, trim-vocab, share-embeddings: they write a checkpoint and never verify an export
+CHECKPOINT_EXIT_CODES = """Exit codes: 0 checkpoint written; 2 bad command line; 3 unusable checkpoint, option or data
+file; 6 output not writable, not empty, not ours to replace, or the disk is full; 130 interrupted.
+On any non-zero exit no checkpoint is written (an interrupted finetune continues with --resume)."""
+
 TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
              "or a training file: a GLUE-format TSV or a CoNLL file (told apart by content), with its dev file "
              "given by --dev.")

@@ -62,6 +62,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="int8 verification: minimum top-1 agreement with PyTorch.")
+@click.option("--int8-min-entity-f1", type=click.FloatRange(0, 1), default=0.90, show_default=True,
+              help="int8 verification of a token-classification model: minimum entity F1 against the entities "
+                   "the PyTorch model finds (token agreement alone is mostly 'O' tokens).")
 @click.option("--int8-target-agreement", type=click.FloatRange(0, 1), default=0.995, show_default=True,
               help="int8 accuracy ladder: smoothing, then Linears in float, until this top-1 agreement with "
                    "PyTorch on the calibration text (short of it, the cheapest attempt meeting the bar ships).")

@@ -78,9 +78,25 @@ def figures_line(figures: dict) -> str:
     real = figures["real_sentences"]
     line = (f"real sentences: cosine {real['cosine']:.4f}, top-1 agreement {real['top1_agreement']:.1%}, "
             f"max |Δ| {real['max_abs']:.2g}")
+    if "entity_f1" in real:
+        line += f", entity F1 {real['entity_f1']:.1%} of {real['entities']} entities"
     if "fixed_inputs" in figures:
         line = f"fixed inputs max |Δ| {figures['fixed_inputs']['max_abs']:.2g}; " + line
     return line + ("" if figures["passed"] else f"  FAILED: {figures['failure']}")
+
+
+def size_line(recipe: str, size: int, details: dict) -> str | None:
+    """Why a quantised file is the size it is: its weights by type, and the Linears kept in float."""
+    weights = details.get("weight_bytes")
+    if not weights:
+        return None
+    shown = sorted(((n, t) for t, n in weights.items() if n >= 0.01 * size), reverse=True)
+    line = f"{recipe} {size / 1e6:.1f} MB: weights " + ", ".join(f"{n / 1e6:.1f} MB {t}" for n, t in shown)
+    fallback = details.get("float_fallback") or {}
+    if fallback.get("linears_in_float"):
+        line += (f"; {fallback['linears_in_float']} of {fallback['linears']} Linear layers kept in float for "
+                 f"accuracy ({', '.join(fallback['roles'])}), 4 bytes per weight where int8 takes 1")
+    return line
 
 
 def summary(result) -> None:
@@ -99,14 +115,21 @@ def summary(result) -> None:
             parity = f"max|Δ| {max(v['fixed_inputs']['max_abs'], real['max_abs']):.1e}"
         else:
             parity = f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}"
+            if "entity_f1" in real:
+                parity += f", entities {real['entity_f1']:.1%}"
         latency = f"{a.latency_ms:.1f} ms" if a.latency_ms is not None else "-"
         own = base.get(a.recipe.split(":")[0])
         ratio = f"{a.latency_ms / own:.2f}x" if a.latency_ms and own else "-"
         table.add_row(a.recipe, a.file, f"{a.bytes / 1e6:.1f} MB", parity, latency, ratio, f"{a.seconds:.1f}")
     out_console.print(table)
+    for a in result.artifacts:
+        line = size_line(a.recipe, a.bytes, a.details)
+        if line:
+            out_console.print(plain(line))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in result.stage_seconds.items())
     verification = manifest["verification"]
-    out_console.print(plain(f"Verified on {verification['samples']} sentences from {verification['texts']}; "
+    unit = "sentence pairs" if verification.get("sentence_pairs") else "sentences"
+    out_console.print(plain(f"Verified on {verification['samples']} {unit} from {verification['texts']}; "
                             f"stages: {stages}"))
     if manifest["source"]["head_initialized"]:
         out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "

@@ -9,6 +9,7 @@ from .. import loading, verify
 from .. import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs
 from ..errors import InputError
+from ..training_record import task_file
 from .base import Stage
 
 DEFAULT_BUCKETS = (32, 64, 128, 256)
@@ -60,7 +61,9 @@ def _sorted_by_length(items: list) -> list:
 
 
 def _inputs(c: Conversion) -> Inputs:
-    texts, source = textdata.default_verify_texts(c.loaded.task, textdata.data_dir(c.options.data_dir))
+    data = textdata.data_dir(c.options.data_dir)
+    own = task_file(c.loaded.checkpoint, "dev", data)
+    texts, source = textdata.default_verify_texts(c.loaded.task, data, own)
     texts = _sorted_by_length(texts[: c.options.verify_samples])
     if source.startswith("built-in"):
         c.notes.append("no data directory found: verification used the built-in English sentences "
@@ -68,7 +71,9 @@ def _inputs(c: Conversion) -> Inputs:
     tokenizer = c.loaded.tokenizer
     parity = verify.parity_inputs(c.encoder, texts, max_length=c.verify_length, vocab_size=len(tokenizer),
                                   special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
-    return Inputs(texts=texts, source=source, batches=c.encoder.batches(texts), parity=parity)
+    ner = c.loaded.task == "ner"
+    entities = verify.EntityView(c.encoder.word_starts(texts), list(c.loaded.labels)) if ner else None
+    return Inputs(texts=texts, source=source, batches=c.encoder.batches(texts), parity=parity, entities=entities)
 
 
 def _prepare_recovery(c: Conversion):

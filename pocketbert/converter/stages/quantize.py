@@ -36,6 +36,7 @@ class QuantizeStage(Stage):
             if recipe.kind == "int8":
                 artifact.details.update(calibration_source=textdata.describe(c.plan.calibration_source),
                                         calibration_texts=len(c.plan.calibration_texts))
+            artifact.details["weight_bytes"] = backends.get(recipe.backend).weight_bytes(artifact.path)
             c.emit(ArtifactBuilt(recipe.name, artifact.details, c.options.int8_target_agreement))
             c.built.append(Built(recipe, artifact, time.perf_counter() - start))
 
@@ -47,8 +48,12 @@ def _quantizer(c: Conversion) -> Quantizer:
     if len(texts) > CALIBRATION_BATCH:
         texts = texts[: len(texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
     c.plan.calibration_texts = texts
-    calibration = c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=min(64, c.verify_length))
+    shape = {"batch_size": CALIBRATION_BATCH, "pad_to": min(64, c.verify_length)}
+    calibration = c.encoder.batches(texts, **shape)
+    ner = c.loaded.task == "ner"
+    entities = verify.EntityView(c.encoder.word_starts(texts, **shape), list(c.loaded.labels)) if ner else None
     options = c.options
     return Quantizer(c.loaded, c.spec, calibration, verify.torch_logits(c.model, calibration), options.threads,
                      options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
-                     options.int8_target_agreement, float_exports=dict(c.float_exports))
+                     options.int8_target_agreement, options.int8_min_entity_f1, entities,
+                     float_exports=dict(c.float_exports))

@@ -70,7 +70,8 @@ def _change(c: Conversion) -> LogitsModel | None:
 
 def _damage(c: Conversion, original: LogitsModel) -> verify.Comparison:
     batches = c.inputs.batches
-    return verify.compare(verify.torch_logits(original, batches), verify.torch_logits(c.model, batches), c.inputs.masks)
+    return verify.compare(verify.torch_logits(original, batches), verify.torch_logits(c.model, batches), c.inputs.masks,
+                          c.inputs.entities)
 
 
 def _recover(c: Conversion, original: LogitsModel) -> None:
@@ -108,6 +109,9 @@ def damage_message(comparison: verify.Comparison, changed: list[TransformReport]
     figures = (f"top-1 agreement with the original {comparison.top1_agreement:.1%}, logit cosine "
                f"{comparison.cosine:.4f}, relative logit drift {comparison.rel_drift:.1%}, max |Δlogit| "
                f"{comparison.max_abs:.3g}")
+    if comparison.entity_f1 is not None:  # token agreement is mostly "O" tokens: the entities tell the damage
+        figures = (f"entity F1 against the original's {comparison.entities} entities {comparison.entity_f1:.1%}, "
+                   + figures)
     if recovered is None:
         return f"{names} changed what the model computes: on real sentences, {figures}"
     metric, scores = recovered["metric"], recovered["dev_scores"]

@@ -48,7 +48,8 @@ def _position(planned: list, recipe: Recipe) -> int:
 
 
 def _verified(c: Conversion, built: Built, runner) -> ArtifactResult:
-    real = verify.compare(c.verify_ref, verify.runner_logits(runner, c.inputs.batches), c.inputs.masks)
+    real = verify.compare(c.verify_ref, verify.runner_logits(runner, c.inputs.batches), c.inputs.masks,
+                          c.inputs.entities)
     kind = built.recipe.kind
     figures = {"real_sentences": real.to_json()}
     if kind in ("fp32", "fp16"):
@@ -81,9 +82,10 @@ def _int8_figures(c: Conversion, real: verify.Comparison) -> dict:
     o = c.options
     figures = {"tolerance": {"min_cosine": o.int8_min_cosine, "min_top1_agreement": o.int8_min_agreement,
                              "ladder_target_top1_agreement": o.int8_target_agreement}}
-    passed = real.cosine >= o.int8_min_cosine and real.top1_agreement >= o.int8_min_agreement
-    if not passed:
-        figures["failure"] = (f"cosine {real.cosine:.4f} (needs ≥ {o.int8_min_cosine}), top-1 agreement "
-                              f"{real.top1_agreement:.1%} (needs ≥ {o.int8_min_agreement:.0%})")
-    figures["passed"] = passed
+    if real.entity_f1 is not None:
+        figures["tolerance"]["min_entity_f1"] = o.int8_min_entity_f1
+    failure = real.int8_failure(o.int8_min_cosine, o.int8_min_agreement, o.int8_min_entity_f1)
+    if failure:
+        figures["failure"] = failure
+    figures["passed"] = failure is None
     return figures

@@ -16,7 +16,7 @@ from .. import checkpoint_job as job
 from .. import loading
 from ..data import TaskData, load_task
 from ..errors import InputError
-from . import loop
+from . import chance, loop
 from .evaluate import evaluate
 
 
@@ -51,6 +51,7 @@ class FinetuneResult:
     scores: dict[str, float]
     log: loop.TrainLog
     record: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def model_task(data: TaskData) -> str:
@@ -106,6 +107,7 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=names)
     options.budget.check(len(batches))
     log(f"fine-tuning {options.checkpoint} on {train.name} ({len(train)} examples, {len(batches)} batches/epoch)")
+    untrained = evaluate(loaded.model, dev_features, input_names=names)[dev.metric]
     state_dir = options.out.parent / f".{options.out.name}.training"
     table = loaded.model.get_input_embeddings().weight
     params = [p for p in loaded.model.parameters() if p is not table] if options.freeze_word_embeddings else None
@@ -115,6 +117,10 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
                            progress=options.progress)
     scores = evaluate(loaded.model, dev_features, input_names=names)
     log(f"{dev.name} {dev.split}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+    warnings = [w for w in [chance.warning(dev, scores[dev.metric], untrained, train_log, len(batches),
+                                           options.budget)] if w]
+    for w in warnings:
+        log(f"warning: {w}")
     record = {
         "kind": "finetune",
         "base_checkpoint": source_name(loaded),
@@ -128,11 +134,14 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
                    "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained"},
         "training": train_log.to_json(),
         "dev_scores": {k: round(v, 3) for k, v in scores.items()},
+        "dev_without_training": {"constant": round(chance.constant_baseline(dev)[0], 3),
+                                 "before_fine_tuning": round(untrained, 3)},
+        "warnings": warnings,
         "wall_seconds": round(time.perf_counter() - start, 1),
     }
     out = job.write(loaded.model, loaded.tokenizer, options.out, overwrite=options.overwrite, record=record)
     _remove(state_dir)
-    return FinetuneResult(out, scores, train_log, record)
+    return FinetuneResult(out, scores, train_log, record, warnings)
 
 
 def _remove(directory: Path) -> None:
