@@ -92,6 +92,16 @@ def test_int8_static_calibration_count_not_a_multiple_of_the_batch(checkpoints, 
     assert static["details"]["calibration_texts"] == 32 and static["details"]["calibration_batches"] == 2
 
 
+def test_a_ladder_short_of_its_target_ships_plain_int8_when_plain_meets_the_bar(checkpoints, options):
+    # A target no attempt reaches (top-1 agreement 1.01) and a bar every attempt meets (0): the ladder's cheapest
+    # step meeting the bar is plain int8 (smoothing adds a Mul per Linear; the fallback keeps Linears in float).
+    result = convert(options(checkpoints["bert"]["classification"], opts="int8", int8_min_cosine=0.0,
+                             int8_min_agreement=0.0, int8_target_agreement=1.01))
+    int8 = read_manifest(result.bundle)["artifacts"][1]
+    assert int8["details"]["smoothing"] is None
+    assert int8["details"]["float_fallback"]["roles"] == [] and not int8["details"]["float_fallback"]["target_met"]
+
+
 def test_verification_failure_writes_nothing(checkpoints, options, tmp_path):
     # An impossible int8 bar must fail the conversion, with exit code 4 semantics and no bundle.
     opts = options(checkpoints["bert"]["classification"], opts="int8", int8_min_cosine=1.0, int8_min_agreement=1.0)

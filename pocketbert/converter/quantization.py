@@ -83,8 +83,8 @@ class Quantizer:
         backend = backends.get(recipe.backend)
         laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
                                      self.judge(backend, recipe.precision))
-        if plain_ok and not laddered.details["float_fallback"]["accepted"]:
-            return self.plain(recipe, dest)
+        if plain_ok and not laddered.details["float_fallback"]["target_met"]:
+            return self.plain(recipe, dest)  # short of the target, plain is the cheapest step meeting the bar
         laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
         return laddered
 
