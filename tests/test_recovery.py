@@ -95,8 +95,26 @@ def test_convert_recover_records_scores(teacher, tmp_path):
     result = convert(options)
     recovery = result.manifest["recovery"]
     assert recovery["task"] == "glue:sst2" and recovery["recipe"]["schedule"] == "joint"
+    assert recovery["recipe"]["qat"] is False  # no full-integer file asked for: recovered in float
     assert recovery["transform_damage_before_recovery"]["top1_agreement"] <= 1.0
     assert result.manifest["verification"]["transform_damage"] is not None
+
+
+def test_convert_recover_to_full_integer_is_quantization_aware(teacher, tmp_path):
+    """Asking for tflite:int8-static with --recover trains through that export's simulation."""
+    from pocketbert.converter.pipeline import ConvertOptions
+
+    options = ConvertOptions(checkpoint=str(teacher), out=tmp_path / "bundle", opts="nonorm,relu", recover="glue:sst2",
+                             recipes="tflite:int8-static", buckets=[32], verify_samples=50, calibration_samples=32,
+                             measure_latency=False, data_dir=DATA, max_accuracy_drop=100, int8_min_cosine=0,
+                             int8_min_agreement=0, int8_target_agreement=0,
+                             recover_options={"budget": loop.Budget(steps=8), "train_limit": 128, "dev_limit": 64,
+                                              "batch_size": 16, "max_length": 32, "progress": False})
+    manifest = convert(options).manifest
+    recovery = manifest["recovery"]
+    assert recovery["recipe"]["qat"] is True and recovery["distillation"]["qat"]["activation_ranges"] > 0
+    assert any("quantization-aware recovery" in note for note in manifest["notes"])
+    assert [a["recipe"] for a in manifest["artifacts"]] == ["tflite:fp32", "tflite:int8-static"]
 
 
 def test_convert_recover_refuses_a_large_drop(teacher, tmp_path):

@@ -82,7 +82,10 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="With --recover: the most points of the task metric the recovered model may lose against the "
                    "original (dev split); more is refused unless --allow-accuracy-loss.")
 
-def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, **flags):
+@click.option("--recover-qat/--recover-float", "recover_qat", default=None,
+              help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
+                   "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
+def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
@@ -90,6 +93,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     options = ConvertOptions(checkpoint=checkpoint, out=out or default_out(checkpoint, flags["opts"]),
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
+                                              "qat": recover_qat,
                                               "dev": str(recover_dev) if recover_dev else None}, **flags)
     screen = Screen()
     try:

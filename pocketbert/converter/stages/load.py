@@ -9,6 +9,7 @@ from .. import loading, verify
 from .. import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs
 from ..errors import InputError
+from ..recipes import Recipe
 from ..training_record import task_file
 from .base import Stage
 
@@ -93,6 +94,18 @@ def _prepare_recovery(c: Conversion):
     settings = dict(options.recover_options)
     settings.setdefault("data_dir", options.data_dir)
     settings.setdefault("budget", recovery_job.DEFAULT_BUDGET)
+    if settings.get("qat") is None:
+        settings["qat"] = full_integer_planned(c.plan)
+    if settings["qat"]:
+        c.note("quantization-aware recovery: training through a simulation of the full-integer TFLite export",
+               keep=True)
     job = recovery_job.RecoverOptions(task=options.recover, **settings)
     return recovery_job.prepare(job, task_kind=loaded.task, tokenizer=loaded.tokenizer, labels=loaded.labels,
                                 input_names=loaded.family.input_names, eval_length=min(512, c.max_length))
+
+
+def full_integer_planned(plan) -> bool:
+    """Recovery trains through the full-integer simulation (QAT) when a tflite:int8-static file is asked
+    for by name (``--recipe``, ``--int8 static``/``all``): the simulation is of that export.  ``--int8 auto``
+    is not a request for it, so it recovers in float."""
+    return any(isinstance(r, Recipe) and r.name == "tflite:int8-static" for r in plan.recipes)
