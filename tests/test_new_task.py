@@ -262,3 +262,12 @@ def test_the_summary_says_why_a_quantised_file_is_large():
     assert line == ("onnx:int8-dynamic 47.7 MB: weights 36.0 MB float32, 11.0 MB int8; 24 of 36 Linear layers kept "
                     "in float for accuracy (ffn_output, ffn_input), 4 bytes per weight where int8 takes 1")
     assert size_line("onnx:fp32", 90_000_000, {}) is None
+
+
+def test_training_stopped_inside_its_first_epoch_warns(pair_files):
+    from pocketbert.converter.training import chance
+
+    dev = load_task(str(pair_files[1]), "dev")
+    short = chance.warning(dev, 80.0, 50.0, loop.TrainLog(steps=10), 13, loop.Budget(steps=10))
+    assert "seen 77% of it" in short and "39 steps" in short and "--budget 3epochs" in short
+    assert chance.warning(dev, 80.0, 50.0, loop.TrainLog(steps=13), 13, loop.Budget(epochs=1)) is None

@@ -30,14 +30,18 @@ def constant_baseline(dev: TaskData) -> tuple[float, str]:
 def warning(dev: TaskData, score: float, untrained: float, log: TrainLog, batches_per_epoch: int,
             budget: Budget) -> str | None:
     """The warning for a dev ``score`` no better than the constant prediction or the ``untrained`` model's
-    score, or None."""
+    score, or for training that stopped inside its first epoch; None when neither."""
     constant, predictor = constant_baseline(dev)
-    baseline, what = max((constant, f"{predictor}"), (untrained, "the model before fine-tuning"))
-    if score > baseline + MARGIN:
-        return None
+    baseline, what = max((constant, predictor), (untrained, "the model before fine-tuning"))
     epochs = log.steps / max(1, batches_per_epoch)
-    return (f"dev {dev.metric} {score:.2f} is no better than {what} ({baseline:.2f}): the model has not "
-            f"learned the task. It trained {log.steps} steps ({epochs:.2g} epochs of {batches_per_epoch} batches) "
-            f"within its budget ({budget.describe()}). Fine-tuning usually needs {EPOCHS_NEEDED} epochs, here "
-            f"{EPOCHS_NEEDED * batches_per_epoch} steps: pass --budget {EPOCHS_NEEDED}epochs (with no shorter time "
-            "limit); if it still does not learn, check the labels and try another --lr")
+    trained = (f"It trained {log.steps} steps ({epochs:.2g} epochs of {batches_per_epoch} batches) within its budget "
+               f"({budget.describe()}).")
+    advice = (f"Fine-tuning usually needs {EPOCHS_NEEDED} epochs, here {EPOCHS_NEEDED * batches_per_epoch} steps: "
+              f"pass --budget {EPOCHS_NEEDED}epochs (with no shorter time limit)")
+    if score <= baseline + MARGIN:
+        return (f"dev {dev.metric} {score:.2f} is no better than {what} ({baseline:.2f}): the model has not learned "
+                f"the task. {trained} {advice}; if it still does not learn, check the labels and try another --lr")
+    if epochs < 1:
+        return (f"dev {dev.metric} {score:.2f} after less than one pass over the training data: the model has seen "
+                f"{epochs:.0%} of it. {trained} {advice}")
+    return None
