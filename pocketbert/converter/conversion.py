@@ -154,6 +154,14 @@ class Conversion:
         if keep:
             self.notes.append(message)
 
+    def entity_view(self, texts, batch_size: int = 32, pad_to: int | None = None) -> EntityView | None:
+        """Token classification: how to read entities from ``encoder.batches`` of the same arguments."""
+        if self.loaded.task != "ner":
+            return None
+        from .verify import EntityView
+
+        return EntityView(self.encoder.word_starts(texts, batch_size, pad_to), list(self.loaded.labels))
+
     def result(self) -> ConvertResult:
         return ConvertResult(bundle=self.bundle, manifest=self.manifest, artifacts=self.results,
                              stage_seconds=self.timings, notes=self.notes)

@@ -84,7 +84,9 @@ def plan(options: ConvertOptions) -> Plan:
                          "add int8 to --opt (or an int8 --recipe), or drop --calibration")
     checkpoint_dir, _ = loading.resolve(options.checkpoint)
     if int8_planned:
-        chosen.calibration_source = options.calibration or _task_text(checkpoint_dir, options.data_dir)
+        # default: the training split of the checkpoint's own task (text like the model's inputs calibrates
+        # better than generic sentences; a pair model needs pairs)
+        chosen.calibration_source = options.calibration or task_file(checkpoint_dir, "train", options.data_dir)
         texts = textdata.read_texts(chosen.calibration_source or textdata.BUILTIN_CALIBRATION, what="calibration")
         # evenly spread over the file: training files are often sorted (by document, by length)
         step = max(1, len(texts) // options.calibration_samples)
@@ -118,8 +120,3 @@ def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:
                              "or use --opt int8 --int8 … --format …")
     return named
 
-
-def _task_text(checkpoint_dir: Path, data_dir) -> Path | None:
-    """Default calibration text of a PocketBERT-trained checkpoint: its task's training split (text like
-    the model's inputs calibrates better than generic sentences; a pair model needs pairs)."""
-    return task_file(checkpoint_dir, "train", data_dir)

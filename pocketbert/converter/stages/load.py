@@ -72,9 +72,8 @@ def _inputs(c: Conversion) -> Inputs:
     tokenizer = c.loaded.tokenizer
     parity = verify.parity_inputs(c.encoder, texts, max_length=c.verify_length, vocab_size=len(tokenizer),
                                   special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
-    ner = c.loaded.task == "ner"
-    entities = verify.EntityView(c.encoder.word_starts(texts), list(c.loaded.labels)) if ner else None
-    return Inputs(texts=texts, source=source, batches=c.encoder.batches(texts), parity=parity, entities=entities)
+    return Inputs(texts=texts, source=source, batches=c.encoder.batches(texts), parity=parity,
+                  entities=c.entity_view(texts))
 
 
 def _prepare_recovery(c: Conversion):

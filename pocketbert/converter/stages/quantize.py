@@ -50,10 +50,8 @@ def _quantizer(c: Conversion) -> Quantizer:
     c.plan.calibration_texts = texts
     shape = {"batch_size": CALIBRATION_BATCH, "pad_to": min(64, c.verify_length)}
     calibration = c.encoder.batches(texts, **shape)
-    ner = c.loaded.task == "ner"
-    entities = verify.EntityView(c.encoder.word_starts(texts, **shape), list(c.loaded.labels)) if ner else None
     options = c.options
     return Quantizer(c.loaded, c.spec, calibration, verify.torch_logits(c.model, calibration), options.threads,
                      options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
-                     options.int8_target_agreement, options.int8_min_entity_f1, entities,
+                     options.int8_target_agreement, options.int8_min_entity_f1, c.entity_view(texts, **shape),
                      float_exports=dict(c.float_exports))
