@@ -14,7 +14,8 @@ Records (``command: "full-integer"``)::
     {"model", "bundle", "training": "post-training" | "qat", "runner", "backend", "precision", "task",
      "metric", "score", "float_score", "delta_vs_float", "top1_agreement_with_float", "examples",
      "size_bytes", "float_ops": int | null, "float_op_list": {op: count} | null, "linears_in_float": int | null,
-     "latency_ms": float, "threads": int, "seq_len": 128}
+     "equalized": bool | null (int8-static: residual stream equalised), "latency_ms": float, "threads": int,
+     "seq_len": 128}
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ def _record(bundle, path: Path, record: dict, metric: str, features, measured: d
             "examples": len(features), "size_bytes": art.path.stat().st_size,
             "float_ops": float_ops["count"] if float_ops else None,
             "float_op_list": float_ops["ops"] if float_ops else None,
-            "linears_in_float": fallback.get("linears_in_float"), "latency_ms": latency, "threads": threads}
+            "linears_in_float": fallback.get("linears_in_float"),
+            "equalized": bool(art.details.get("equalization")) if art.precision == "int8-static" else None,
+            "latency_ms": latency, "threads": threads}
 
 
 def measure(bundles: list[Path], *, limit: int | None = None, threads: int = 1, data_dir: str | None = None,

@@ -25,10 +25,25 @@ def records(files: list[dict]) -> list[dict]:
     return list(rows.values())
 
 
+def _equalized(r: dict) -> bool | None:
+    """Static int8 rows: whether the residual stream was equalised (records before it existed were not)."""
+    return bool(r.get("equalized")) if r["precision"] == "int8-static" else None
+
+
 def _label(r: dict) -> str:
     if r["precision"] == "int8-static":
-        return f"{r['runner']} ({'QAT' if r['training'] == 'qat' else 'post-training'})"
+        how = "QAT" if r["training"] == "qat" else "post-training"
+        return f"{r['runner']} ({how}{', equalised' if _equalized(r) else ''})"
     return f"{r['runner']}{' (QAT checkpoint)' if r['training'] == 'qat' else ''}"
+
+
+def _distinct(rows: list[dict]) -> list[dict]:
+    """One row per artifact kind: a model measured in two bundles (e.g. with and without equalisation) shows
+    its float and dynamic rows once, from the later file."""
+    kept: dict[tuple, dict] = {}
+    for r in sorted(rows, key=lambda r: r["_file"]["created"]):
+        kept[(r["training"], r["runner"], _equalized(r))] = r
+    return list(kept.values())
 
 
 def _cell(value, fmt: str) -> str:
@@ -39,7 +54,8 @@ def _table(rows: list[dict]) -> list[str]:
     lines = ["| artifact | dev score | Δ vs its float export | top-1 agreement with float | size (MB) | "
              "ops in float | Linears in float | latency (ms) |", "|---|---|---|---|---|---|---|---|"]
     order = {"fp32": 0, "fp16": 1, "int8-dynamic": 2, "int8-static": 3}
-    for r in sorted(rows, key=lambda r: (r["training"] == "qat", order.get(r["precision"], 9), r["backend"])):
+    for r in sorted(_distinct(rows), key=lambda r: (r["training"] == "qat", order.get(r["precision"], 9),
+                                                     r["backend"], bool(_equalized(r)))):
         agreement = r.get("top1_agreement_with_float")
         lines.append(f"| {_label(r)} | {r['score']:.2f} | {_cell(r.get('delta_vs_float'), '+.2f')} | "
                      f"{_cell(None if agreement is None else 100 * agreement, '.2f')}% | "

@@ -45,6 +45,7 @@ class ConvertOptions:
     int8_target_agreement: float = verify.INT8_TARGET_AGREEMENT
     int8_min_entity_f1: float = verify.INT8_MIN_ENTITY_F1  # token classification only
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
+    int8_equalize: bool = True  # static int8 of a nonorm model: equalise its residual stream first
     measure_latency: bool = True
     # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
     recover: str | None = None

@@ -2,7 +2,7 @@
 choice of recipe.
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
-unseen by every choice made here (smoothing, float fallback, which recipe ships).
+unseen by every choice made here (equalisation, smoothing, float fallback, which recipe ships).
 """
 
 from __future__ import annotations
@@ -17,7 +17,17 @@ from .backends import Artifact, ExportSpec
 from .errors import VerificationError
 from .logits_model import LogitsModel
 from .recipes import Choice, Recipe
+from .transforms import equalize
 from .transforms.smoothquant import activation_maxima, smooth
+
+
+@dataclass
+class Judged:
+    """Calibration text padded to one length, with what the int8 judge compares against."""
+
+    batches: list[dict[str, np.ndarray]]
+    reference: list[np.ndarray]  # PyTorch logits on them
+    entities: verify.EntityView | None = None  # token classification: how to read their entities
 
 
 @dataclass
@@ -25,17 +35,21 @@ class Quantizer:
     loaded: loading.Loaded
     spec: ExportSpec
     calibration: list[dict[str, np.ndarray]]  # fixed-length batches of calibration text
-    reference: list[np.ndarray]  # PyTorch logits on them
+    #: the calibration text at each length the judge compares on: the calibration batches first; a
+    #: fixed-shape backend (one TFLite signature per length) is judged on every length, each signature
+    #: being its own quantised graph
+    judged: list[Judged]
     threads: int
     min_cosine: float
     min_agreement: float
     smooth_alpha: float | None
     target_agreement: float = verify.INT8_TARGET_AGREEMENT
     min_entity_f1: float = verify.INT8_MIN_ENTITY_F1
-    entities: verify.EntityView | None = None  # token classification: entities of the calibration batches
     #: backend name -> its plain float export, quantised instead of exporting again
     float_exports: dict[str, Path] = field(default_factory=dict)
-    _smoothed: tuple[ExportSpec, dict] | None = None
+    equalize_alpha: float | None = equalize.DEFAULT_ALPHA  # None: never equalise
+    _equalized: tuple[ExportSpec, dict] | None = None
+    _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
 
     def _load(self, backend, path: Path, precision: str):
         return backend.load(path, self.spec.input_names, precision, threads=self.threads)
@@ -46,30 +60,52 @@ class Quantizer:
         ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the
         ladder reaches the target; the float-fallback search then keeps the cheapest such attempt.
         """
-        masks = [b["attention_mask"] for b in self.calibration]
+        lengths = self.judged if backend.fixed_lengths else self.judged[:1]
 
         def accept(path: Path) -> tuple[bool, dict]:
-            got = verify.runner_logits(self._load(backend, path, precision), self.calibration)
-            c = verify.compare(self.reference, got, masks, self.entities)
-            meets_bar = c.int8_failure(self.min_cosine, self.min_agreement, self.min_entity_f1) is None
+            runner = self._load(backend, path, precision)
+            found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
+                                    [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
+            meets_bar = all(c.int8_failure(self.min_cosine, self.min_agreement, self.min_entity_f1) is None
+                            for c in found)
             # the target holds for what the task reports: for NER its entities as well as its tokens
-            reported = c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
+            reported = min(c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
+                           for c in found)
             ok = meets_bar and reported >= self.target_agreement
-            figures = {"cosine": round(c.cosine, 5), "top1_agreement": round(c.top1_agreement, 4)}
-            if c.entity_f1 is not None:
-                figures["entity_f1"] = round(c.entity_f1, 4)
+            # the worst length's figures: a file is as good as its worst signature
+            figures = {"cosine": round(min(c.cosine for c in found), 5),
+                       "top1_agreement": round(min(c.top1_agreement for c in found), 4)}
+            if found[0].entity_f1 is not None:
+                figures["entity_f1"] = round(min(c.entity_f1 for c in found), 4)
             return ok, {**figures, "meets_bar": meets_bar}
 
         return accept
 
     def plain(self, recipe: Recipe, dest: Path) -> Artifact:
-        """The recipe as the quantiser makes it: no smoothing, no float fallback."""
+        """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
+        model: its residual stream equalised, which is exact and free at run time)."""
         backend = backends.get(recipe.backend)
         accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" else None
-        artifact = backend.quantize(self.spec, recipe.precision, dest, self.calibration, accept,
-                                    float_fallback=False, float_export=self.float_exports.get(recipe.backend))
-        artifact.details["smoothing"] = None
+        spec, equalization = self._base(recipe)
+        float_export = None if equalization else self.float_exports.get(recipe.backend)
+        artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept,
+                                    float_fallback=False, float_export=float_export)
+        artifact.details.update(smoothing=None, equalization=equalization)
         return artifact
+
+    def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
+        """The model a recipe quantises: equalised for static int8 when the family allows it."""
+        model, family = self.loaded.model, self.loaded.family
+        if recipe.precision != "int8-static" or self.equalize_alpha is None or not equalize.supported(model, family):
+            return self.spec, None
+        if self._equalized is None:
+            maxima = equalize.stream_maxima(model, family, self.calibration)
+            equalized, record = equalize.equalize(model, family, maxima, alpha=self.equalize_alpha)
+            self._equalized = self._with_model(equalized), record
+        return self._equalized
+
+    def _with_model(self, model) -> ExportSpec:
+        return ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(model, self.spec.input_names).eval()})
 
     def build(self, recipe: Recipe, dest: Path, plain: Artifact | None = None) -> Artifact:
         """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
@@ -80,23 +116,28 @@ class Quantizer:
         if recipe.kind != "int8" or artifact.details["float_fallback"]["target_met"] or self.smooth_alpha is None:
             return artifact
         plain_ok = artifact.details["float_fallback"]["accepted"]
-        smoothed_spec, smoothing = self._smoothed_spec()
+        smoothed_spec, smoothing = self._smoothed_spec(recipe)
         unsmoothed = artifact.details["float_fallback"]["search"][0]
         backend = backends.get(recipe.backend)
         laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
                                      self.judge(backend, recipe.precision))
         if plain_ok and not laddered.details["float_fallback"]["target_met"]:
             return self.plain(recipe, dest)  # short of the target, plain is the cheapest step meeting the bar
-        laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed)
+        laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed,
+                                equalization=artifact.details["equalization"])
         return laddered
 
-    def _smoothed_spec(self) -> tuple[ExportSpec, dict]:
-        if self._smoothed is None:
-            maxima = activation_maxima(self.loaded.model, self.loaded.family, self.calibration)
-            smoothed, count = smooth(self.loaded.model, self.loaded.family, maxima, alpha=self.smooth_alpha)
-            spec = ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(smoothed, self.spec.input_names).eval()})
-            self._smoothed = spec, {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count}
-        return self._smoothed
+    def _smoothed_spec(self, recipe: Recipe) -> tuple[ExportSpec, dict]:
+        """Smoothing on top of the recipe's base model (equalised or not)."""
+        base, equalization = self._base(recipe)
+        key = equalization is not None
+        if key not in self._smoothed:
+            model = base.model.model  # the LogitsModel's Hugging Face model
+            maxima = activation_maxima(model, self.loaded.family, self.calibration)
+            smoothed, count = smooth(model, self.loaded.family, maxima, alpha=self.smooth_alpha)
+            self._smoothed[key] = (self._with_model(smoothed),
+                                   {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
+        return self._smoothed[key]
 
     def choose(self, choice: Choice, directory: Path, feeds: dict[str, np.ndarray]) -> tuple[Recipe, Artifact]:
         """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine.

@@ -57,6 +57,8 @@ class Backend(ABC):
     name: str
     #: precisions this backend can produce, in recipe order
     precisions: tuple[str, ...]
+    #: static shapes: one graph per sequence-length bucket, each quantised on its own
+    fixed_lengths: bool = False
 
     @abstractmethod
     def export(self, spec: ExportSpec, dest: Path) -> Artifact:

@@ -139,6 +139,7 @@ def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
 class TfliteBackend(Backend):
     name = "tflite"
     precisions = ("fp32", "fp16", "int8-dynamic", "int8-static")
+    fixed_lengths = True
 
     def filename(self, precision):
         return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"

@@ -68,6 +68,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--int8-target-agreement", type=click.FloatRange(0, 1), default=0.995, show_default=True,
               help="int8 accuracy ladder: smoothing, then Linears in float, until this top-1 agreement with "
                    "PyTorch on the calibration text (short of it, the cheapest attempt meeting the bar ships).")
+@click.option("--int8-equalize/--no-int8-equalize", default=True, show_default=True,
+              help="Static int8 of a nonorm model: divide its residual stream's outlier channels by per-channel "
+                   "scales folded into the weights (exact in float, nothing added at run time) before calibrating.")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
 @click.option("--recover", "recover", metavar="TASK", help="Recover the accuracy nonorm/relu cost by "
               "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)

@@ -54,6 +54,11 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
     details, lines = event.details, []
     if "selection" in details:
         lines.append(("  " + selection_line(details["selection"]), False))
+    equalization = details.get("equalization")
+    if equalization:
+        lines.append((f"  {event.recipe}: residual stream equalised before calibration: "
+                      f"{equalization['channels_scaled']:,} channels of {equalization['streams']} stream tensors "
+                      f"divided by up to {equalization['largest_scale']:g} (exact in float)", False))
     fallback = details.get("float_fallback") or {}
     if fallback.get("roles"):
         lines.append((f"{event.recipe}: {fallback['linears_in_float']} of {fallback['linears']} Linear layers kept "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import ActivationSite, Family, FoldSite, is_nonorm
+from .base import ActivationSite, Family, FoldSite, ResidualStream, is_nonorm
 
 _REGISTRY: dict[str, Family] = {}
 
@@ -35,5 +35,5 @@ def supported_summary() -> str:
 # Importing a family module registers it.  Adding a family = adding a module and a line here.
 from . import bert, distilbert, mobilebert  # noqa: E402,F401
 
-__all__ = ["ActivationSite", "Family", "FoldSite", "is_nonorm", "register", "families", "family_for",
+__all__ = ["ActivationSite", "Family", "FoldSite", "ResidualStream", "is_nonorm", "register", "families", "family_for",
            "supported_summary"]

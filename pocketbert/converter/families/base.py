@@ -8,7 +8,7 @@ the test-suite uses to test every registered family for free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
@@ -47,6 +47,24 @@ class ActivationSite:
     @property
     def activation(self) -> nn.Module:
         return getattr(self.parent, self.attr)
+
+
+@dataclass
+class ResidualStream:
+    """One tensor of a post-norm encoder's residual stream: the output of ``producer``, a normalisation.
+
+    It is read by ``readers`` (Linears taking it as input), and carried by the residual add
+    ``stream + writer(…)`` into ``next_norm``. The last stream has no writer and is read by the task head.
+    ``producer`` is the embedding norm for the first stream; when fold has made that the identity, the
+    embedding block's ``summands`` (its tables) produce the stream instead.
+    """
+
+    path: str  # dotted module path of the producing norm, for reports
+    producer: nn.Module
+    readers: list[nn.Linear]
+    writer: nn.Linear | None = None
+    next_norm: nn.Module | None = None
+    summands: list[nn.Module] = field(default_factory=list)
 
 
 class Family:
@@ -93,6 +111,11 @@ class Family:
 
     def fold_sites(self, model: PreTrainedModel) -> list[FoldSite]:
         """Normalisations whose input is a pure sum of Linear/embedding outputs (see FoldSite)."""
+        raise NotImplementedError
+
+    def residual_streams(self, model: PreTrainedModel) -> list[ResidualStream]:
+        """The residual stream in forward order, embedding output first (see ResidualStream); the
+        per-channel equalisation before static int8 needs it. A family without it is never equalised."""
         raise NotImplementedError
 
     # --- shapes ----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import BertConfig
 
 from . import register
-from .base import ActivationSite, Family, FoldSite
+from .base import ActivationSite, Family, FoldSite, ResidualStream
 
 
 class BertFamily(Family):
@@ -29,6 +29,22 @@ class BertFamily(Family):
         return [FoldSite("embeddings.LayerNorm", emb, "LayerNorm",
                          [emb.word_embeddings, emb.token_type_embeddings, emb.position_embeddings],
                          bias_into=emb.token_type_embeddings)]
+
+    def residual_streams(self, model):
+        base = self.base(model)
+        emb = base.embeddings
+        streams, path, norm = [], "embeddings.LayerNorm", emb.LayerNorm
+        summands = [emb.word_embeddings, emb.token_type_embeddings, emb.position_embeddings]
+        for i, layer in enumerate(base.encoder.layer):
+            attention, prefix = layer.attention, f"encoder.layer.{i}"
+            streams.append(ResidualStream(path, norm, [attention.self.query, attention.self.key, attention.self.value],
+                                          attention.output.dense, attention.output.LayerNorm, summands))
+            streams.append(ResidualStream(f"{prefix}.attention.output.LayerNorm", attention.output.LayerNorm,
+                                          [layer.intermediate.dense], layer.output.dense, layer.output.LayerNorm))
+            path, norm, summands = f"{prefix}.output.LayerNorm", layer.output.LayerNorm, []
+        # sequence heads read the pooler (the first token); token heads read every token
+        head = [base.pooler.dense] if getattr(base, "pooler", None) is not None else [model.classifier]
+        return streams + [ResidualStream(path, norm, head, summands=summands)]
 
     def tiny_config(self, vocab_size):
         return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import DistilBertConfig
 
 from . import register
-from .base import ActivationSite, Family, FoldSite
+from .base import ActivationSite, Family, FoldSite, ResidualStream
 
 
 class DistilBertFamily(Family):
@@ -27,6 +27,22 @@ class DistilBertFamily(Family):
         emb = self.base(model).embeddings
         return [FoldSite("embeddings.LayerNorm", emb, "LayerNorm",
                          [emb.word_embeddings, emb.position_embeddings], bias_into=emb.position_embeddings)]
+
+    def residual_streams(self, model):
+        base = self.base(model)
+        emb = base.embeddings
+        streams, path, norm = [], "embeddings.LayerNorm", emb.LayerNorm
+        summands = [emb.word_embeddings, emb.position_embeddings]
+        for i, layer in enumerate(base.transformer.layer):
+            attention, prefix = layer.attention, f"transformer.layer.{i}"
+            streams.append(ResidualStream(path, norm, [attention.q_lin, attention.k_lin, attention.v_lin],
+                                          attention.out_lin, layer.sa_layer_norm, summands))
+            streams.append(ResidualStream(f"{prefix}.sa_layer_norm", layer.sa_layer_norm, [layer.ffn.lin1],
+                                          layer.ffn.lin2, layer.output_layer_norm))
+            path, norm, summands = f"{prefix}.output_layer_norm", layer.output_layer_norm, []
+        # sequence heads read the first token through pre_classifier; token heads read every token
+        head = [model.pre_classifier] if hasattr(model, "pre_classifier") else [model.classifier]
+        return streams + [ResidualStream(path, norm, head, summands=summands)]
 
     def num_heads(self, config):
         return config.n_heads

@@ -9,8 +9,9 @@ from .. import backends, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion
 from ..events import ArtifactBuilt
-from ..quantization import Quantizer
+from ..quantization import Judged, Quantizer
 from ..recipes import Choice
+from ..transforms import equalize
 from .base import Stage
 
 CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens (static shapes)
@@ -48,10 +49,21 @@ def _quantizer(c: Conversion) -> Quantizer:
     if len(texts) > CALIBRATION_BATCH:
         texts = texts[: len(texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
     c.plan.calibration_texts = texts
-    shape = {"batch_size": CALIBRATION_BATCH, "pad_to": min(64, c.verify_length)}
-    calibration = c.encoder.batches(texts, **shape)
+    pad_to = min(64, c.verify_length)
+    calibration = c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
+    # the judge also reads every other bucket a fixed-shape file has (each TFLite signature is its own graph)
+    fixed = any(backends.get(name).fixed_lengths for name in c.plan.backends)
+    others = sorted({b for b in c.spec.buckets or [] if b != pad_to and b <= c.verify_length}) if fixed else []
+    judged = [_judged(c, texts, pad_to, calibration)] + [_judged(c, texts, length) for length in others]
     options = c.options
-    return Quantizer(c.loaded, c.spec, calibration, verify.torch_logits(c.model, calibration), options.threads,
+    return Quantizer(c.loaded, c.spec, calibration, judged, options.threads,
                      options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
-                     options.int8_target_agreement, options.int8_min_entity_f1, c.entity_view(texts, **shape),
-                     float_exports=dict(c.float_exports))
+                     options.int8_target_agreement, options.int8_min_entity_f1,
+                     float_exports=dict(c.float_exports),
+                     equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None)
+
+
+def _judged(c: Conversion, texts: list, length: int, batches: list | None = None) -> Judged:
+    batches = batches or c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=length)
+    return Judged(batches, verify.torch_logits(c.model, batches),
+                  c.entity_view(texts, batch_size=CALIBRATION_BATCH, pad_to=length))

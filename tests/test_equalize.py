@@ -1,0 +1,101 @@
+"""Residual-stream equalisation before static int8: exact in float for every family that maps its stream,
+and what it is for: a full-integer TFLite model of a stream with outlier channels comes much closer to float."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from pocketbert.converter.backends import get
+from pocketbert.converter.families import Family, family_for
+from pocketbert.converter.transforms import TRANSFORMS, equalize
+
+from .conftest import FAMILY_NAMES, build_checkpoint, export_spec
+
+TEXTS = ["A gripping , beautifully acted film .", "Dull .", "the movie was ok but long", "great fun",
+         "an utterly forgettable mess", "I loved every minute of it , really", "not bad at all",
+         "two hours I will never get back"]
+UNSEEN = ["what a film", "boring and slow , not worth it", "fine", "a quiet , moving portrait of a family",
+          "the plot makes no sense"]
+
+
+def _nonorm(directory, *transforms):
+    loaded, spec = export_spec(directory, buckets=[16])
+    for name in ("nonorm", "relu", *transforms):
+        TRANSFORMS[name](loaded.model, loaded.family)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # NoNorms that are not the identity, so that a wrong γ/β update shows
+        for _, norm in loaded.family.norms(loaded.model):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+            norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
+    return loaded, spec
+
+
+def _logits(model, batches) -> np.ndarray:
+    with torch.no_grad():
+        return np.concatenate([model(**{k: torch.from_numpy(v) for k, v in b.items()}).logits.numpy()
+                               for b in batches])
+
+
+def _mapped(name: str) -> bool:
+    return type(family_for(name)).residual_streams is not Family.residual_streams
+
+
+@pytest.mark.parametrize("head", ["classification", "ner"])
+@pytest.mark.parametrize("fold", [False, True], ids=["norm", "folded"])
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_equalisation_is_exact_in_float(checkpoints, family_name, head, fold):
+    loaded, spec = _nonorm(checkpoints[family_name][head], *(["fold"] if fold else []))
+    model, family = loaded.model, loaded.family
+    if not _mapped(family_name):
+        assert not equalize.supported(model, family)  # never equalised, so never wrong
+        return
+    assert equalize.supported(model, family)
+    batches = spec.make_batches(TEXTS)
+    maxima = equalize.stream_maxima(model, family, batches)
+    streams = family.residual_streams(model)
+    assert len(maxima) == len(streams) == 2 * model.config.num_hidden_layers + 1
+    # scales of up to 100 on every stream: a reader, writer or norm left out would change the logits
+    generator = torch.Generator().manual_seed(2)
+    factors = [torch.exp(torch.rand(m.shape, generator=generator) * 4.6) for m in maxima]
+    equalized = copy.deepcopy(model)
+    equalize.apply_scales(equalized, family, factors)
+    before, after = _logits(model, batches), _logits(equalized, batches)
+    np.testing.assert_allclose(after, before, rtol=1e-4, atol=1e-4 * np.abs(before).max())
+    equalised, record = equalize.equalize(model, family, maxima)
+    assert record["streams"] == len(streams) and record["largest_scale"] >= 1
+    np.testing.assert_allclose(_logits(equalised, batches), before, rtol=1e-4, atol=1e-4 * np.abs(before).max())
+
+
+def test_layernorm_models_are_not_equalised(checkpoints):
+    """A LayerNorm divides each token by its own spread: no per-channel scale passes through it."""
+    loaded, _ = export_spec(checkpoints["bert"]["classification"])
+    assert not equalize.supported(loaded.model, loaded.family)
+
+
+def test_equalised_full_integer_model_is_closer_to_float(tmp_path_factory, tokenizer, tmp_path):
+    """The failure it fixes: a few residual channels 30x larger than the rest (as a nonorm model's are) make
+    the int8 model far from float; the equalised copy, quantised the same way, is at least twice as close."""
+    directory = build_checkpoint(tmp_path_factory.mktemp("eq") / "bert", "bert", tokenizer,
+                                 labels=("negative", "positive"), initializer_range=0.2)
+    loaded, spec = _nonorm(directory)
+    model, family = loaded.model, loaded.family
+    hidden = model.config.hidden_size
+    outliers = [torch.where(torch.arange(hidden) % 8 == 0, 1 / 30, 1.0) for _ in family.residual_streams(model)]
+    equalize.apply_scales(model, family, outliers)  # same function, stream channels 0, 8, 16, … 30x larger
+    calibration = spec.make_batches(TEXTS * 2, pad_to=16)
+    test = spec.make_batches(UNSEEN, pad_to=16)
+    reference = _logits(model, test)
+    equalized, record = equalize.equalize(model, family, equalize.stream_maxima(model, family, calibration))
+    assert record["channels_scaled"] > 0
+    errors = {}
+    for name, candidate in (("plain", model), ("equalized", equalized)):
+        path = tmp_path / f"{name}.tflite"
+        candidate_spec = type(spec)(**{**spec.__dict__, "model": type(spec.model)(candidate, spec.input_names)})
+        get("tflite").quantize(candidate_spec, "int8-static", path, calibration, None, float_fallback=False)
+        got = get("tflite").load(path, spec.input_names, "int8-static")(test[0])
+        errors[name] = float(np.abs(got - reference).mean())
+    assert errors["equalized"] <= 0.5 * errors["plain"], errors
