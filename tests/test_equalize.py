@@ -98,4 +98,18 @@ def test_equalised_full_integer_model_is_closer_to_float(tmp_path_factory, token
         get("tflite").quantize(candidate_spec, "int8-static", path, calibration, None, float_fallback=False)
         got = get("tflite").load(path, spec.input_names, "int8-static")(test[0])
         errors[name] = float(np.abs(got - reference).mean())
+        low, high, step = _output_range(path)
+        calibration_logits = _logits(candidate, calibration)
+        # the logits' range holds every calibration row's, up to the zero point's rounding (the quantizer's
+        # moving average of each row's min and max alone clips them)
+        assert low <= calibration_logits.min() + step and high >= calibration_logits.max() - step
     assert errors["equalized"] <= 0.5 * errors["plain"], errors
+
+
+def _output_range(path) -> tuple[float, float, float]:
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path))
+    runner = interpreter.get_signature_runner(next(iter(interpreter.get_signature_list())))
+    scale, zero_point = next(iter(runner.get_output_details().values()))["quantization"]
+    return (-128 - zero_point) * scale, (127 - zero_point) * scale, scale

@@ -13,7 +13,9 @@ What ai-edge-quantizer's ``static_wi8_ai8`` recipe (plus int8 embedding tables, 
 * attention: the scores (BATCH_MATMUL) are int8, then dequantised: the additive mask and the
   SOFTMAX stay float (:func:`converter.backends.tflite_graph.masked_softmax_ops`), the probabilities are
   quantised again for the second BATCH_MATMUL, whose output is int8;
-* the pooler's TANH has TFLite's fixed int8 output scale 1/128; the logits are int8.
+* the pooler's TANH has TFLite's fixed int8 output scale 1/128; the logits are int8, their range the
+  calibration rows' true extremes (the converter widens the exporter's moving average there, see
+  :func:`converter.backends.tflite._widen_output_ranges`).
 
 Rounding uses :func:`torch.fake_quantize_per_tensor_affine` / ``…per_channel_affine``, whose
 gradient is the straight-through estimator (1 inside the range, 0 where a value was clipped).
@@ -43,15 +45,20 @@ ATTENTION = "pocketbert_fake_quant"
 class Range:
     """One activation tensor's per-tensor asymmetric int8 quantization, calibrated as the exporter does."""
 
-    def __init__(self, fixed: tuple[float, int] | None = None):
+    def __init__(self, fixed: tuple[float, int] | None = None, extremes: bool = False):
         self.min: Tensor | None = None
         self.max: Tensor | None = None
         self.fixed = fixed  # (scale, zero point) of ops whose output scale TFLite fixes (TANH)
+        self.extremes = extremes  # the logits: the exporter widens their range to the true extremes
 
     def observe(self, x: Tensor) -> None:
         """Update the moving average with each row of ``x`` (dim 0), in order: the exporter calibrates row by row."""
         flat = x.detach().reshape(x.shape[0], -1).float()
         lows, highs = flat.amin(1), flat.amax(1)
+        if self.extremes:
+            self.min = lows.min() if self.min is None else torch.minimum(self.min, lows.min())
+            self.max = highs.max() if self.max is None else torch.maximum(self.max, highs.max())
+            return
         n = lows.shape[0]
         if self.min is None:  # the first row is taken as it is
             self.min, self.max, lows, highs, n = lows[0], highs[0], lows[1:], highs[1:], n - 1
@@ -109,9 +116,10 @@ class FakeQuant:
         self._patched: list[nn.Module] = []
         self._attention = model.config._attn_implementation
         fused = self._fused_linears()
+        linears = [path for path, module in model.named_modules() if isinstance(module, nn.Linear)]
         for path, module in model.named_modules():
-            if isinstance(module, nn.Linear):
-                self._linear(path, module, quantize_output=id(module) not in fused)
+            if isinstance(module, nn.Linear):  # the last one is the head's output: the logits
+                self._linear(path, module, quantize_output=id(module) not in fused, logits=path == linears[-1])
             elif isinstance(module, nn.Embedding):
                 self._embedding(path, module)
             elif is_nonorm(module):
@@ -135,8 +143,8 @@ class FakeQuant:
                 fused.add(id(linears[0]))
         return fused
 
-    def _range(self, name: str, fixed=None) -> Range:
-        return self.ranges.setdefault(name, Range(fixed))
+    def _range(self, name: str, fixed=None, extremes: bool = False) -> Range:
+        return self.ranges.setdefault(name, Range(fixed, extremes))
 
     def _patch(self, module: nn.Module, forward) -> None:
         if module in self._patched:
@@ -144,8 +152,8 @@ class FakeQuant:
         module.forward = types.MethodType(forward, module)
         self._patched.append(module)
 
-    def _linear(self, path: str, module: nn.Linear, quantize_output: bool) -> None:
-        out = self._range(f"{path}:output") if quantize_output else None
+    def _linear(self, path: str, module: nn.Linear, quantize_output: bool, logits: bool = False) -> None:
+        out = self._range(f"{path}:output", extremes=logits) if quantize_output else None
         state = self
 
         def forward(self_, x):
