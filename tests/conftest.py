@@ -128,3 +128,30 @@ def export_spec(checkpoint: Path, buckets=(32,)):
     spec = ExportSpec(model=LogitsModel(loaded.model, names).eval(), family=loaded.family, input_names=names,
                       output_name="logits", max_length=128, make_batches=make_batches, buckets=list(buckets))
     return loaded, spec
+
+
+#: short sentiment sentences for full-integer tests: calibration text, and sentences it never saw
+FULL_INTEGER_TEXTS = ["A gripping , beautifully acted film .", "Dull .", "the movie was ok but long", "great fun",
+                      "an utterly forgettable mess", "I loved every minute of it , really", "not bad at all",
+                      "two hours I will never get back"]
+FULL_INTEGER_UNSEEN = ["what a film", "boring and slow , not worth it", "fine",
+                       "a quiet , moving portrait of a family", "the plot makes no sense"]
+
+
+def nonorm_model(checkpoint: Path, *transforms: str, buckets=(16,)):
+    """(loaded, ExportSpec) of ``checkpoint`` with nonorm, relu and ``transforms`` applied, and NoNorms that
+    are not the identity (an identity MUL/ADD would be folded away by the exporter, and a wrong γ/β
+    update would not show)."""
+    import torch
+
+    from pocketbert.converter.transforms import TRANSFORMS
+
+    loaded, spec = export_spec(checkpoint, buckets=list(buckets))
+    for name in ("nonorm", "relu", *transforms):
+        TRANSFORMS[name](loaded.model, loaded.family)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, norm in loaded.family.norms(loaded.model):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+            norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
+    return loaded, spec

@@ -11,27 +11,12 @@ import torch
 
 from pocketbert.converter.backends import get
 from pocketbert.converter.families import Family, family_for
-from pocketbert.converter.transforms import TRANSFORMS, equalize
+from pocketbert.converter.transforms import equalize
 
-from .conftest import FAMILY_NAMES, build_checkpoint, export_spec
+from .conftest import FAMILY_NAMES, FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN, build_checkpoint, export_spec, nonorm_model
 
-TEXTS = ["A gripping , beautifully acted film .", "Dull .", "the movie was ok but long", "great fun",
-         "an utterly forgettable mess", "I loved every minute of it , really", "not bad at all",
-         "two hours I will never get back"]
-UNSEEN = ["what a film", "boring and slow , not worth it", "fine", "a quiet , moving portrait of a family",
-          "the plot makes no sense"]
+TEXTS, UNSEEN = FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN
 
-
-def _nonorm(directory, *transforms):
-    loaded, spec = export_spec(directory, buckets=[16])
-    for name in ("nonorm", "relu", *transforms):
-        TRANSFORMS[name](loaded.model, loaded.family)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # NoNorms that are not the identity, so that a wrong γ/β update shows
-        for _, norm in loaded.family.norms(loaded.model):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-            norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
-    return loaded, spec
 
 
 def _logits(model, batches) -> np.ndarray:
@@ -48,7 +33,7 @@ def _mapped(name: str) -> bool:
 @pytest.mark.parametrize("fold", [False, True], ids=["norm", "folded"])
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_equalisation_is_exact_in_float(checkpoints, family_name, head, fold):
-    loaded, spec = _nonorm(checkpoints[family_name][head], *(["fold"] if fold else []))
+    loaded, spec = nonorm_model(checkpoints[family_name][head], *(["fold"] if fold else []))
     model, family = loaded.model, loaded.family
     if not _mapped(family_name):
         assert not equalize.supported(model, family)  # never equalised, so never wrong
@@ -81,7 +66,7 @@ def test_equalised_full_integer_model_is_closer_to_float(tmp_path_factory, token
     the int8 model far from float; the equalised copy, quantised the same way, is at least twice as close."""
     directory = build_checkpoint(tmp_path_factory.mktemp("eq") / "bert", "bert", tokenizer,
                                  labels=("negative", "positive"), initializer_range=0.2)
-    loaded, spec = _nonorm(directory)
+    loaded, spec = nonorm_model(directory)
     model, family = loaded.model, loaded.family
     hidden = model.config.hidden_size
     outliers = [torch.where(torch.arange(hidden) % 8 == 0, 1 / 30, 1.0) for _ in family.residual_streams(model)]

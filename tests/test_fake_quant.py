@@ -10,15 +10,11 @@ import torch
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite import float_op_histogram
 from pocketbert.converter.distill.fake_quant import FakeQuant, calibrate
-from pocketbert.converter.transforms import TRANSFORMS
 
-from .conftest import DATA, build_checkpoint, export_spec
+from .conftest import DATA, FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN, build_checkpoint, nonorm_model
 
-TEXTS = ["A gripping , beautifully acted film .", "Dull .", "the movie was ok but long", "great fun",
-         "an utterly forgettable mess", "I loved every minute of it , really", "not bad at all",
-         "two hours I will never get back"]
-UNSEEN = ["what a film", "boring and slow , not worth it", "fine", "a quiet , moving portrait of a family",
-          "the plot makes no sense"]
+TEXTS, UNSEEN = FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN
+
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +23,7 @@ def nonorm_relu(tmp_path_factory, tokenizer):
     (an identity MUL/ADD would be folded away by the exporter and test nothing)."""
     directory = build_checkpoint(tmp_path_factory.mktemp("fq") / "bert", "bert", tokenizer,
                                  labels=("negative", "positive"), initializer_range=0.2)
-    loaded, spec = export_spec(directory, buckets=[16])
-    for name in ("nonorm", "relu"):
-        TRANSFORMS[name](loaded.model, loaded.family)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for _, norm in loaded.family.norms(loaded.model):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-            norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
+    loaded, spec = nonorm_model(directory)
     return loaded, spec
 
 
@@ -163,7 +152,8 @@ def test_report_section_tables_each_model_with_ptq_and_qat_rows():
                              row("eq", "post-training", "tflite:int8-static", 88.9, float_ops=23, equalized=True)]}
     text = "\n".join(section([old, new, equalized, {"command": "latency", "results": []}]))
     assert "| tflite:int8-static (post-training, equalised) | 88.90 | -0.10 |" in text
-    assert text.count("| tflite:fp32 |") == 1 and "| tflite:fp32 | 89.00 | +0.00 | 99.00% | 12.0 | – | 0 | 19.0 |" in text
+    assert text.count("| tflite:fp32 |") == 1  # one float row per model, from the later file
+    assert "| tflite:fp32 | 89.00 | +0.00 | 99.00% | 12.0 | – | 0 | 19.0 |" in text
     assert "### sst2-demo: glue:sst2 dev (accuracy, 872 examples)" in text
     assert "| tflite:int8-static (post-training) | 85.00 | -4.00 |" in text  # the later file's row replaced 10.00
     assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | 20.0 |" in text
