@@ -14,6 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoModelForTokenCl
 
 from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.errors import AccuracyLossRefused, VerificationError
+from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
 
 from .conftest import DATA, FAMILY_NAMES, NER_LABELS
@@ -263,3 +264,20 @@ def test_bundle_tokenizer_files_carry_the_bundle_length_and_no_fixed_padding(che
     config = json.loads((result.bundle / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["model_max_length"] == manifest["verification"]["max_length"] == 64  # the largest bucket
     assert manifest["model_vocab_size"] == 30522
+
+
+@pytest.mark.parametrize("chosen, rows", [(dict(recipes="tflite:int8-static"), 1024),
+                                          (dict(opts="int8", int8="static"), 1024),
+                                          (dict(opts="int8", int8="all"), 1024),
+                                          (dict(opts="int8", int8="auto"), 256),
+                                          (dict(opts="int8", int8="dynamic"), 256),
+                                          (dict(recipes="onnx:int8-static", calibration_samples=40), 40)])
+def test_calibration_rows_default_to_more_when_static_is_asked_for(options, checkpoints, tmp_path, chosen, rows):
+    """A static file's activation ranges are its accuracy; under --int8 auto static is one candidate."""
+    calibration = tmp_path / "calib.txt"
+    calibration.write_text("".join(f"sentence number {i}\n" for i in range(3000)), encoding="utf-8")
+    chosen.setdefault("calibration_samples", None)
+    chosen.setdefault("formats", None)
+    made = plan(options(checkpoints["bert"]["classification"], calibration=calibration, **chosen))
+    assert len(made.calibration_texts) == rows
+    assert made.calibration_texts[1] == f"sentence number {3000 // rows}"  # spread over the file

@@ -44,7 +44,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
               "(one text per line), a GLUE .tsv or a CoNLL file [default: built-in English sentences].")
-@click.option("--calibration-samples", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option("--calibration-samples", type=click.IntRange(1, 100_000),
+              help="Calibration texts for int8 [default: 1024 when an int8-static file is asked for by name "
+                   "(--recipe, --int8 static/all), else 256].")
 @click.option("--data-dir", type=click.Path(path_type=Path),
               help="Data directory holding glue/ and conll2003/ (verification sentences; without one, built-in "
                    f"English sentences) [default: {DATA_DIR_DEFAULT}].")
