@@ -149,14 +149,16 @@ def test_report_section_tables_each_model_with_ptq_and_qat_rows():
                        row("qat", "qat", "tflite:int8-static", 88.7, float_ops=23)]}
     equalized = {"command": "full-integer", "created": "2026-03-01T00:00:00", "_path": "a/full-integer-eq.json",
                  "results": [row("eq", "post-training", "tflite:fp32", 89.0, latency_ms=19.0),
-                             row("eq", "post-training", "tflite:int8-static", 88.9, float_ops=23, equalized=True)]}
+                             row("eq", "post-training", "tflite:int8-static", 88.9, float_ops=23, equalized=True,
+                                 calibration_texts=1024)]}
     text = "\n".join(section([old, new, equalized, {"command": "latency", "results": []}]))
-    assert "| tflite:int8-static (post-training, equalised) | 88.90 | -0.10 |" in text
+    assert ("| tflite:int8-static (post-training, equalised) | 88.90 | -0.10 | 99.00% | 12.0 | 23 | 0 | 1,024 | "
+            "20.0 |") in text
     assert text.count("| tflite:fp32 |") == 1  # one float row per model, from the later file
-    assert "| tflite:fp32 | 89.00 | +0.00 | 99.00% | 12.0 | – | 0 | 19.0 |" in text
+    assert "| tflite:fp32 | 89.00 | +0.00 | 99.00% | 12.0 | – | 0 | – | 19.0 |" in text
     assert "### sst2-demo: glue:sst2 dev (accuracy, 872 examples)" in text
     assert "| tflite:int8-static (post-training) | 85.00 | -4.00 |" in text  # the later file's row replaced 10.00
-    assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | 20.0 |" in text
+    assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | – | 20.0 |" in text
     assert "not the target of full-integer models" in text
     assert section([{"command": "latency", "results": []}]) == []
     levers = {"command": "full-integer-levers", "created": "2026-02-01", "_path": "a/l.json", "bundle": "b/ptq",

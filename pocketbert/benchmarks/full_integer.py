@@ -14,7 +14,8 @@ Records (``command: "full-integer"``)::
     {"model", "bundle", "training": "post-training" | "qat", "runner", "backend", "precision", "task",
      "metric", "score", "float_score", "delta_vs_float", "top1_agreement_with_float", "examples",
      "size_bytes", "float_ops": int | null, "float_op_list": {op: count} | null, "linears_in_float": int | null,
-     "equalized": bool | null (int8-static: residual stream equalised), "latency_ms": float, "threads": int,
+     "equalized": bool | null (int8-static: residual stream equalised), "calibration_texts": int | null
+     (int8-static: the texts its activation ranges were calibrated on), "latency_ms": float, "threads": int,
      "seq_len": 128}
 """
 
@@ -108,6 +109,7 @@ def _record(bundle, path: Path, record: dict, metric: str, features, measured: d
             "float_op_list": float_ops["ops"] if float_ops else None,
             "linears_in_float": fallback.get("linears_in_float"),
             "equalized": bool(art.details.get("equalization")) if art.precision == "int8-static" else None,
+            "calibration_texts": art.details.get("calibration_texts") if art.precision == "int8-static" else None,
             "latency_ms": latency, "threads": threads}
 
 

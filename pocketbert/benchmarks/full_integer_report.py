@@ -52,7 +52,8 @@ def _cell(value, fmt: str) -> str:
 
 def _table(rows: list[dict]) -> list[str]:
     lines = ["| artifact | dev score | Δ vs its float export | top-1 agreement with float | size (MB) | "
-             "ops in float | Linears in float | latency (ms) |", "|---|---|---|---|---|---|---|---|"]
+             "ops in float | Linears in float | calibration texts | latency (ms) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     order = {"fp32": 0, "fp16": 1, "int8-dynamic": 2, "int8-static": 3}
     for r in sorted(_distinct(rows), key=lambda r: (r["training"] == "qat", order.get(r["precision"], 9),
                                                      r["backend"], bool(_equalized(r)))):
@@ -60,7 +61,8 @@ def _table(rows: list[dict]) -> list[str]:
         lines.append(f"| {_label(r)} | {r['score']:.2f} | {_cell(r.get('delta_vs_float'), '+.2f')} | "
                      f"{_cell(None if agreement is None else 100 * agreement, '.2f')}% | "
                      f"{r['size_bytes'] / 1e6:.1f} | {_cell(r.get('float_ops'), 'd')} | "
-                     f"{_cell(r.get('linears_in_float'), 'd')} | {r['latency_ms']:.1f} |")
+                     f"{_cell(r.get('linears_in_float'), 'd')} | {_cell(r.get('calibration_texts'), ',d')} | "
+                     f"{r['latency_ms']:.1f} |")
     return lines
 
 
