@@ -158,7 +158,7 @@ def test_report_section_tables_each_model_with_ptq_and_qat_rows():
     assert "| tflite:fp32 | 89.00 | +0.00 | 99.00% | 12.0 | – | 0 | – | 19.0 |" in text
     assert "### sst2-demo: glue:sst2 dev (accuracy, 872 examples)" in text
     assert "| tflite:int8-static (post-training) | 85.00 | -4.00 |" in text  # the later file's row replaced 10.00
-    assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | – | 20.0 |" in text
+    assert "| tflite:int8-static (QAT) | 88.70 | -0.30 | 99.00% | 12.0 | 23 | 0 | not recorded | 20.0 |" in text
     assert "not the target of full-integer models" in text
     assert section([{"command": "latency", "results": []}]) == []
     levers = {"command": "full-integer-levers", "created": "2026-02-01", "_path": "a/l.json", "bundle": "b/ptq",

@@ -46,6 +46,13 @@ def _distinct(rows: list[dict]) -> list[dict]:
     return list(kept.values())
 
 
+def _calibration(r: dict) -> str:
+    """Static rows' calibration texts; files written before the count was recorded say so."""
+    if r["precision"] != "int8-static":
+        return "–"
+    return "not recorded" if r.get("calibration_texts") is None else f"{r['calibration_texts']:,d}"
+
+
 def _cell(value, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
 
@@ -61,8 +68,7 @@ def _table(rows: list[dict]) -> list[str]:
         lines.append(f"| {_label(r)} | {r['score']:.2f} | {_cell(r.get('delta_vs_float'), '+.2f')} | "
                      f"{_cell(None if agreement is None else 100 * agreement, '.2f')}% | "
                      f"{r['size_bytes'] / 1e6:.1f} | {_cell(r.get('float_ops'), 'd')} | "
-                     f"{_cell(r.get('linears_in_float'), 'd')} | {_cell(r.get('calibration_texts'), ',d')} | "
-                     f"{r['latency_ms']:.1f} |")
+                     f"{_cell(r.get('linears_in_float'), 'd')} | {_calibration(r)} | {r['latency_ms']:.1f} |")
     return lines
 
 
