@@ -23,6 +23,7 @@ from pocketbert.converter.distill import (
     pair,
     progressive,
     recover,
+    stream_range,
 )
 from pocketbert.converter.distill.pairing import eager_attention, no_dropout, truncated
 from pocketbert.converter.errors import InputError
@@ -94,6 +95,17 @@ def test_hard_label_loss_ignores_minus_100_and_regresses():
 
 
 # --- tiny teacher/student pairs -----------------------------------------------------------------------------------
+
+def test_stream_range_is_the_outliers_stretch_over_real_tokens():
+    h = torch.ones(1, 3, 4)
+    h[0, 0, 0] = 4.0  # rms over the 8 real values: sqrt((16 + 7) / 8)
+    h[0, 2, :] = 100.0  # padding: not counted
+    mask = torch.tensor([[1, 1, 0]])
+    expected = math.log(4.0 / math.sqrt(23 / 8))
+    assert stream_range(h, mask).item() == pytest.approx(expected, rel=1e-6)
+    assert stream_range(-7.0 * h, mask).item() == pytest.approx(expected, rel=1e-6)  # scale-free, as int8 is
+    assert stream_range(torch.ones(2, 3, 4)).item() == pytest.approx(0.0, abs=1e-6)  # no outlier
+
 
 @pytest.fixture(scope="module")
 def sst2(tokenizer):
@@ -304,3 +316,28 @@ def test_error_budget_and_options(tokenizer):
     _fails(teacher, student, family, "weight 0", weights={k: 0.0 for k in ("logits", "hidden", "attention")})
     _fails(teacher, student, family, "no training batches", batches=[])
     _fails(teacher, student, family, "batches have no labels", weights={"hard": 1.0})
+
+
+def test_stream_penalty_shrinks_the_residual_streams_outliers(tokenizer, sst2):
+    """With the penalty on, the student's streams end with less int8 range spent on outliers than the same
+    run without it, and logit distillation still closes most of the gap."""
+    torch.set_num_threads(1)
+    family = _family("bert")
+    held_out = sst2.batches(64, input_names=_names(family))
+
+    def mean_range(model) -> float:
+        with torch.no_grad():
+            values = [stream_range(h, b["attention_mask"]) for b in held_out
+                      for h in model(**b, output_hidden_states=True).hidden_states]
+        return float(torch.stack(values).mean())
+
+    ranges, reports = {}, {}
+    for weight in (0.0, 3.0):
+        teacher, student = _pair(family, tokenizer)
+        batches = sst2.batches(32, shuffle=True, seed=0, input_names=_names(family))
+        reports[weight] = recover(teacher, student, family, batches, budget=Budget(steps=60), schedule="joint",
+                                  lr=1e-3, weights={"stream": weight}, eval_batches=held_out, progress=False)
+        ranges[weight] = mean_range(student)
+    assert ranges[3.0] < ranges[0.0] - 0.2, ranges
+    assert "stream" in reports[3.0].stages[0].final_losses and "stream" not in reports[0.0].stages[0].final_losses
+    assert reports[3.0].gap_after["logit_kl"] < 0.5 * reports[3.0].gap_before["logit_kl"]

@@ -77,6 +77,9 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
 @click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
               help="Weight of the hard-label loss beside logit distillation.")
+@click.option("--stream-weight", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="Weight of the residual-stream range penalty, log(max |h| / rms h) per layer: keeps the "
+                   "outliers that per-tensor int8 scales must cover small (full-integer int8).")
 @click.option("--init", type=click.Choice(["teacher", "lstsq", "moments", "none"]), default="teacher",
               show_default=True, help="NoNorm γ/β fitted before training: to the teacher's norm outputs (teacher), "
               "to the LayerNorm on the student's own inputs (lstsq), by average moments, or not at all.")
@@ -87,8 +90,8 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--qat", is_flag=True, help="Quantization-aware: train through a simulation of the full-integer "
               "(tflite:int8-static) export. CHECKPOINT may already be nonorm/relu: it is then its own float teacher.")
 @overwrite_checkpoint_option
-def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, init, batch_size,
-            max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, qat, overwrite):
+def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, stream_weight, init,
+            batch_size, max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, qat, overwrite):
     """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
     from ..opts import parse_opts
     from ..training.recovery import RecoverOptions, recover_checkpoint
@@ -98,8 +101,9 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
         name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
         out = Path("models") / f"{name}-{'-'.join(opt_list)}"
     options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
-                             temperature=temperature, hard_weight=hard_weight, init=init, batch_size=batch_size,
-                             max_length=max_length, seed=seed, data_dir=data_dir, train_limit=train_limit,
+                             temperature=temperature, hard_weight=hard_weight, stream_weight=stream_weight, init=init,
+                             batch_size=batch_size, max_length=max_length, seed=seed, data_dir=data_dir,
+                             train_limit=train_limit,
                              freeze_word_embeddings=freeze_word_embeddings, qat=qat)
     path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
                                       log=log)

@@ -78,6 +78,19 @@ def attention_kl(student: Tensor, teacher: Tensor, attention_mask: Tensor | None
     return masked_mean(kl.mean(1), attention_mask)
 
 
+def stream_range(hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+    """How far one residual-stream tensor's outliers stretch a per-tensor int8 scale::
+
+        log(max |h| / rms(h))   over real tokens
+
+    Per-tensor int8 spends its 255 steps on the largest value; what it loses on the rest depends on
+    that ratio, not on the magnitude (a NoNorm stream reaching ~160 beside typical values below 1 gives
+    ~5).  The gradient reaches the outlier itself and, through the rms, every value.
+    """
+    values = hidden if attention_mask is None else hidden[attention_mask.bool()]
+    return torch.log(values.abs().amax() / values.pow(2).mean().sqrt().clamp_min(1e-12))
+
+
 def hard_label_loss(logits: Tensor, labels: Tensor) -> Tensor:
     """The task loss on gold labels.
 
@@ -101,4 +114,5 @@ TERMS = {
     "hidden": "hidden-state MSE per layer (feature-map transfer; layer 0 = embedding output)",
     "attention": "attention-distribution KL per layer and head (attention transfer)",
     "hard": "hard-label loss (cross-entropy ignoring -100; MSE for regression)",
+    "stream": "residual-stream range penalty: log(max |h| / rms h) per student layer, for full-integer int8",
 }

@@ -86,6 +86,7 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
     """The loss function of one stage: batch -> (weighted total, {term: value, 'loss': total})."""
     weights = stage.weights
     need_hidden = bool(weights.get("hidden"))
+    need_stream = bool(weights.get("stream"))
     need_attn = bool(weights.get("attention"))
     hidden_layers = stage.layers if stage.layers is not None else list(range(pair_.student_layers + 1))
     attn_layers = [m for m in hidden_layers if m >= 1]
@@ -103,7 +104,7 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
         with torch.no_grad(), truncated(pair_.teacher, t_blocks, t_keep):
             t = forward(pair_.teacher, inputs, hidden=need_hidden, attentions=need_attn)
         with truncated(pair_.student, s_blocks, s_keep):
-            s = forward(pair_.student, inputs, hidden=need_hidden, attentions=need_attn)
+            s = forward(pair_.student, inputs, hidden=need_hidden or need_stream, attentions=need_attn)
         terms: dict[str, Tensor] = {}
         if weights.get("logits"):
             terms["logits"] = losses.logit_distillation(s.logits, t.logits, temperature=temperature,
@@ -112,6 +113,8 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
             terms["hidden"] = torch.stack([
                 losses.hidden_mse(s.hidden_states[m], t.hidden_states[pair_.layer_map[m]], mask)
                 for m in hidden_layers]).mean()
+        if need_stream:
+            terms["stream"] = torch.stack([losses.stream_range(h, mask) for h in s.hidden_states]).mean()
         if need_attn and attn_layers:
             terms["attention"] = torch.stack([
                 losses.attention_kl(s.attentions[m - 1], t.attentions[pair_.layer_map[m] - 1], mask)

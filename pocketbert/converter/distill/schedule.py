@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..families import Family
 
 #: weight of each loss term (see :data:`converter.distill.losses.TERMS`) when the caller gives none
-DEFAULT_WEIGHTS = {"logits": 1.0, "hidden": 1.0, "attention": 1.0, "hard": 0.0}
+DEFAULT_WEIGHTS = {"logits": 1.0, "hidden": 1.0, "attention": 1.0, "hard": 0.0, "stream": 0.0}
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Stage:
     @property
     def depth(self) -> int | None:
         """Deepest student block this stage's loss needs (None: the whole model, logits included)."""
-        if self.weights.get("logits") or self.weights.get("hard") or self.layers is None:
+        if any(self.weights.get(term) for term in ("logits", "hard", "stream")) or self.layers is None:
             return None
         return max(self.layers)
 
@@ -57,7 +57,8 @@ def progressive(student: PreTrainedModel, family: Family, weights: dict[str, flo
     Stage ``embeddings``: only the embedding block learns, on the embedding output (``hidden``).
     Stage ``layer l`` (l = 1..L): only block l learns, on its feature map (``hidden``) and
     attention distributions (``attention``); every other parameter is frozen.  Stage ``final``:
-    every parameter learns on logit distillation (+ the hard-label loss when its weight is set).
+    every parameter learns on logit distillation (+ the hard-label loss and the stream-range penalty when
+    their weights are set).
     The L + 1 transfer stages split ``1 − final_share`` of the budget equally.
     """
     if not 0.0 <= final_share < 1.0:
@@ -74,7 +75,7 @@ def progressive(student: PreTrainedModel, family: Family, weights: dict[str, flo
             stages.append(Stage(f"layer{index}", list(block.parameters()), terms, 0.0, [index]))
     for stage in stages:
         stage.share = transfer / len(stages)
-    final = _active(weights, "logits", "hard")
+    final = _active(weights, "logits", "hard", "stream")
     if final and final_share > 0:
         stages.append(Stage("final", list(student.parameters()), final, final_share if stages else 1.0))
     elif stages:  # no final stage: the transfer stages take the whole budget

@@ -36,6 +36,7 @@ class RecoverOptions:
     hard_weight: float = 0.0  # weight of the hard-label loss (0: pure distillation)
     attention_weight: float = 1.0
     hidden_weight: float = 1.0
+    stream_weight: float = 0.0  # residual-stream range penalty (distill.losses.stream_range), for full integer
     init: str = "teacher"  # NoNorm γ/β fitted to the teacher's norm outputs: 50.9 -> 83.9 on SST-2 untrained
     batch_size: int = 32
     max_length: int = 128
@@ -104,7 +105,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
-                              "hidden": options.hidden_weight},
+                              "hidden": options.hidden_weight, "stream": options.stream_weight},
                      init=None if options.init == "none" else options.init, eval_batches=eval_batches,
                      checkpoint_dir=options.checkpoint_dir, progress=options.progress, qat=options.qat,
                      frozen=[student.get_input_embeddings().weight] if options.freeze_word_embeddings else ())
@@ -122,6 +123,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
         "recipe": {"schedule": options.schedule, "budget": options.budget.to_json(), "lr": options.lr,
                    "temperature": options.temperature, "hidden_weight": options.hidden_weight,
                    "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
+                   "stream_weight": options.stream_weight,
                    "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
                    "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained",
                    "qat": options.qat},
