@@ -78,8 +78,9 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--hard-weight", type=click.FloatRange(0), default=0.0, show_default=True,
               help="Weight of the hard-label loss beside logit distillation.")
 @click.option("--stream-weight", type=click.FloatRange(0), default=0.0, show_default=True,
-              help="Weight of the residual-stream range penalty, log(max |h| / rms h) per layer: keeps the "
-                   "outliers that per-tensor int8 scales must cover small (full-integer int8).")
+              help="Weight of the residual-stream range penalty, log(max |h| / rms h) per layer, against the "
+                   "outliers per-tensor int8 scales must cover (full-integer int8; measured without gain on the "
+                   "SST-2 demo, see docs/full-integer.md).")
 @click.option("--init", type=click.Choice(["teacher", "lstsq", "moments", "none"]), default="teacher",
               show_default=True, help="NoNorm γ/β fitted before training: to the teacher's norm outputs (teacher), "
               "to the LayerNorm on the student's own inputs (lstsq), by average moments, or not at all.")

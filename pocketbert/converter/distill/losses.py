@@ -84,8 +84,8 @@ def stream_range(hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor
         log(max |h| / rms(h))   over real tokens
 
     Per-tensor int8 spends its 255 steps on the largest value; what it loses on the rest depends on
-    that ratio, not on the magnitude (a NoNorm stream reaching ~160 beside typical values below 1 gives
-    ~5).  The gradient reaches the outlier itself and, through the rms, every value.
+    that ratio, not on the magnitude (a largest value 160 times the rms gives log 160 ≈ 5).  The gradient
+    reaches the outlier itself and, through the rms, every value.
     """
     values = hidden if attention_mask is None else hidden[attention_mask.bool()]
     return torch.log(values.abs().amax() / values.pow(2).mean().sqrt().clamp_min(1e-12))
