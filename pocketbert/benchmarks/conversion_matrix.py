@@ -1,7 +1,7 @@
 """Family x --opt (x recipe) matrix: bundle size, conversion time, parity and latency.
 
-    python -m benchmarks.conversion_matrix [--families minilm,tinybert4,distilbert,mobilebert] [--opts 'A|B']
-    python -m benchmarks.conversion_matrix --recipes 'tflite:fp16|tflite:int8-dynamic' --buckets 128 --opts ''
+    python -m pocketbert.benchmarks.conversion_matrix [--families minilm,tinybert4,distilbert,mobilebert] [--opts 'A|B']
+    python -m pocketbert.benchmarks.conversion_matrix --recipes 'tflite:fp16|tflite:int8-dynamic' --buckets 128 --opts ''
 
 MiniLM is the real all-MiniLM-L6-v2 checkpoint; the other shapes are built from their published
 configs with random weights (latency does not depend on weight values; the table says which are

@@ -1,7 +1,7 @@
 """``python -m benchmarks latency``: every artifact of every bundle, and its peers, on the same inputs.
 
 One configuration = runner × threads × sequence length × batch, measured in its own process
-(:mod:`benchmarks.measure`).  Inputs are random token ids between [CLS] and [SEP] at exactly the
+(:mod:`pocketbert.benchmarks.measure`).  Inputs are random token ids between [CLS] and [SEP] at exactly the
 sequence length (no padding: every runner does the same work), written once per (vocabulary, length,
 batch) and fed to every runner.  Bundles converted from the same checkpoint share one set of peers,
 and speed-ups are only ever computed between records of the same run and the same model.

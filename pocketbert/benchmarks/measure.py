@@ -1,6 +1,6 @@
 """Time one configuration in a fresh process: load, first inference, warm-up, timed runs, peak memory.
 
-    python -m benchmarks.measure < spec.json      # prints one JSON object on its last stdout line
+    python -m pocketbert.benchmarks.measure < spec.json      # prints one JSON object on its last stdout line
 
 Each configuration runs in its own process because peak resident memory is a per-process high-water
 mark: measured in a shared process, every model after the first would inherit the largest one's peak,

@@ -1,6 +1,6 @@
 """Runtime speed: tokenization + post-processing share of model time, and batch throughput.
 
-    python -m benchmarks.runtime_speed [--bundle DIR ...] [--threads 2] [--runs 100]
+    python -m pocketbert.benchmarks.runtime_speed [--bundle DIR ...] [--threads 2] [--runs 100]
 
 Without --bundle it converts the real all-MiniLM-L6-v2 twice into a temporary directory (a
 classification bundle and an NER bundle, each ONNX + TFLite, fp32 + int8-dynamic, TFLite bucket 128;
