@@ -10,7 +10,8 @@ needs `pip install -e '.[convert]'`).  Prints Markdown tables:
    model run and the post-processing (scores and labels, or NER decoding with simple aggregation), and
    their share: (tokenization + post-processing) / model.  Goal: < 5%.
 2. throughput in sentences/s of the whole pipeline call on 256 real sentences (SST-2 dev or CoNLL-2003
-   dev, real lengths) with batch size 1, 8 and 32 (LiteRT runs one row at a time whatever the batch).
+   dev, real lengths) with batch size 1, 8 and 32 (LiteRT and dynamic int8 ONNX run one row at a time
+   whatever the batch).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 from pocketbert import runtime
-from pocketbert.runtime import batching
+from pocketbert.runtime import batching, machine
 from pocketbert.runtime.classification import ranked, scores
 from pocketbert.runtime.ner import TokenizedWindow, decode_text
 
@@ -88,6 +89,14 @@ def throughput(pipe, texts: list[str], batch_size: int) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
+def label(task: str, artifact) -> str:
+    """Row name; an int8 file that kept Linear layers in float says how many, since they set its speed."""
+    fallback = artifact.details.get("float_fallback") or {}
+    kept = fallback.get("linears_in_float")
+    extra = f" ({kept} of {fallback.get('linears')} Linear in float)" if kept else ""
+    return f"{task} {artifact.recipe}{extra}"
+
+
 def build_bundles(root: Path, threads: int) -> list[Path]:
     from pocketbert.converter.pipeline import ConvertOptions, convert
 
@@ -125,13 +134,17 @@ def main() -> None:
                 texts = _texts_of_length(pipe, source, SEQ, args.runs)
                 s = stages(pipe, texts)
                 share = (s["tokenize"] + s["post"]) / s["model"]
-                name = f"{pipe.task} {artifact.recipe}"
+                name = label(pipe.task, artifact)
                 overhead.append(f"| {name} | {s['tokenize']:.3f} | {s['model']:.2f} | {s['post']:.3f} | "
                                 f"{share:.1%} |")
                 real = source[:256]
                 rates = [throughput(pipe, real, b) for b in (1, 8, 32)]
                 speed.append(f"| {name} | " + " | ".join(f"{r:.0f}" for r in rates) + " |")
                 print(f"  measured {bundle.name} {artifact.recipe}", flush=True)
+    info = machine.describe()
+    load = f", load average {info['load_average'][0]:.2f}" if info["load_average"] else ""
+    print(f"\n{info['cpu']} ({', '.join(info['matrix_flags'])}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+          f"{load}")
     print(f"\nPer sentence, sequence {SEQ}, batch 1, {args.threads} threads (median ms of {args.runs}):\n")
     print("| task, artifact | tokenize ms | model ms | post-process ms | (tokenize + post) / model |")
     print("|---|---|---|---|---|")

@@ -46,7 +46,7 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
     int8 artifact, else fp32.  measure: False (or ``POCKETBERT_AUTO=static``) makes ``auto``
     deterministic: no measurement, the manifest's figures or the fixed rule decide.
     threads: intra-op threads of the backend (default: the backend's own choice).  batch_size: rows per
-    model run (LiteRT runs one row at a time).  verify: check the SHA-256 of the files used against the
+    model run (LiteRT, dynamic int8 ONNX: one row at a time).  verify: check the SHA-256 of the files used against the
     manifest.  instances: LiteRT interpreters kept for concurrent callers (one interpreter is never
     used by two threads at once).  expected_sha256: pin the bundle: refuse it (BundleError) unless its
     manifest.json has this SHA-256 (the converter prints it); the manifest lists every file's SHA-256, so
