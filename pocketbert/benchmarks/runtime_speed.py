@@ -3,7 +3,7 @@
     python -m pocketbert.benchmarks.runtime_speed [--bundle DIR ...] [--threads 2] [--runs 100]
 
 Without --bundle it converts the real all-MiniLM-L6-v2 twice into a temporary directory (a
-classification bundle and an NER bundle, each ONNX + TFLite, fp32 + int8-dynamic, TFLite bucket 128;
+classification bundle and an NER bundle, each ONNX + TFLite, fp32 + int8-dynamic, TFLite buckets 32-128;
 needs `pip install -e '.[convert]'`).  Prints Markdown tables:
 
 1. per sentence at sequence length 128, batch 1: median milliseconds of tokenization (+ padding), the
