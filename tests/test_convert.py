@@ -13,7 +13,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 from pocketbert.converter.bundle import read_manifest
-from pocketbert.converter.errors import AccuracyLossRefused, VerificationError
+from pocketbert.converter.errors import AccuracyLossRefused, InputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
 
@@ -281,3 +281,10 @@ def test_calibration_rows_default_to_more_when_static_is_asked_for(options, chec
     made = plan(options(checkpoints["bert"]["classification"], calibration=calibration, **chosen))
     assert len(made.calibration_texts) == rows
     assert made.calibration_texts[1] == f"sentence number {3000 // rows}"  # spread over the file
+
+
+@pytest.mark.parametrize("samples", [0, -5, 2.5, True])
+def test_an_explicit_calibration_count_must_be_a_whole_number(options, checkpoints, samples):
+    """0 is not "the default": an API caller's bad count is refused, not replaced."""
+    with pytest.raises(InputError, match="--calibration-samples"):
+        plan(options(checkpoints["bert"]["classification"], opts="int8", calibration_samples=samples))

@@ -90,7 +90,8 @@ def plan(options: ConvertOptions) -> Plan:
         chosen.calibration_source = options.calibration or task_file(checkpoint_dir, "train", options.data_dir)
         texts = textdata.read_texts(chosen.calibration_source or textdata.BUILTIN_CALIBRATION, what="calibration")
         # evenly spread over the file: training files are often sorted (by document, by length)
-        samples = options.calibration_samples or calibration_samples_for(recipes)
+        samples = calibration_samples_for(recipes) if options.calibration_samples is None \
+            else options.calibration_samples
         step = max(1, len(texts) // samples)
         chosen.calibration_texts = texts[::step][:samples]
     if checkpoint_dir.exists() and checkpoint_dir.resolve().is_relative_to(Path(options.out).resolve()):
@@ -102,6 +103,10 @@ def plan(options: ConvertOptions) -> Plan:
 def _check_scalars(options: ConvertOptions, opts: Opts) -> None:
     if isinstance(options.threads, bool) or not isinstance(options.threads, int) or options.threads < 1:
         raise InputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1", "pass e.g. --threads 2")
+    samples = options.calibration_samples
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
+        raise InputError(f"--calibration-samples {samples!r}: it must be a whole number ≥ 1",
+                         "pass e.g. --calibration-samples 256, or leave it out for the default")
     textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
     if options.int8 not in INT8_CHOICES:
         raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
