@@ -104,8 +104,7 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
     options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
                              temperature=temperature, hard_weight=hard_weight, stream_weight=stream_weight, init=init,
                              batch_size=batch_size, max_length=max_length, seed=seed, data_dir=data_dir,
-                             train_limit=train_limit,
-                             freeze_word_embeddings=freeze_word_embeddings, qat=qat)
+                             train_limit=train_limit, freeze_word_embeddings=freeze_word_embeddings, qat=qat)
     path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
                                       log=log)
     scores = record["dev_scores"]
