@@ -6,14 +6,16 @@ sst2-demo, TFLite fp32, buckets 32 and 64), served from localhost, and driven by
 is compared here with the runtime: the seed example's entities, the golden vectors, 2,000+ random texts
 tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4), a tampered
 model refused with a visible message, and the measure panel's record in the benchmarks' schema.  The
-JS modules' own node tests (decoding edge cases) run too.  A missing node, npm or chromium is a failure
-with the command that installs it, not a skip; missing npm packages are installed with ``npm ci``.
+JS modules' own node tests (decoding edge cases) run too.  Debian's chromium is installed with apt-get when
+missing and we are root (web_demo/tools/ensure_chromium.py); otherwise, as a missing node or npm, it is a
+failure with the command that installs it, not a skip; missing npm packages are installed with ``npm ci``.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -27,7 +29,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 WEB = REPO / "web_demo"
 GOLDEN = REPO / "tests" / "golden"
-CHROMIUM = "/usr/bin/chromium"
 SEED = "Jeff Dean is a computer scientist at Google in California."
 FUZZ_PER_TOKENIZER = 1100  # single texts per tokenizer; pairs are not a web-page input
 SCORE_TOLERANCE = 1e-4
@@ -42,13 +43,23 @@ def node_modules():
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     assert not missing, (f"{' and '.join(missing)} not found: the web demo's tests need Node 18+ "
                          "(apt-get install -y nodejs npm)")
-    assert Path(CHROMIUM).exists(), ("chromium not found: the web demo's browser test needs it "
-                                     "(apt-get install -y chromium)")
     if not all((WEB / "node_modules" / name).is_dir() for name in ("@litertjs/core", "esbuild", "playwright-core")):
         done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=WEB, capture_output=True, text=True,
                               timeout=600)
         assert done.returncode == 0, f"npm ci failed in web_demo/:\n{done.stderr[-3000:]}"
     return WEB / "node_modules"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's chromium, installed with apt-get when missing and we are root (as the ARM tests install QEMU)."""
+    spec = importlib.util.spec_from_file_location("ensure_chromium", WEB / "tools" / "ensure_chromium.py")
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    try:
+        return helper.ensure(log=lambda line: print(line, file=sys.stderr))
+    except helper.ChromiumUnavailable as err:
+        pytest.fail(str(err))
 
 
 def _convert(name: str, out: Path) -> Path:
@@ -109,14 +120,14 @@ def _texts() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(site, fuzz_cases, tmp_path_factory):
+def browser(chromium, site, fuzz_cases, tmp_path_factory):
     """What the page showed and computed (browser_check.mjs's JSON), with the files it used."""
     root, url = site
     work = tmp_path_factory.mktemp("web-browser")
     from pocketbert.converter.builtin import BUILTIN
 
     golden_tok = [c for c in _lines(GOLDEN / "tokenization.jsonl") if c["text_pair"] is None]
-    spec = {"url": url + "?task=ner&precision=fp32", "chromium": CHROMIUM, "user_data_dir": str(work / "profile"),
+    spec = {"url": url + "?task=ner&precision=fp32", "chromium": chromium, "user_data_dir": str(work / "profile"),
             "screenshot": str(work / "screenshot-ner.png"),
             "vocab": (BUILTIN["minilm"].path() / "vocab.txt").read_text(encoding="utf-8").splitlines(),
             "settings": json.loads((GOLDEN / "tokenizers.json").read_text(encoding="utf-8")),
