@@ -17,6 +17,7 @@ checkout of the repository; an installed package (pocketbert-bench) writes resul
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -57,6 +58,23 @@ def _cpu_names(text: str, known, what: str) -> list[str]:
         _fail(f"unknown {what} model(s) {', '.join(unknown) or '(none given)'}",
               f"use one or more of {', '.join(known)}", 2)
     return names
+
+
+def _out_file(ctx, param, value: Path | None) -> Path | None:
+    """--out is written after all the measuring: a path that can never be a file is refused before it."""
+    if value is None:
+        return None
+    if value.is_dir():
+        raise click.BadParameter(f"{str(value)!r} is a directory; give the file to write, e.g. "
+                                 "--out results/latency.json")
+    existing = value.absolute().parent
+    while not existing.exists():  # the directories schema.write would create
+        existing = existing.parent
+    if not existing.is_dir():
+        raise click.BadParameter(f"{str(value)!r} cannot be written: {str(existing)!r} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{str(value)!r} cannot be written: {str(existing)!r} is not writable")
+    return value
 
 
 def _fail(problem: str, fix: str, code: int = 3) -> None:
@@ -139,13 +157,11 @@ def bundles(models, variants, buckets, work_dir, fast):
 @click.option("--checkpoint", default=None, help="source checkpoint for peers/MACs when the manifest's is gone")
 @click.option("--no-floor", is_flag=True, help="skip the GEMM floor measurement")
 @click.option("--fast", is_flag=True, help="few runs, one configuration; without BUNDLE, builds a tiny bundle")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None,
               help=f"results file (default {RESULTS}/latency.json; fast: latency-fast.json)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
 def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds, peers, checkpoint, no_floor, fast,
             out, work_dir):
-    import os
-
     from . import latency as lat
     from . import models as registry
     from . import schema
@@ -210,7 +226,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="the first N sentences of each dev set "
               "(recorded; default: all)")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help=DATA_HELP)
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="results file (default "
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None, help="results file (default "
               "benchmarks/results/throughput.json)")
 def throughput(bundle_dirs, threads, rounds, limit, data_dir, out):
     from pocketbert.converter.errors import ConverterError
@@ -248,7 +264,7 @@ def throughput(bundle_dirs, threads, rounds, limit, data_dir, out):
 @click.option("--use-nnapi", is_flag=True, help="also run with the NNAPI delegate")
 @click.option("--fast", is_flag=True, help="few runs, one thread, bucket 32")
 @click.option("--dry-run", is_flag=True, help="print the adb commands instead of running them")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None,
               help=f"results file (default {RESULTS}/device-SERIAL.json)")
 def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len, runs, warmup, use_gpu, use_nnapi,
            fast, dry_run, out):
@@ -308,7 +324,7 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
 @click.option("--threads", type=click.IntRange(min=1), default=None)
 @click.option("--data-dir", default=None, help=DATA_HELP)
 @click.option("--fast", is_flag=True, help="a few dozen examples; without BUNDLE, builds the tiny bundle")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None,
               help=f"results file (default {RESULTS}/accuracy-TASK-SPLIT[-VARIANT].json)")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
 def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, threads, data_dir, fast, out, work_dir):
@@ -377,8 +393,10 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
 @click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
 @click.option("--data-dir", default=None, help=DATA_HELP)
-@click.option("--out", type=click.Path(path_type=Path), default=None)
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None)
 def full_integer(bundle_dirs, limit, threads, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+
     from . import full_integer as fi
     from . import schema
     from .accuracy import AccuracyError
@@ -386,8 +404,8 @@ def full_integer(bundle_dirs, limit, threads, data_dir, out):
     _quiet_transformers()
     try:
         data = fi.measure(list(bundle_dirs), limit=limit, threads=threads, data_dir=data_dir, progress=_log)
-    except AccuracyError as exc:
-        _fail(exc.problem, exc.fix)
+    except (AccuracyError, ConverterError) as exc:  # a broken bundle; a missing or unreadable dev file
+        _fail(exc.problem, exc.fix or "")
     out = out or RESULTS / ("full-integer-fast.json" if limit else "full-integer.json")
     click.echo(str(schema.write(data, out)))
 
@@ -399,14 +417,20 @@ def full_integer(bundle_dirs, limit, threads, data_dir, out):
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples only (fast mode)")
 @click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
 @click.option("--data-dir", default=None, help=DATA_HELP)
-@click.option("--out", type=click.Path(path_type=Path), default=None)
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None)
 def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+
     from . import full_integer_levers as levers
     from . import schema
+    from .accuracy import AccuracyError
 
     _quiet_transformers()
-    data = levers.measure(bundle_dir, calibration_rows=calibration_rows, limit=limit, threads=threads,
-                          data_dir=data_dir, progress=_log)
+    try:
+        data = levers.measure(bundle_dir, calibration_rows=calibration_rows, limit=limit, threads=threads,
+                              data_dir=data_dir, progress=_log)
+    except (AccuracyError, ConverterError) as exc:  # a broken bundle; a missing or unreadable data file
+        _fail(exc.problem, exc.fix or "")
     name = f"full-integer-levers-{Path(bundle_dir).name}" + ("-fast" if limit else "")
     click.echo(str(schema.write(data, out or RESULTS / f"{name}.json")))
 
@@ -434,7 +458,7 @@ def full_integer_levers(bundle_dir, calibration_rows, limit, threads, data_dir, 
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help=DATA_HELP)
 @click.option("--fast", is_flag=True, help="tiny random BERT, a few steps: tests the harness (not figures)")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None,
               help="results file [default: benchmarks/results/glue.json; fast: glue-fast.json]")
 def glue(fast, out, **kwargs):
     from pocketbert.converter.errors import ConverterError
@@ -493,7 +517,8 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
               help="verification sentences of the bundle's task, each run at every bucket")
 @click.option("--recipes", default=None, help="comma-separated TFLite recipes to check (default: every verified one)")
 @click.option("--data-dir", default=None, help=DATA_HELP)
-@click.option("--out", type=click.Path(path_type=Path), default=RESULTS / "arm64.json", show_default=True,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=RESULTS / "arm64.json",
+              show_default=True,
               help="results file")
 def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
     from pocketbert.converter.errors import ConverterError
@@ -539,7 +564,7 @@ def _qemu_version(qemu: str) -> str:
 @click.option("--workers", default="1,2", show_default=True, help="comma-separated Ray actor counts")
 @click.option("--data-dir", default=None, help="data directory (default $POCKETBERT_DATA or ../shared/data)")
 @click.option("--fast", is_flag=True, help="256 sentences: checks the harness, not figures to quote")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=None,
               help="results file (default benchmarks/results/corpus.json; fast: corpus-fast.json)")
 def corpus(bundle_dirs, rows, workers, data_dir, fast, out):
     from . import corpus as throughput
@@ -559,13 +584,21 @@ def corpus(bundle_dirs, rows, workers, data_dir, fast, out):
 @cli.command(help="REPORT.md (tables) and PNG plots from every results file.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
               help="directory of results JSON files")
-@click.option("--out", type=click.Path(path_type=Path), default=OUTPUT / "REPORT.md", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), callback=_out_file, default=OUTPUT / "REPORT.md",
+              show_default=True)
 def report(results_dir, out):
     from . import report as rep
 
     if not Path(results_dir).is_dir() or not any(Path(results_dir).glob("*.json")):
         _fail(f"no results files in {results_dir}", "run `python -m benchmarks latency …` (and device/accuracy) "
               "first, or pass --results DIR")
+    files, skipped = rep.read_all(Path(results_dir))
+    unread = "; ".join(f"{name}: {why}" for name, why in skipped.items())
+    if not files:
+        _fail(f"none of the .json files in {results_dir} is a readable results file ({unread})",
+              "pass --results DIR holding the files `python -m benchmarks latency …` (or accuracy, device) wrote")
+    if skipped:
+        console.print(styled("[yellow]warning:[/yellow] ", f"skipped {len(skipped)} unreadable file(s): {unread}"))
     click.echo(str(rep.build(Path(results_dir), Path(out))))
 
 

@@ -63,31 +63,63 @@ def logits_per_example(backend, features, input_names: list[str], batch_size: in
     return out
 
 
+def open_bundle(path: Path):
+    """The runtime's checked Bundle (manifest validated, every named file inside the bundle)."""
+    from pocketbert import runtime
+
+    try:
+        return runtime.Bundle.open(path)
+    except runtime.Error as exc:
+        raise AccuracyError(exc.problem, exc.fix or "") from exc
+
+
+def load_artifact(path: Path, recipe: str, threads: int | None):
+    """The runtime pipeline of one artifact: ``runtime.load`` checks its size and SHA-256 and probes the model,
+    so a benchmark never scores a file the runtime would refuse."""
+    from pocketbert import runtime
+    from pocketbert.converter.quiet import silenced
+
+    try:
+        with silenced():  # LiteRT announces its XNNPACK delegate from C++ (at load or first run)
+            return runtime.load(path, recipe=recipe, threads=threads)
+    except runtime.Error as exc:
+        raise AccuracyError(exc.problem, exc.fix or "") from exc
+
+
+def bundle_tokenizer(bundle):
+    """A fast Hugging Face tokenizer over the bundle's checked tokenizer.json alone: the runtime's file, and no
+    other file of the directory (AutoTokenizer would read whatever config files it finds there)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from pocketbert import runtime
+
+    settings = bundle.tokenizer_settings
+    try:
+        path = bundle.file(settings["tokenizer_file"], entry="tokenizer.tokenizer_file")
+    except runtime.Error as exc:
+        raise AccuracyError(exc.problem, exc.fix or "") from exc
+    pad = ((settings.get("special_tokens") or {}).get("pad") or {}).get("token")
+    return PreTrainedTokenizerFast(tokenizer_file=str(path), pad_token=pad,
+                                   model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+
+
 def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int | None = None,
              backends: tuple[str, ...] = ("onnx", "tflite"), model_name: str | None = None,
              variant: str | None = None, threads: int | None = None, data_dir: str | None = None,
              fast: bool = False, progress: Callable[[str], None] = print) -> dict:
-    from transformers import AutoTokenizer
-
-    from pocketbert import runtime
     from pocketbert.converter.data.metrics import score
     from pocketbert.converter.errors import InputError
     from pocketbert.converter.quiet import silenced
-    from pocketbert.runtime.backends import open_backend
-    from pocketbert.runtime.errors import BundleError
 
     data = schema.new_file("accuracy", fast=fast, task=task, split=split, limit=limit)
     examples = _labelled_examples(task, split, data_dir, limit)
     for path in bundle_paths:
-        try:
-            bundle = runtime.Bundle.open(path)
-        except BundleError as exc:
-            raise AccuracyError(exc.problem, exc.fix) from exc
+        bundle = open_bundle(path)
         info = describe_bundle(bundle.path, bundle.manifest)
         if (bundle.task == "ner") != (examples.kind == "ner"):
             raise AccuracyError(f"{path} is a {bundle.task} model and {task} is a {examples.kind} task",
                                 "give each task the bundles fine-tuned for it")
-        tokenizer = AutoTokenizer.from_pretrained(str(bundle.path))
+        tokenizer = bundle_tokenizer(bundle)
         opts = ",".join(o for o in bundle.manifest.get("opts") or [] if o != "int8")
         arts = [a for a in bundle.artifacts if a.passed and a.backend in backends]
         # One length for every artifact of the bundle (TFLite: its largest bucket), so scores differ only by
@@ -95,8 +127,7 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
         max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
                                                                if a.details.get("buckets")])
         for art in arts:
-            with silenced():  # LiteRT announces its XNNPACK delegate from C++ (at load or first run)
-                backend = open_backend(art, bundle.input_names, threads)
+            backend = load_artifact(path, art.recipe, threads).backend
             try:
                 features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
             except InputError as exc:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
-from .accuracy import AccuracyError, logits_per_example
+from .accuracy import AccuracyError, bundle_tokenizer, load_artifact, logits_per_example, open_bundle
 from .gates import dev_data, recovery_record
 
 SEQ_LEN = 128
@@ -61,29 +61,25 @@ def _is_qat(manifest: dict) -> bool:
 
 def measure_bundle(path: Path, *, limit: int | None = None, threads: int = 1, data_dir: str | None = None,
                    progress: Callable[[str], None] = print) -> list[dict]:
-    from transformers import AutoTokenizer
-
-    from pocketbert import runtime
     from pocketbert.converter.data import load_task
     from pocketbert.converter.data.metrics import score
     from pocketbert.converter.quiet import silenced
-    from pocketbert.runtime.backends import open_backend
 
-    bundle = runtime.Bundle.open(path)
+    bundle = open_bundle(path)
     record = recovery_record(bundle.manifest)
     if record is None:
         raise AccuracyError(f"{path} records no task (not made from a recovered checkpoint)",
                             "convert a checkpoint written by `python -m converter recover`")
     examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
-    tokenizer = AutoTokenizer.from_pretrained(str(bundle.path))
+    tokenizer = bundle_tokenizer(bundle)
     arts = [a for a in bundle.artifacts if a.passed]
     max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
                                                            if a.details.get("buckets")])
     features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
     measured = {}
     for art in arts:
+        backend = load_artifact(path, art.recipe, threads).backend
         with silenced():
-            backend = open_backend(art, bundle.input_names, threads)
             logits = logits_per_example(backend, features, bundle.input_names)
             latency = _latency_ms(backend, bundle.input_names, min(SEQ_LEN, max_length))
         measured[art.recipe] = (art, logits, score(features, logits)[examples.metric], latency)

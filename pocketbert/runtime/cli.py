@@ -19,10 +19,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import load
+from . import MAX_THREADS, load
 from .bundle import parse_pin
 from .corpus import command as corpus
 from .errors import Error, InputError
+from .machine import usable_cpus
 from .ner import AGGREGATIONS
 from .terminal import plain, styled
 
@@ -124,7 +125,8 @@ def _pin_option(ctx, param, value):
 @click.option("--backend", type=click.Choice(["auto", "onnx", "tflite"]), default="auto", show_default=True)
 @click.option("--precision", help="Artifact precision, e.g. fp32, int8-dynamic (default: int8 if present).")
 @click.option("--recipe", help="Exact artifact recipe, e.g. onnx:fp32.")
-@click.option("--threads", type=click.IntRange(min=1), help="Backend intra-op threads.")
+@click.option("--threads", type=click.IntRange(1, MAX_THREADS), help=f"Backend intra-op threads (1 to {MAX_THREADS}; "
+              "more than the CPUs this process may use only slows it down, with a warning).")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Rows per model run.")
 @click.option("--output", metavar="auto|jsonl|table|FILE",
               help="auto (default): a table on a terminal, JSON Lines otherwise. With --input: the results file.")
@@ -142,6 +144,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
         _check_arguments(bundle, texts, file, expect_sha256, no_verify)
+        _warn_oversubscribed(threads, err)
         load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
                             batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
         if input_path is not None:  # a corpus file: streamed to --output FILE (runtime/corpus)
@@ -181,9 +184,29 @@ def _check_arguments(bundle: str, texts, file, expect_sha256, no_verify: bool) -
         raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
 
 
+def _warn_oversubscribed(threads: int | None, err: Console) -> None:
+    """More threads than usable CPUs is allowed (a shared machine may free some) but never faster: say so."""
+    usable = usable_cpus()
+    if threads is not None and threads > usable:
+        err.print(styled("[yellow]warning:[/] ", f"--threads {threads} is more than the {usable} CPU(s) this process "
+                         "may use: the threads will share them and run slower, not faster"))
+
+
+def _arguments(texts: tuple[str, ...]) -> tuple[str, ...]:
+    """Python keeps a command-line argument's invalid UTF-8 bytes as lone surrogates: name the argument and
+    the byte, as for input lines, instead of blaming the text's Unicode later."""
+    for number, text in enumerate(texts, 1):
+        try:
+            os.fsencode(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"text argument {number} is not UTF-8 ({exc.reason} at byte {exc.start})",
+                             "pass UTF-8 text (set the terminal to UTF-8, or convert the text with iconv)") from None
+    return texts
+
+
 def _source(texts, file) -> Iterable[str]:
     if texts:
-        return texts
+        return _arguments(texts)
     if file is not None:
         return _lines(file)
     if not sys.stdin.isatty():

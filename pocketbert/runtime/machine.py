@@ -42,13 +42,18 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def describe() -> dict:
     info = _cpuinfo()
     flags = set((info.get("flags") or info.get("Features") or "").split())
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
+    usable = usable_cpus()
     return {
         "cpu": info.get("model name") or platform.processor() or platform.machine(),
         "logical_cpus": os.cpu_count(),

@@ -300,6 +300,9 @@ class TokenClassificationPipeline(Pipeline):
         ignore_labels = ignored_labels(ignore_labels)
         texts = validate(inputs, pairs=False)
         strings = [a for a, _ in texts.items]
+        if stride is not None and type(stride) is not int:  # "3" or True: a typo, not a token count
+            raise InputError(f"stride must be a whole number of tokens or None, not {stride!r}",
+                             f"pass e.g. stride={self.default_stride}, or leave it out for the default")
         stride = self.default_stride if stride is None else stride
         per_text = self.encoder.windows(strings, stride)
         rows = [(w.ids, w.type_ids) for windows in per_text for w in windows]

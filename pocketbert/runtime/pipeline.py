@@ -79,12 +79,30 @@ class Pipeline:
             raise ModelError(f"the tokenizer has {self.encoder.vocab_size} tokens but {self.artifact.file} rejects "
                              f"token id {top}: the tokenizer and the model do not belong together",
                              "use the tokenizer.json the bundle was converted with, or convert again") from exc
+        self._check_limits(probe, specials)
         expected = 2 if self.task == "classification" else 3
         if out.ndim != expected or out.shape[-1] != len(self.labels):
             raise ModelError(f"{self.artifact.file} outputs logits of shape {list(out.shape)}, but a {self.task} "
                              f"model with {len(self.labels)} labels must give [batch, "
                              f"{'' if expected == 2 else 'sequence, '}{len(self.labels)}]",
                              "the model file does not belong to this manifest/labels.txt; convert again")
+
+    def _check_limits(self, probe, specials: list[int]) -> None:
+        """The manifest's pad id and maximum length against the model's own tables: out of range, they would
+        fail only at the first batch that pads, or the first long text, with no hint of the cause."""
+        pad = self.encoder.pad_id
+        try:
+            probe(specials[:1] + [pad] + specials[1:])
+        except Exception as exc:
+            raise ModelError(f"the bundle's pad token id {pad} is outside the embedding table of "
+                             f"{self.artifact.file}", "the manifest's tokenizer.special_tokens.pad does not belong "
+                             "to this model; convert again") from exc
+        try:
+            probe(specials[:1] + [pad] * (self.max_length - len(specials)) + specials[1:])
+        except Exception as exc:
+            raise ModelError(f"{self.artifact.file} cannot take {self.max_length} tokens, the bundle's maximum "
+                             "(max_sequence_length): its position embeddings are shorter",
+                             "set max_sequence_length to the model's maximum, or convert again") from exc
 
     def _logits(self, rows: list[tuple[list[int], list[int]]]) -> list[np.ndarray]:
         """Token rows -> logits per row, in order: batches of similar length, each padded to its longest."""

@@ -17,6 +17,7 @@ from .common import (
     data_dir_option,
     fp16_option,
     log,
+    opt_list,
     out_console,
     overwrite_checkpoint_option,
     threads_option,
@@ -63,7 +64,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
              epilog=CHECKPOINT_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help=TASK_HELP)
-@click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST",
+@click.option("--opt", "opts", default="nonorm,relu", show_default=True, metavar="LIST", callback=opt_list,
               help="The function-changing optimisations to recover from: nonorm, relu.")
 @click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
 @click.option("-o", "--out", type=click.Path(path_type=Path),

@@ -75,10 +75,27 @@ def not_empty(ctx, param, value):
     return value
 
 
+def opt_list(ctx, param, value):
+    """--opt: a value naming nothing (',' or '') would quietly mean no optimisation at all."""
+    if value is not None and not any(v.strip() for v in value.split(",")):
+        raise click.BadParameter(f"{value!r} names no optimisation; write e.g. --opt int8 or --opt nonorm,relu, "
+                                 "or leave the option out")
+    return value
+
+
+def data_dir_path(ctx, param, value):
+    """--data-dir '': click would read it as the current directory; a typo there must not pass silently."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("is empty; give the directory holding glue/ and conll2003/, or leave the option out")
+    return Path(value)
+
+
 # --- options several commands take, spelled once -------------------------------------------------
 checkpoint_argument = click.argument("checkpoint", callback=not_empty)
 data_dir_option = click.option(
-    "--data-dir", type=click.Path(path_type=Path),
+    "--data-dir", type=click.Path(), callback=data_dir_path,
     help=f"Data directory holding glue/ and conll2003/ [default: {DATA_DIR_DEFAULT}].")
 train_limit_option = click.option("--train-limit", type=click.IntRange(1), default=None,
                                   help="Use only the first N training examples.")
@@ -92,12 +109,20 @@ def threads_option(default: int | None = 2):
                         help=None if default else "PyTorch threads [default: all cores].")
 
 
+#: torch.manual_seed fails with a traceback beyond 64 bits; 32 bits (numpy's range too) are plenty
+MAX_SEED = 2**32 - 1
+
+
+def seed_option(help: str | None = None):
+    return click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help=help)
+
+
 def training_options(command):
     """The options every training command takes (finetune, recover), in one place."""
     for option in reversed((click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True),
                             click.option("--max-length", type=click.IntRange(8, 4096), default=128,
                                          show_default=True),
-                            click.option("--seed", type=int, default=0, show_default=True),
+                            seed_option(),
                             threads_option(), data_dir_option, train_limit_option)):
         command = option(command)
     return command

@@ -11,7 +11,17 @@ from pocketbert.locations import DATA_DIR_DEFAULT
 from ..builtin import BUILTIN
 from ..opts import HELP as OPT_HELP
 from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
-from .common import EXIT_CODES, TASK_HELP, budget, checkpoint_argument, int_list, split_labels
+from .common import (
+    EXIT_CODES,
+    TASK_HELP,
+    budget,
+    checkpoint_argument,
+    data_dir_path,
+    int_list,
+    opt_list,
+    seed_option,
+    split_labels,
+)
 from .group import cli
 from .render import Screen, summary
 
@@ -25,7 +35,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="Bundle directory to write [default: bundles/<checkpoint>-<opts>].")
 @click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
               "else classification.")
-@click.option("--opt", "opts", metavar="LIST", help="Comma-separated: " + "; ".join(
+@click.option("--opt", "opts", metavar="LIST", callback=opt_list, help="Comma-separated: " + "; ".join(
     f"{k} = {v}" for k, v in OPT_HELP.items()) + ".")
 @click.option("--labels", callback=split_labels, metavar="A,B,…",
               help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
@@ -47,7 +57,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--calibration-samples", type=click.IntRange(1, 100_000),
               help="Calibration texts for int8 [default: 1024 when an int8-static file is asked for by name "
                    "(--recipe, --int8 static/all), else 256].")
-@click.option("--data-dir", type=click.Path(path_type=Path),
+@click.option("--data-dir", type=click.Path(), callback=data_dir_path,
               help="Data directory holding glue/ and conll2003/ (verification sentences; without one, built-in "
                    f"English sentences) [default: {DATA_DIR_DEFAULT}].")
 @click.option("--verify-samples", type=click.IntRange(10, 100_000), default=1000, show_default=True,
@@ -59,7 +69,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--allow-accuracy-loss", is_flag=True, help="Accept the measured damage of nonorm/relu on a "
               "LayerNorm/GELU model (without it the conversion refuses).")
 @click.option("--overwrite", is_flag=True, help="Replace an earlier bundle at --out (never any other directory).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for a freshly initialised head.")
+@seed_option(help="Seed for a freshly initialised head.")
 @click.option("--int8-min-cosine", type=click.FloatRange(0, 1), default=0.99, show_default=True,
               help="int8 verification: minimum cosine similarity of logits vs PyTorch.")
 @click.option("--int8-min-agreement", type=click.FloatRange(0, 1), default=0.95, show_default=True,
@@ -95,6 +105,8 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
 
+    if not flags["recover"]:
+        _refuse_recovery_flags()
     options = ConvertOptions(checkpoint=checkpoint, out=out or default_out(checkpoint, flags["opts"]),
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
@@ -107,6 +119,21 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         screen.close()
         raise
     summary(result)
+
+
+#: options that only tune --recover: without it they would be ignored, and the run not the one asked for
+RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
+                  "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop"}
+
+
+def _refuse_recovery_flags() -> None:
+    ctx = click.get_current_context()
+    given = [flag for name, flag in RECOVERY_FLAGS.items()
+             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise click.UsageError(f"{', '.join(given)} only {verb} with --recover TASK: add --recover, or drop "
+                               f"{'it' if len(given) == 1 else 'them'}")
 
 
 def default_out(checkpoint: str, opts: str | None) -> Path:
