@@ -318,7 +318,7 @@ def earlier_bundle(tmp_path) -> Path:
     out = tmp_path / "bundle"
     out.mkdir()
     (out / "old.onnx").write_bytes(b"\x08\x01" * 50)
-    write_manifest(out, {"schema_version": 1, "artifacts": []})
+    write_manifest(out, {"schema_version": 1, "pocketbert_version": "0.1.0", "artifacts": []})
     return out
 
 

@@ -110,10 +110,34 @@ def paths(tmp_path_factory, ner_bundle, cls_bundle) -> dict[str, str]:  # noqa: 
     (root / "latin1-config").mkdir()
     (root / "latin1-config" / "config.json").write_bytes('{"model_type": "b\xe9rt"}'.encode("latin-1"))
     (root / "results").mkdir()
+    checked = damaged_bundles(root, ner_bundle)
     return {"root": str(root), "ner": str(ner_bundle), "cls": str(cls_bundle), "hostile": str(hostile),
-            "extra": str(extra), "corrupt": str(corrupt),
+            "extra": str(extra), "corrupt": str(corrupt), **checked,
             # a path with markup in it: '[/]' nests directories, so it is an ordinary path
             "marked": str(root / "no[bold]such[/]bundle [link=http://evil.example]x[/link]")}
+
+
+def damaged_bundles(root: Path, ner_bundle: Path) -> dict[str, str]:
+    """Bundles the runtime refuses (or must read only in part), and results files no report can read."""
+    flipped = copy_bundle(ner_bundle, root / "flipped")
+    data = bytearray((flipped / "model.onnx").read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit in the weights: the file still loads, its SHA-256 differs
+    (flipped / "model.onnx").write_bytes(bytes(data))
+    truncated = copy_bundle(ner_bundle, root / "truncated")
+    (truncated / "model.onnx").write_bytes(data[:len(data) // 2])
+    linked = copy_bundle(ner_bundle, root / "linked")  # an unlisted file leading outside the bundle
+    (linked / "special_tokens_map.json").symlink_to(root / "a-file.txt")
+    manifest = json.loads((ner_bundle / "manifest.json").read_text(encoding="utf-8"))
+    tokenizer = {**manifest["tokenizer"], "special_tokens": {**manifest["tokenizer"]["special_tokens"],
+                                                             "pad": {"token": "[PAD]", "id": 200_000}}}
+    pad = copy_bundle(ner_bundle, root / "pad-beyond-embeddings", tokenizer=tokenizer)
+    long = copy_bundle(ner_bundle, root / "longer-than-positions", max_sequence_length=4096,  # no TFLite bucket
+                       artifacts=[a for a in manifest["artifacts"] if a["backend"] == "onnx"])  # caps the length
+    (root / "unreadable-results").mkdir()
+    for name, content in {"a.json": b'{"schema": ', "b.json": b"\xff\xfe", "c.json": b"[1]"}.items():
+        (root / "unreadable-results" / name).write_bytes(content)
+    return {"flipped": str(flipped), "truncated": str(truncated), "linked": str(linked), "pad": str(pad),
+            "long": str(long)}
 
 
 # --- python -m runtime ----------------------------------------------------------------------------
@@ -156,6 +180,8 @@ RUNTIME_CASES = [
     Case("stdin-not-utf8-on-line-3", ["{ner}"], 5, ["line 3 is not UTF-8"], stdin=b"ok\nfine\n\xff\xfebad\n"),
     Case("pairs-with-three-fields", ["{cls}", "--pairs"], 5, ["3 tab-separated fields"], stdin=b"a\tb\tc\n"),
     Case("empty-text", ["{ner}", ""], 0, ['"entities": []']),
+    Case("threads-huge", ["{ner}", "x", "--threads", "100000"], 2, ["--threads", "256"]),
+    Case("argument-not-utf8", ["{ner}", "ok", "caf\udce9 au lait"], 5, ["text argument 2 is not UTF-8"]),
 ]
 
 
@@ -187,6 +213,20 @@ BENCHMARK_CASES = [
     Case("device-manifest-array", ["device", "--serial", "x", "--dry-run", "{root}/array"], 3, ["JSON object"]),
     Case("report-no-results", ["report", "--results", "{root}/results", "--out", "{root}/r.md"], 3,
          ["no results files"]),
+    # bundles are read through the runtime's checked loader only
+    Case("accuracy-flipped-byte", ["accuracy", "{flipped}", "--task", "conll2003", "--limit", "5", "--backend",
+                                   "onnx", "--out", "{root}/acc.json"], 3, ["model.onnx", "SHA-256 differs"]),
+    Case("accuracy-truncated-model", ["accuracy", "{truncated}", "--task", "conll2003", "--limit", "5",
+                                      "--out", "{root}/acc.json"], 3, ["model.onnx", "truncated"]),
+    Case("accuracy-reads-listed-files-only", ["accuracy", "{linked}", "--task", "conll2003", "--limit", "5",
+                                              "--backend", "onnx", "--out", "{root}/acc.json"], 0, ["acc.json"]),
+    Case("full-integer-not-a-bundle", ["full-integer", "{root}/plain-dir"], 3, ["plain-dir", "manifest.json"]),
+    Case("full-integer-levers-not-a-bundle", ["full-integer-levers", "{root}/plain-dir"], 3,
+         ["plain-dir", "manifest.json"]),
+    Case("latency-out-cannot-exist", ["latency", "{ner}", "--out", "{root}/a-file.txt/l.json"], 2,
+         ["--out", "a-file.txt", "not a directory"]),
+    Case("report-only-unreadable-results", ["report", "--results", "{root}/unreadable-results", "--out",
+                                            "{root}/r.md"], 3, ["a.json", "b.json", "c.json", "readable"]),
 ]
 
 
@@ -240,6 +280,12 @@ CONVERTER_CASES = [
     Case("trim-vocab-size-too-small", ["trim-vocab", CKPT, "--task", "glue:sst2", "--size", "5", "--out", "{out}"],
          2, ["--size"]),
     Case("out-under-a-file", [CKPT, "--out", "{root}/a-file.txt/bundle", "--no-latency"], 6, ["a-file.txt"]),
+    Case("seed-huge", [CKPT, "--seed", "99999999999999999999999", *OUT], 2, ["--seed"]),
+    Case("opt-comma", [CKPT, "--opt", ",", *OUT], 2, ["--opt", "names no optimisation"]),
+    Case("opt-empty", [CKPT, "--opt", "", *OUT], 2, ["--opt", "names no optimisation"]),
+    Case("data-dir-empty", [CKPT, "--data-dir", "", *OUT], 2, ["--data-dir", "empty"]),
+    Case("recovery-flags-without-recover", [CKPT, "--recover-budget", "5m", "--max-accuracy-drop", "2", *OUT], 2,
+         ["--recover-budget", "--max-accuracy-drop", "--recover TASK"]),
 ]
 
 
@@ -284,6 +330,40 @@ def test_converter_api_threads(checkpoints, tmp_path, threads):
     assert not (tmp_path / "b").exists()
 
 
+# config.json fields of the wrong type: each named, none a traceback
+CONFIG_CASES = {
+    "model-type-a-list": ({"model_type": ["bert"]}, "'model_type'"),
+    "id2label-keys-not-integers": ({"id2label": {"a": "x", "b": "y", "c": "z"}}, "'id2label'"),
+    "id2label-a-list": ({"id2label": ["x", "y", "z"]}, "'id2label'"),
+    "num-labels-a-string": ({"num_labels": "3", "id2label": None}, "'num_labels'"),
+    "pocketbert-a-string": ({"pocketbert": "x"}, "'pocketbert'"),
+    "transforms-a-string": ({"pocketbert": {"transforms": "nonorm"}}, "'pocketbert.transforms'"),
+    "base-embeddings-without-sha256": ({"pocketbert": {"base_embeddings": {"model": "minilm"}}},
+                                       "'pocketbert.base_embeddings'"),
+    "base-embeddings-corrupt-file": ({"pocketbert": {"base_embeddings": {"model": "{base}", "sha256": "0" * 64}}},
+                                     "cannot be read"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIG_CASES))
+def test_converter_config_fields(name, checkpoints, tmp_path, capsys):
+    changes, needle = CONFIG_CASES[name]
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "model.safetensors").write_bytes(b"\x01" * 100)  # not a safetensors header
+    checkpoint = shutil.copytree(checkpoints["bert"]["classification"], tmp_path / "ckpt")
+    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        value = json.loads(json.dumps(value).replace("{base}", str(base)))
+        config.pop(key) if value is None else config.__setitem__(key, value)
+    (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code = converter_cli.main([str(checkpoint), "--out", str(tmp_path / "bundle"), "--format", "onnx",
+                               "--no-latency"])
+    captured = capsys.readouterr()
+    check_output(captured.out + captured.err, code, Case(name, [], 3, [needle, "fix:"]))
+    assert not (tmp_path / "bundle").exists()
+
+
 # --- the runtime API ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -307,6 +387,11 @@ API_CASES = [
     ("stride-negative", lambda a: a["ner_pipe"]("Peter Blackburn", stride=-1), InputError, "stride"),
     ("top-k-zero", lambda a: a["cls_pipe"]("fine", top_k=0), InputError, "top_k"),
     ("bytes-text", lambda a: a["cls_pipe"](b"fine"), InputError, "bytes"),
+    ("threads-huge", lambda a: runtime.load(a["ner"], "onnx", threads=100_000), InputError, "256"),
+    ("pad-id-beyond-embeddings", lambda a: runtime.load(a["pad"], "onnx"), ModelError, "pad token id 200000"),
+    ("max-length-beyond-positions", lambda a: runtime.load(a["long"], "onnx"), ModelError, "4096 tokens"),
+    ("top-k-true", lambda a: a["cls_pipe"]("fine", top_k=True), InputError, "top_k"),
+    ("stride-a-string", lambda a: a["ner_pipe"]("Peter Blackburn", stride="3"), InputError, "stride"),
 ]
 
 
@@ -329,3 +414,133 @@ def test_ignore_labels_none_and_a_bare_string(api):
     assert ner(text, aggregation="none", ignore_labels=tag) == [e for e in everything if e["entity"] != tag]
     group = ner(text)[0]["entity_group"]
     assert all(e["entity_group"] != group for e in ner(text, ignore_labels=group))
+
+
+# --- outputs and rows that must not be lost ---------------------------------------------------------
+
+def foreign_manifest(out: Path) -> None:
+    """Another tool's folder whose manifest.json happens to have a schema_version and a files object."""
+    out.mkdir()
+    (out / "manifest.json").write_text('{"schema_version": 3, "files": {"report.pdf": {"size": 1}}}\n')
+    (out / "report.pdf").write_text("data\n")
+
+
+def edited_bundle(out: Path, change: str) -> None:
+    """A bundle as PocketBERT writes it, then a listed file edited (same size) or deleted."""
+    from pocketbert.converter.bundle import write_manifest
+
+    out.mkdir()
+    (out / "model.onnx").write_bytes(b"\x08\x07 my model")
+    (out / "notes.txt").write_text("mine\n")
+    write_manifest(out, {"schema_version": 1, "pocketbert_version": "0.1.0", "artifacts": []})
+    if change == "edited":
+        (out / "notes.txt").write_text("MINE\n")
+    else:
+        (out / "notes.txt").unlink()
+
+
+OVERWRITE_CASES = [
+    (Case("overwrite-foreign-manifest", [CKPT, "--format", "onnx", *OUT, "--overwrite"], 6,
+          ["not a PocketBERT bundle", "report.pdf", "fix:"]), foreign_manifest),
+    (Case("overwrite-bundle-file-edited", [CKPT, "--format", "onnx", *OUT, "--overwrite"], 6,
+          ["changed", "notes.txt", "fix:"]), lambda out: edited_bundle(out, "edited")),
+    (Case("overwrite-bundle-file-deleted", [CKPT, "--format", "onnx", *OUT, "--overwrite"], 6,
+          ["missing", "notes.txt"]), lambda out: edited_bundle(out, "deleted")),
+]
+
+
+@pytest.mark.parametrize("case, make", OVERWRITE_CASES, ids=[c[0].id for c in OVERWRITE_CASES])
+def test_converter_overwrite_keeps_what_is_not_its_own(case, make, checkpoints, tmp_path, capsys):
+    out = tmp_path / "bundle"
+    make(out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    values = {"ckpt": str(checkpoints["bert"]["classification"]), "out": str(out)}
+    code = converter_cli.main([a.format(**values) for a in case.argv])
+    captured = capsys.readouterr()
+    check_output(captured.out + captured.err, code, case)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+CORPUS_INPUTS = {
+    "unclosed.csv": b'id,text\n1,good\n2,"never closed\n3,fine\n',
+    "numbers.jsonl": b'{"id": 1.10, "big": 1e400, "text": "fine", "tiny": -0.0}\n',
+    "nan.jsonl": b'{"id": 1, "text": "fine"}\n{"id": 2, "text": "x", "score": NaN}\n{"id": 3, "text": "ok"}\n',
+}
+CORPUS_CASES = [
+    Case("csv-unclosed-quote-skipped", ["{cls}", "--input", "{work}/unclosed.csv", "--output", "{work}/o.csv",
+                                        "--skip-bad"], 0, ["line 3", "never closed", "line 4"]),
+    Case("csv-unclosed-quote-stops", ["{cls}", "--input", "{work}/unclosed.csv", "--output", "{work}/o.csv"], 5,
+         ["line 3", "never closed", "--skip-bad"]),
+    Case("jsonl-numbers-byte-for-byte", ["{cls}", "--input", "{work}/numbers.jsonl", "--output", "{work}/o.jsonl"],
+         0),
+    Case("jsonl-nan-is-a-bad-row", ["{cls}", "--input", "{work}/nan.jsonl", "--output", "{work}/o.jsonl",
+                                    "--skip-bad"], 0, ["line 2", "NaN", "not JSON"]),
+]
+
+
+def corpus_output(case: Case, work: Path) -> bytes | None:
+    out = work / ("o.csv" if case.id.startswith("csv") else "o.jsonl")
+    return out.read_bytes() if out.exists() else None
+
+
+CORPUS_OUTPUTS = {  # what each row's output must be: every row read is written or reported skipped
+    "csv-unclosed-quote-skipped": lambda o: [r.split(b",")[0] for r in o.splitlines()[1:]] == [b"1", b"3"],
+    "csv-unclosed-quote-stops": lambda o: o is None,
+    "jsonl-numbers-byte-for-byte": lambda o: o.startswith(b'{"id": 1.10, "big": 1e400, "text": "fine", "tiny": -0.0, '
+                                                          b'"pred_label": ') and b"Infinity" not in o,
+    "jsonl-nan-is-a-bad-row": lambda o: [json.loads(line)["id"] for line in o.splitlines()] == [1, 3],
+}
+
+
+@pytest.mark.parametrize("case", CORPUS_CASES, ids=lambda c: c.id)
+def test_corpus_rows_are_kept_or_reported(case, paths, tmp_path):
+    for name, data in CORPUS_INPUTS.items():
+        (tmp_path / name).write_bytes(data)
+    run_module("pocketbert.runtime", case, {**paths, "work": str(tmp_path)})
+    assert CORPUS_OUTPUTS[case.id](corpus_output(case, tmp_path)), corpus_output(case, tmp_path)
+    assert not [p.name for p in tmp_path.iterdir() if "lock" in p.name]  # the run's lock is gone with it
+
+
+def corpus_run(paths: dict, work: Path, *extra: str) -> subprocess.CompletedProcess:
+    (work / "in.jsonl").write_text('{"id": 1, "text": "a fine film"}\n{"id": 2, "text": "dull"}\n')
+    return subprocess.run([sys.executable, "-m", "pocketbert.runtime", paths["cls"], "--input", str(work / "in.jsonl"),
+                           "--output", str(work / "out.jsonl"), *extra], capture_output=True, text=True, timeout=180,
+                          env=terminal_env(), cwd=REPO)
+
+
+def test_corpus_output_in_use_is_refused_naming_its_holder(paths, tmp_path):
+    """A second run on the same output, even with --overwrite, must not touch the first run's files."""
+    from pocketbert.runtime.corpus.lock import OutputLock
+
+    first = {"out.jsonl.partial": b'{"id": 1}\n', "out.jsonl.partial.progress.json":
+             b'{"schema": "pocketbert-corpus-partial/1", "fingerprint": {}, "rows_written": 1, "output_bytes": 10}'}
+    for name, data in first.items():
+        (tmp_path / name).write_bytes(data)
+    with OutputLock(tmp_path / "out.jsonl"):
+        second = corpus_run(paths, tmp_path, "--overwrite")
+    case = Case("output-in-use", [], 2, ["another run is writing", f"process {os.getpid()}", "out.jsonl.lock"])
+    check_output(second.stdout + second.stderr, second.returncode, case)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "in.jsonl"} == first
+
+
+def test_corpus_lock_of_a_dead_run_is_taken_over_and_a_foreign_one_kept(paths, tmp_path):
+    lock = tmp_path / "out.jsonl.lock"
+    lock.write_text('{"schema": "pocketbert-corpus-lock/1", "pid": 999999999, "host": "gone"}\n')  # SIGKILLed run
+    done = corpus_run(paths, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    lock.write_text("my notes\n")
+    refused = corpus_run(paths, tmp_path, "--overwrite")
+    check_output(refused.stdout + refused.stderr, refused.returncode,
+                 Case("foreign-lock", [], 2, ["out.jsonl.lock", "not a lock of this program"]))
+    assert lock.read_text() == "my notes\n"
+
+
+def test_corpus_overwrite_keeps_a_file_it_did_not_write(paths, tmp_path):
+    (tmp_path / "out.jsonl").write_text("precious\n")
+    replaced = corpus_run(paths, tmp_path, "--overwrite")
+    check_output(replaced.stdout + replaced.stderr, replaced.returncode, Case("keep-foreign", [], 0, ["kept:"]))
+    assert (tmp_path / "out.jsonl.replaced-1").read_text() == "precious\n"
+    again = corpus_run(paths, tmp_path, "--overwrite")  # its own output: replaced, nothing more kept
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl", "out.jsonl.replaced-1"]

@@ -1,6 +1,8 @@
 """What ``--overwrite`` may replace: a directory PocketBERT wrote, holding nothing else.
 
-A bundle is known by its manifest.json, which lists every other file in it.  A checkpoint written by
+A bundle is known by its manifest.json: written by PocketBERT (it names the ``pocketbert_version``), and
+every file it lists there with the size and SHA-256 it records (another tool's manifest.json, or a bundle
+edited since, is not ours to delete).  A checkpoint written by
 finetune, recover, trim-vocab or share-embeddings is known by its training.json (whose ``kind`` names
 the command) beside the files of a Hugging Face checkpoint.  Anything else in the directory (a
 sub-folder, a symlink, a file of the user's) means it is not ours to delete.
@@ -13,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from pocketbert.runtime.contract import MANIFEST
+from pocketbert.runtime.contract import MANIFEST, sha256
 
 BUNDLE = "bundle"
 CHECKPOINT = "checkpoint"
@@ -45,16 +47,40 @@ def why_not_replaceable(directory: Path, kind: str) -> str | None:
     foreign = [e for e in entries if e.is_symlink() or not e.is_file() or not allowed(e.name)]
     if foreign:
         return f"besides the {kind} it holds: {_names(foreign)}"
+    changed = _changed_files(directory) if kind == BUNDLE else []
+    if changed:
+        shown = ", ".join(repr(n) for n in changed[:SHOWN]) + (f" (and {len(changed) - SHOWN} more)"
+                                                               if len(changed) > SHOWN else "")
+        return f"files its {MANIFEST} lists are missing or changed since PocketBERT wrote them: {shown}"
     return None
 
 
 def _bundle_files(directory: Path):
     manifest = _read_json(directory / MANIFEST)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
-            or not isinstance(manifest.get("schema_version"), int):
+            or not isinstance(manifest.get("schema_version"), int) \
+            or not isinstance(manifest.get("pocketbert_version"), str):
         return None
     listed = {MANIFEST, *manifest["files"]}
     return listed.__contains__
+
+
+def _changed_files(directory: Path) -> list[str]:
+    """Files the manifest lists that are missing, or differ from its recorded size and SHA-256."""
+    changed = []
+    for name, entry in _read_json(directory / MANIFEST)["files"].items():
+        if "/" in name or not _matches(directory / name, entry):
+            changed.append(name)
+    return changed
+
+
+def _matches(path: Path, entry) -> bool:
+    if not isinstance(entry, dict) or path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return path.stat().st_size == entry.get("bytes") and sha256(path) == entry.get("sha256")
+    except OSError:
+        return False
 
 
 def _checkpoint_files(directory: Path):

@@ -98,6 +98,9 @@ def run(bundle: str, output: str | None, load: dict, *, top_k: int, aggregation:
                     "continue") if ray_address is None else "a Ray run keeps nothing: run it again"
             console.print(styled("[yellow]interrupted:[/] ", kept))
             sys.exit(EXIT_INTERRUPTED)
+    if summary.kept is not None:
+        err.print(styled("[yellow]kept:[/] ", f"the earlier {output} was not written by PocketBERT (or was changed "
+                                              f"since), so it was not deleted: it is now {summary.kept}"))
     if err.is_terminal:
         rate = (summary.rows_read - summary.resumed_at) / max(summary.seconds, 1e-9)
         note = f" ({summary.resumed_at} done by the run resumed)" if summary.resumed_at else ""

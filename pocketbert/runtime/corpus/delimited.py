@@ -1,7 +1,8 @@
 """CSV and TSV: a header row, then one record per row; results are the record with prediction columns added.
 
 CSV follows RFC 4180 (quoted fields may hold commas and line breaks; the line reported for a record is
-the one it starts on).  TSV is the IANA text/tab-separated-values format: no quoting at all, so quotes in
+the one it starts on).  A quote that is never closed would swallow every line after it into one field:
+that record is a bad row of its first line only, and reading goes on at the line after it.  TSV is the IANA text/tab-separated-values format: no quoting at all, so quotes in
 a text (common in GLUE's files) are just characters.  Every field stays the exact string it was (an id
 ``007`` stays ``007``); bytes that are not UTF-8 are carried through unchanged in the other fields, and
 make the row bad in the text field.  Predictions that are lists (top labels, entities) are JSON text.
@@ -24,10 +25,14 @@ DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL, "linetermina
 
 def _lines(f, state: dict) -> Iterator[str]:
     """Decoded lines, advancing ``state['offset']`` by each line's bytes (the csv reader reads no further
-    than the record it returns, so after a record the offset is where the next one starts)."""
+    than the record it returns, so after a record the offset is where the next one starts).  The bytes of
+    each line go to ``state['taken']``; ``state['eof']`` is set when the csv reader asks past the end, which
+    it does inside a record only when a quoted field is still open."""
     for raw in f:
         state["offset"] += len(raw)
+        state["taken"].append(len(raw))
         yield raw.decode("utf-8", "surrogateescape")
+    state["eof"] = True
 
 
 class Reader:
@@ -45,13 +50,16 @@ class Reader:
         self.pair_index = self._index(pair_field) if pair_field else None
 
     def _header(self) -> dict:
-        state = {"offset": 0}
+        state = {"offset": 0, "taken": [], "eof": False}
         with open(self.path, "rb") as f:
             reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
             header = next(reader, None)
             if not header:
                 raise CorpusError(f"{self.path} is empty: a {self.kind.upper()} input needs a header row naming "
                                   "its columns", f"write a header such as id{DIALECTS[self.kind]['delimiter']}text")
+            if state["eof"]:
+                raise CorpusError(f"{self.path}, line 1: a quoted field of the header is never closed (it runs to "
+                                  "the end of the file)", "close the quote in the header row")
             header[0] = header[0].removeprefix("\ufeff")
             return {"offset": state["offset"], "line": reader.line_num, "header": header}
 
@@ -65,31 +73,58 @@ class Reader:
         return self.path.stat().st_size
 
     def chunks(self, size: int) -> Iterator[Chunk]:
-        state = {"offset": self.position["offset"]}
-        first_line = self.position["line"]
         rows, lines, problems = [], [], {}
-        with open(self.path, "rb") as f:
-            f.seek(state["offset"])
-            reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
-            while True:
-                start = first_line + reader.line_num + 1
-                try:
-                    record = next(reader, None)
-                except csv.Error as exc:
-                    raise CorpusError(f"{self.path}, line {start}: {exc}", "fix the quoting of that record") from None
-                if record is None:
-                    break
-                if not record:
-                    continue  # a blank line is no record
-                if len(record) != len(self.header):
-                    problems[len(rows)] = f"has {len(record)} fields, the header has {len(self.header)}"
-                rows.append(record)
-                lines.append(start)
-                if len(rows) == size:
-                    yield self._chunk(rows, lines, problems, state["offset"], first_line + reader.line_num)
-                    rows, lines, problems = [], [], {}
+        line = self.position["line"]  # the last line read
+        for record, start, end, problem in self._records(self.position["offset"], line):
+            if problem:
+                problems[len(rows)] = problem
+            rows.append(record)
+            lines.append(start)
+            line = end
+            if len(rows) == size:
+                yield self._chunk(rows, lines, problems, self._offset, line)
+                rows, lines, problems = [], [], {}
         if rows:
-            yield self._chunk(rows, lines, problems, state["offset"], first_line + reader.line_num)
+            yield self._chunk(rows, lines, problems, self._offset, line)
+
+    def _records(self, offset: int, line: int) -> Iterator[tuple[list[str], int, int, str | None]]:
+        """(record, first line, last line, problem) from ``offset``; ``self._offset`` follows the records."""
+        self._offset = offset
+        with open(self.path, "rb") as f:
+            while True:
+                f.seek(offset)
+                state = {"offset": offset, "taken": [], "eof": False}
+                reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
+                for record, start, end, unclosed in self._read(reader, state, line):
+                    if unclosed:  # the quote opened on line ``start`` is never closed: read on after that line
+                        offset, line = self._offset + state["taken"][0], start
+                        self._offset = offset
+                        yield record, start, start, (f"a quoted field opened on this line is never closed: it "
+                                                     f"runs to the end of the file (line {end})")
+                        break
+                    self._offset = state["offset"]
+                    if record:  # a blank line is no record
+                        yield record, start, end, self._count(record)
+                else:
+                    return
+
+    def _read(self, reader, state: dict, line: int):
+        while True:
+            state["taken"].clear()
+            where = line + reader.line_num + 1
+            try:
+                record = next(reader, None)
+            except csv.Error as exc:
+                raise CorpusError(f"{self.path}, line {where}: {exc}", "fix the quoting of that record") from None
+            if record is None:
+                return
+            end = line + reader.line_num
+            yield record, end - len(state["taken"]) + 1, end, state["eof"]
+
+    def _count(self, record: list[str]) -> str | None:
+        if len(record) != len(self.header):
+            return f"has {len(record)} fields, the header has {len(self.header)}"
+        return None
 
     def _field(self, rows: list[list[str]], index: int) -> list:
         return [r[index] if index < len(r) else MISSING for r in rows]
@@ -133,8 +168,8 @@ class Writer:
         columns = [predictions[name] for name in self.kinds]
         return self._text([row + [cell(c[i]) for c in columns] for i, row in enumerate(rows)])
 
-    def encode_table(self, table) -> bytes:
-        """Rows that already carry their predictions (an Arrow table from Ray, every input column a string)."""
+    def encode_table(self, table, keep: list[int]) -> bytes:
+        """Rows ``keep`` of a table that already carries its predictions (from Ray, every input column a string)."""
         columns = [table.column(name).to_pylist() for name in table.column_names]
         records = [[("" if v is None else cell(v)) for v in values] for values in zip(*columns)]
-        return self._text(records)
+        return self._text([records[i] for i in keep])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..contract import MANIFEST, sha256
 from .formats import CorpusError, check_output_format, format_of
+from .lock import OutputLock, check_free
 from .partial import Partial
 from .predict import Predictor, Settings, row_problems
 
@@ -40,6 +41,7 @@ class Summary:
     skipped_count: int
     resumed_at: int  # rows already done by an earlier run (0: a fresh run)
     seconds: float
+    kept: Path | None = None  # where the replaced output now is, when it was not provably this program's
 
 
 def open_format(fmt: str, path: Path, settings: Settings, position: dict | None, kinds: dict[str, str]):
@@ -74,6 +76,7 @@ def check_paths(job: Job) -> str:
     if Path(job.output).resolve() == Path(job.input).resolve():
         raise CorpusError("--output is the input file", "write the results to another file")
     Partial(job.output).prepare_output(job.overwrite)
+    check_free(job.output)
     return fmt
 
 
@@ -94,6 +97,11 @@ def run(job: Job, *, predictor: Predictor | None = None, progress: Callable[[int
     started = time.perf_counter()
     fmt = check_paths(job)
     predictor = predictor or Predictor.load(job.bundle, job.settings)
+    with OutputLock(job.output):  # a second run on this output is refused, not mixed in
+        return _run(job, fmt, predictor, started, progress, on_bad, on_start)
+
+
+def _run(job: Job, fmt: str, predictor: Predictor, started: float, progress, on_bad, on_start) -> Summary:
     partial, prints = Partial(job.output), fingerprint(job, fmt, predictor)
     saved = partial.prepare(prints, resume=job.resume, overwrite=job.overwrite)
     reader, writer = open_format(fmt, job.input, job.settings, saved and saved["position"], predictor.kinds)
@@ -117,7 +125,7 @@ def run(job: Job, *, predictor: Predictor | None = None, progress: Callable[[int
         partial.close()
     s = partial.state
     return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], resumed_at,
-                   time.perf_counter() - started)
+                   time.perf_counter() - started, partial.kept)
 
 
 def _chunk(job: Job, reader, writer, partial: Partial, predictor: Predictor, chunk) -> list[tuple[int, str]]:

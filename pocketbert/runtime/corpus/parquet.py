@@ -117,8 +117,8 @@ class Writer:
         arrays = list(batch.columns) + [pa.array(predictions[n], type=arrow_type(k)) for n, k in self.kinds.items()]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema).serialize().to_pybytes()
 
-    def encode_table(self, table) -> bytes:
-        table = table.select(self.schema.names).cast(self.schema)
+    def encode_table(self, table, keep: list[int]) -> bytes:
+        table = table.take(pa.array(keep, type=pa.int64())).select(self.schema.names).cast(self.schema)
         return b"".join(b.serialize().to_pybytes() for b in table.to_batches())
 
     def finalize(self, stream: Path, target: Path) -> None:

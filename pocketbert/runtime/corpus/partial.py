@@ -8,6 +8,10 @@ disk first and the record replaced atomically second, so the record never claims
 a resume cuts the partial file back to the recorded length (dropping a chunk that was being written) and
 reads on from the recorded position: no row lost, none twice.  The finished file is renamed to ``OUT``.
 Files are deleted only when they are this program's: a ``.partial`` without a record is left alone.
+
+A finished output is marked with an extended attribute holding its size and SHA-256.  ``--overwrite``
+replaces an output that still matches its mark; any other file there (the user's, or one changed since)
+is kept under ``OUT.replaced-N`` instead, and the run says so.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import json
 import os
 from pathlib import Path
 
+from ..contract import sha256
 from .formats import CorpusError, OutputExistsError
 
 RECORD_SCHEMA = "pocketbert-corpus-partial/1"
 KEEP_SKIPPED = 1000  # bad rows listed in the record (all are counted)
+OWNER_ATTRIBUTE = "user.pocketbert.corpus-output"  # invisible in a listing, lost when the file is rewritten
 
 
 class Partial:
@@ -31,6 +37,7 @@ class Partial:
         self.final = self.output.with_name(self.output.name + ".partial.final")  # Parquet is rewritten here
         self.file = None
         self.state: dict = {}
+        self.kept: Path | None = None  # where a replaced output that was not ours went
 
     def _saved(self) -> dict | None:
         try:
@@ -126,15 +133,60 @@ class Partial:
     def finish(self, finalize=None) -> None:
         """Close, rewrite if the format needs it (Parquet), rename into place, remove the record."""
         self.file.close()
+        s = self.state
+        if s["rows_read"] != s["rows_written"] + s["skipped_count"]:  # no row may go missing unreported
+            raise CorpusError(f"{s['rows_read']} rows were read but {s['rows_written']} written and "
+                              f"{s['skipped_count']} skipped: the output is left in {self.path.name}",
+                              "report this as a PocketBERT bug, with the input")
+        done = self.path
         if finalize is not None:
             finalize(self.path, self.final)
-            os.replace(self.final, self.output)
+            done = self.final
+        self.kept = _set_aside(self.output)
+        os.replace(done, self.output)
+        if done != self.path:
             self.path.unlink()
-        else:
-            os.replace(self.path, self.output)
+        _mark(self.output)
         self.record.unlink()
 
     def close(self) -> None:
         """Leave the partial run as it is (interrupted or failed): resumable from its last commit."""
         if self.file is not None and not self.file.closed:
             self.file.close()
+
+
+def _mark(path: Path) -> None:
+    """Record on the file that this program wrote it, as it is now (where the file system has xattrs)."""
+    try:
+        mark = {"bytes": path.stat().st_size, "sha256": sha256(path)}
+        os.setxattr(path, OWNER_ATTRIBUTE, json.dumps(mark).encode())
+    except (OSError, AttributeError):  # no xattrs here: a later --overwrite keeps the file aside instead
+        pass
+
+
+def is_ours(path: Path) -> bool:
+    """True when ``path`` is an output this program finished and nobody has changed since."""
+    try:
+        mark = json.loads(os.getxattr(path, OWNER_ATTRIBUTE))
+        return mark["bytes"] == path.stat().st_size and mark["sha256"] == sha256(path)
+    except (OSError, AttributeError, ValueError, TypeError, KeyError):
+        return False
+
+
+def _set_aside(output: Path) -> Path | None:
+    """Keep an existing ``output`` that is not provably ours under a new name; that name, or None."""
+    if not output.exists() or is_ours(output):
+        return None
+    for n in range(1, 10_000):
+        aside = output.with_name(f"{output.name}.replaced-{n}")
+        try:
+            os.link(output, aside)  # OUT stays in place until the new one replaces it
+            return aside
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links on this file system
+            if not os.path.lexists(aside):
+                os.rename(output, aside)
+                return aside
+    raise CorpusError(f"cannot keep the existing {output} aside: {output.name}.replaced-1 to -9999 all exist",
+                      "move those files away")

@@ -19,6 +19,7 @@ from ..errors import BackendUnavailableError
 from .batch_predictor import BatchPredictor
 from .formats import CorpusError, format_of
 from .job import Job, Summary, columns_of, open_format
+from .lock import OutputLock
 from .partial import Partial
 from .predict import Predictor
 
@@ -65,12 +66,20 @@ def _estimate_rows(path: Path, fmt: str, reader) -> int | None:
 def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, progress=None, on_start=None,
         on_bad=None) -> Summary:
     require_ray()
+    Partial(job.output).prepare_output(job.overwrite)
+    with OutputLock(job.output):  # a second run on this output is refused, not mixed in
+        return _run(job, predictor, address, workers, progress, on_start, on_bad)
+
+
+def _run(job: Job, predictor: Predictor, address: str, workers: int | None, progress, on_start, on_bad) -> Summary:
     started = time.perf_counter()
     fmt = format_of(job.input)
     partial = Partial(job.output)
     partial.prepare({"engine": "ray"}, resume=False, overwrite=job.overwrite)
     reader, writer = open_format(fmt, job.input, job.settings, None, predictor.kinds)
     header = writer.begin(columns_of(reader))
+    if fmt == "jsonl":
+        writer.follow(reader)  # JSON Lines keeps the input's bytes: the driver reads them itself
     own_instance = not ray.is_initialized()
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # its per-dataset notes would bury ours
     if own_instance:
@@ -92,7 +101,7 @@ def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, pr
             ray.shutdown()
     s = partial.state
     return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], 0,
-                   time.perf_counter() - started)
+                   time.perf_counter() - started, partial.kept)
 
 
 def _predicted(job: Job, predictor: Predictor, fmt: str, reader, workers: int | None):
@@ -116,8 +125,6 @@ def _predicted(job: Job, predictor: Predictor, fmt: str, reader, workers: int | 
 
 def _write(job: Job, dataset, writer, partial: Partial, progress, on_bad) -> None:
     """Driver side: batches in input order; bad rows listed (``row N``: N-th data row) or fatal."""
-    import pyarrow.compute as pc
-
     error_column, seen = f"{job.settings.prefix}error", 0
     try:
         for batch in dataset.iter_batches(batch_size=job.chunk_rows, batch_format="pyarrow"):
@@ -126,15 +133,14 @@ def _write(job: Job, dataset, writer, partial: Partial, progress, on_bad) -> Non
             if bad and not job.skip_bad:
                 raise CorpusError(f"{job.input}, row {bad[0][0]}: {bad[0][1]}",
                                   "fix that row, or pass --skip-bad to skip bad rows (each is listed)")
-            good = batch.filter(pc.is_null(errors)).drop_columns([error_column]) if bad else \
-                batch.drop_columns([error_column])
-            partial.write(writer.encode_table(good))
-            partial.commit({}, batch.num_rows, good.num_rows, bad)
+            keep = [i for i, reason in enumerate(errors.to_pylist()) if reason is None]
+            partial.write(writer.encode_table(batch.drop_columns([error_column]), keep))
+            partial.commit({}, batch.num_rows, len(keep), bad)
             seen += batch.num_rows
             for row, reason in bad:
                 on_bad and on_bad(f"row {row}", reason)
             if progress:
-                progress(seen, good.num_rows)
+                progress(seen, len(keep))
     except ray.exceptions.RayError as exc:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, CorpusError):
