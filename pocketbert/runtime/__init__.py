@@ -24,6 +24,11 @@ __all__ = ["load", "Bundle", "Artifact", "TextClassificationPipeline", "TokenCla
            "BackendUnavailableError"]
 
 
+#: most intra-op threads accepted (as the converter's --threads): far beyond any CPU, while a typo such as
+#: 100000 would have the backend start that many threads and appear to hang
+MAX_THREADS = 256
+
+
 def _check_counts(**counts: int | None) -> None:
     """threads / batch_size / instances: a whole number ≥ 1 (or None for the default).  Caught here, a bad
     one is named; the backends would report it as a damaged model file or silently use their default."""
@@ -31,6 +36,13 @@ def _check_counts(**counts: int | None) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
             raise InputError(f"{name}={value!r}: it must be a whole number ≥ 1",
                              f"pass e.g. {name}=2, or leave it out for the default")
+    threads = counts.get("threads")
+    if threads is not None and threads > MAX_THREADS:
+        from .machine import usable_cpus
+
+        raise InputError(f"threads={threads}: at most {MAX_THREADS} are accepted",
+                         f"pass at most the CPUs this process may use ({usable_cpus()} here), or leave it out "
+                         "for the backend's default")
 
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
@@ -55,7 +67,8 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
     Every file read lies inside ``bundle_dir`` and is listed in the manifest (README, "What a bundle
     guarantees").  A bundle that cannot be used raises a ``runtime.errors`` error; misuse of the
     arguments (``bundle_dir=None``, a malformed ``expected_sha256``) raises TypeError or ValueError;
-    ``threads``, ``batch_size`` or ``instances`` that is not a whole number ≥ 1 raises InputError (a ValueError).
+    ``threads``, ``batch_size`` or ``instances`` that is not a whole number ≥ 1, or ``threads`` above
+    ``MAX_THREADS`` (256), raises InputError (a ValueError).
     """
     from .backends import open_backend
     from .tokenization import TextEncoder
