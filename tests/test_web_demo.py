@@ -5,7 +5,9 @@ sst2-demo, TFLite fp32, buckets 32 and 64), served from localhost, and driven by
 ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium). What the browser computes
 is compared here with the runtime: the seed example's entities, the golden vectors, 2,000+ random texts
 tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4), a tampered
-model refused with a visible message, and the measure panel's record in the benchmarks' schema.  The
+model refused with a visible message, and the measure panel's record in the benchmarks' schema; Measure keeps
+the page responsive and can be cancelled; a missing bundle, the page opened as a file and any console error
+(LiteRT's own INFO and WARNING lines are not errors) are checked in the same browser run.  The
 JS modules' own node tests (decoding edge cases) run too.  Debian's chromium is installed with apt-get when
 missing and we are root (web_demo/tools/ensure_chromium.py); otherwise, as a missing node or npm, it is a
 failure with the command that installs it, not a skip; missing npm packages are installed with ``npm ci``.
@@ -14,6 +16,7 @@ failure with the command that installs it, not a skip; missing npm packages are 
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import importlib.util
 import json
@@ -135,7 +138,8 @@ def browser(chromium, site, fuzz_cases, tmp_path_factory):
             "classification_golden": _lines(GOLDEN / "classification.jsonl"),
             "texts": {"ner": _texts(), "classification": _texts()},
             "tampered_url": url + "?task=ner&ner=tampered/&precision=fp32",
-            "tampered_files": [str(p) for p in sorted((root / "tampered").iterdir())]}
+            "tampered_files": [str(p) for p in sorted((root / "tampered").iterdir())],
+            "missing_url": url + "?task=ner&ner=missing/", "file_url": (root / "index.html").as_uri()}
     (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     done = subprocess.run(["node", str(WEB / "tools" / "browser_check.mjs"), str(work / "spec.json"),
                            str(work / "out.json")], capture_output=True, text=True, timeout=900, cwd=WEB)
@@ -151,7 +155,6 @@ def test_seed_example_shows_person_organisation_and_place_at_their_offsets(brows
     assert found == [("PER", "Jeff Dean", 0, 9), ("ORG", "Google", 37, 43), ("LOC", "California", 47, 57)]
     assert seed["marks"] == ["Jeff Dean", "Google", "California"]  # highlighted in the page, in the text's case
     assert seed["shown"].startswith("Jeff DeanPER is a computer scientist at GoogleORG in CaliforniaLOC.")
-    assert browser["console_errors"] == []
     shot = browser["work"] / "screenshot-ner.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
@@ -220,7 +223,60 @@ def test_a_tampered_model_is_refused_with_a_visible_message(browser):
     for where in ("tampered_folder", "tampered_files"):
         error = browser[where]["error"]
         assert error and "model.tflite does not match the manifest's size and SHA-256" in error, (where, error)
+        assert "loading" not in browser[where]["status"] and "not loaded" in browser[where]["status"], browser[where]
     assert browser["tampered_folder"]["highlighted"] == "", "nothing may be shown from a refused bundle"
+
+
+def test_the_page_shows_which_bundle_is_loaded(browser, bundles):
+    shown = browser["seed"]["bundle"]
+    pin = hashlib.sha256((bundles["ner"] / "manifest.json").read_bytes()).hexdigest()
+    assert shown is not None, "the page does not say which bundle it loaded"
+    for part in ("ner-demo", "(ner)", "tflite:fp32", "bundles/ner/", f"pin sha256 {pin}"):
+        assert part in shown, (part, shown)
+
+
+def test_a_missing_bundle_says_how_to_provide_it(browser):
+    missing = browser["missing"]
+    assert missing["error"] and "missing/manifest.json could not be loaded (HTTP 404)" in missing["error"], missing
+    assert "docs/web.md" in missing["error"] and "node build.mjs --ner" in missing["error"], missing
+    assert "README" not in missing["error"] and "not loaded" in missing["status"], missing
+    assert (REPO / "docs" / "web.md").is_file()
+
+
+def test_opened_as_a_file_the_page_says_how_to_serve_it(browser, site):
+    opened = browser["file"]
+    assert opened["status"] != "starting …", "opened from file:// the page stays at 'starting …'"
+    assert opened["error"] and "file://" in opened["error"], opened
+    assert f"python3 -m http.server -d '{site[0]}/' 8000 --bind 127.0.0.1" in opened["error"], opened
+    assert opened["demo"] == "undefined", "the app must not start where it cannot fetch its bundles"
+
+
+def test_no_page_logs_a_console_error(browser):
+    """Uncaught errors and console errors of every page and its worker fail the test: LiteRT's INFO and WARNING
+    log lines, console errors until the page routed them by severity, are console.debug and console.warn."""
+    console = dict(browser["console"])
+    assert set(console) == {"main", "tampered", "missing", "file"}
+    missing = console.pop("missing")
+    # the browser's own line for the 404 the page reports
+    assert all(e.startswith("Failed to load resource: the server responded with a status of 404")
+               for e in missing["errors"]), missing["errors"]
+    assert {page: seen["errors"] for page, seen in console.items() if seen["errors"]} == {}
+    assert any("INFO: " in line for line in console["main"]["other"]), "LiteRT's log lines were not seen at all"
+
+
+def test_measure_keeps_the_page_responsive_shows_progress_and_can_be_cancelled(browser):
+    timer = browser["measure_timer"]
+    assert timer["ticks"] >= 3, f"a 50 ms page timer fired {timer['ticks']} times in Measure's {timer['ms']:.0f} ms"
+    assert timer["max_gap_ms"] < 3000, timer  # copying the model for the worker stalls the page once, briefly
+    for bucket in (32, 64):  # the timer fired, and progress was on screen, while each bucket's runs ran
+        assert any(s.startswith(f"measuring bucket {bucket} ") and " of 3" in s for s in timer["statuses"]), timer
+    assert timer["final_status"].startswith("measured buckets 32, 64"), timer
+    cancel = browser["cancel"]
+    assert cancel is not None, "Measure has no Cancel button"
+    assert cancel["running"].startswith("measuring bucket "), cancel
+    assert "cancelled" in cancel["cancelled"] and cancel["later"] == cancel["cancelled"], cancel  # no progress after
+    assert not cancel["measuring"] and cancel["measured"] is None and not cancel["save_enabled"], cancel
+    assert cancel["measure_enabled"] and cancel["cancel_hidden"], cancel
 
 
 def test_measure_panel_exports_a_record_report_shows_beside_the_desktop(browser, tmp_path):

@@ -1,5 +1,6 @@
-// Builds the page into a folder that any static server can serve, offline: the bundled script, LiteRT's
-// WebAssembly, the tokenizer's Unicode tables and, optionally, converter bundles.
+// Builds the page into a folder that any static server can serve, offline: the bundled script and the
+// measurement's worker script, LiteRT's WebAssembly, the tokenizer's Unicode tables and, optionally,
+// converter bundles.
 //
 //   node build.mjs [--out DIR] [--ner BUNDLE_DIR] [--classification BUNDLE_DIR]
 //
@@ -66,6 +67,9 @@ const opts = options(process.argv.slice(2));
 mkdirSync(join(opts.out, 'wasm'), { recursive: true });
 await build({ entryPoints: [join(HERE, 'src', 'main.js')], bundle: true, format: 'esm', target: 'es2022',
   outfile: join(opts.out, 'app.js'), logLevel: 'warning' });
+// a classic worker script: LiteRT.js loads its WebAssembly with importScripts, which module workers lack
+await build({ entryPoints: [join(HERE, 'src', 'measure-worker.js')], bundle: true, format: 'iife', target: 'es2022',
+  outfile: join(opts.out, 'measure-worker.js'), logLevel: 'warning' });
 for (const name of ['index.html', 'style.css']) copyFileSync(join(HERE, name), join(opts.out, name));
 copyFileSync(TABLES, join(opts.out, 'unicode-tables.txt'));
 for (const name of WASM_FILES) copyFileSync(join(WASM, name), join(opts.out, 'wasm', name));

@@ -19,7 +19,8 @@ export function folderSource(base) {
     async read(name) {
       const response = await fetch(new URL(name, new URL(base, location.href)));
       if (!response.ok) throw new BundleError(`${base}${name} could not be loaded (HTTP ${response.status})`,
-        'copy the whole bundle into that folder (web_demo/README.md)');
+        'put the whole bundle there: node build.mjs --ner or --classification BUNDLE_DIR copies it (docs/web.md), '
+        + 'or drop the bundle folder onto this page');
       return new Uint8Array(await response.arrayBuffer());
     },
   };
@@ -121,10 +122,11 @@ const textLines = (bytes) => {
 /** Manifest, labels, vocabulary and model bytes of a bundle, every file verified. */
 export async function openBundle(source, precision = null) {
   let manifest;
+  const manifestBytes = await source.read('manifest.json');
+  const pin = await sha256(manifestBytes); // the bundle's pin (docs/manifest.md), shown by the page
   try {
-    manifest = JSON.parse(new TextDecoder().decode(await source.read('manifest.json')));
+    manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
   } catch (err) {
-    if (err instanceof BundleError) throw err;
     throw new BundleError(`manifest.json is not valid JSON: ${err.message}`, 'copy the bundle again');
   }
   checkManifest(manifest);
@@ -135,5 +137,5 @@ export async function openBundle(source, precision = null) {
   }
   const vocab = textLines(await verifiedFile(source, manifest, manifest.tokenizer.vocab_file ?? 'vocab.txt'));
   const model = await verifiedFile(source, manifest, artifact.file);
-  return { manifest, artifact, labels, vocab, model, where: source.describe() };
+  return { manifest, artifact, labels, vocab, model, pin, where: source.describe() };
 }

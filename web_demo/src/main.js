@@ -3,7 +3,7 @@
 import { BundleError, filesSource, folderSource, openBundle } from './bundle.js';
 import { UnicodeTables } from './unicode-tables.js';
 import { Pipeline } from './pipeline.js';
-import { latencyRecord, resultsFile, syntheticRow, timeRuns } from './measure.js';
+import { latencyRecord, resultsFile } from './measure.js';
 import { WordPieceTokenizer } from './tokenizer.js';
 import { decodeText } from './ner.js';
 import { ranked, scoreFunction, scores } from './classification.js';
@@ -49,21 +49,35 @@ function status(text) {
 async function load(source, expectedTask = null) {
   $('error').hidden = true;
   status(`loading ${source.describe()} …`);
-  const bundle = await openBundle(source, precision);
-  if (expectedTask && bundle.manifest.task !== expectedTask) {
-    throw new BundleError(`${source.describe()} holds a ${bundle.manifest.task} bundle, not ${expectedTask}`,
-      `put the ${expectedTask} bundle there`);
+  try {
+    const bundle = await openBundle(source, precision);
+    if (expectedTask && bundle.manifest.task !== expectedTask) {
+      throw new BundleError(`${source.describe()} holds a ${bundle.manifest.task} bundle, not ${expectedTask}`,
+        `put the ${expectedTask} bundle there`);
+    }
+    const pipeline = await Pipeline.load(bundle, await tables(), WASM);
+    pipelines[bundle.manifest.task] = pipeline;
+    describe(pipeline);
+    return pipeline;
+  } catch (err) {
+    status(`${source.describe()} was not loaded: see the message below`);
+    throw err;
   }
-  const pipeline = await Pipeline.load(bundle, await tables(), WASM);
-  pipelines[bundle.manifest.task] = pipeline;
-  describe(pipeline);
-  return pipeline;
+}
+
+/** The bundle's name: the built-in model it was converted from, else its checkpoint folder's name. */
+function bundleName(manifest) {
+  return manifest.source?.builtin ?? manifest.source?.checkpoint?.split(/[\\/]/).filter(Boolean).at(-1)
+    ?? manifest.architecture ?? 'bundle';
 }
 
 function describe(p) {
   const a = p.bundle.artifact;
-  status(`${p.task}: ${a.file} (${a.recipe}, ${(p.bundle.model.length / 1e6).toFixed(1)} MB, SHA-256 checked), `
-    + `buckets ${p.model.buckets.join(', ')}, from ${p.bundle.where}`);
+  status(`ready: ${p.task}`);
+  $('bundle').textContent = `${bundleName(p.bundle.manifest)} (${p.task}), ${a.recipe}: ${a.file}, `
+    + `${(p.bundle.model.length / 1e6).toFixed(1)} MB, every file SHA-256 checked; `
+    + `buckets ${p.model.buckets.join(', ')}; from ${p.bundle.where}; pin sha256 ${p.bundle.pin}`;
+  $('bundle').hidden = false;
 }
 
 function setTask(next) {
@@ -158,24 +172,77 @@ async function run() {
   }
 }
 
-async function measure() {
+let measuring = null; // the running measurement: {worker, finish}
+
+/** Time every bucket in a worker (measure-worker.js), showing progress; null if cancelled or failed. */
+function measure() {
   const pipeline = pipelines[task];
-  if (!pipeline) { showError(new Error('run the model once first')); return null; }
+  if (!pipeline) { showError(new Error('run the model once first')); return Promise.resolve(null); }
+  if (measuring) return Promise.resolve(null);
   const warmup = Number($('warmup').value), runs = Number($('runs').value);
-  const { tokenizer, model, bundle } = pipeline;
-  const records = [];
-  $('measurements').replaceChildren(row(['bucket', 'p50 ms', 'p90 ms', 'runs'], 'th'));
-  for (const bucket of model.buckets) {
-    status(`measuring bucket ${bucket} …`);
-    const input = syntheticRow(bucket, tokenizer.vocab.length, tokenizer.cls.id, tokenizer.sep.id);
-    const timing = await timeRuns(() => model.run(input, pipeline.task), warmup, runs);
-    records.push(latencyRecord({ bundle, bucket, timing }));
-    $('measurements').append(row([bucket, timing.timed.p50_ms.toFixed(2), timing.timed.p90_ms.toFixed(2), runs]));
+  if (!Number.isInteger(warmup) || warmup < 0 || !Number.isInteger(runs) || runs < 1) {
+    showError(new Error('warm-up must be a whole number ≥ 0 and runs one ≥ 1: correct them and measure again'));
+    return Promise.resolve(null);
   }
-  describe(pipeline);
-  demo.measured = resultsFile(records);
-  $('save').disabled = false;
-  return demo.measured;
+  const { tokenizer, bundle } = pipeline;
+  const records = [];
+  let buckets = [];
+  demo.measured = null;
+  $('error').hidden = true;
+  $('save').disabled = true;
+  $('measure').disabled = true;
+  $('cancel').hidden = false;
+  $('measurements').replaceChildren(row(['bucket', 'p50 ms', 'p90 ms', 'runs'], 'th'));
+  status('measuring: loading LiteRT and the model in a worker …');
+  const worker = new Worker(new URL('measure-worker.js', location.href));
+  return new Promise((resolve) => {
+    const finish = (result, message) => {
+      worker.terminate();
+      measuring = null;
+      $('measure').disabled = false;
+      $('cancel').hidden = true;
+      status(message);
+      resolve(result);
+    };
+    measuring = { worker, finish };
+    worker.onmessage = ({ data }) => {
+      if (data.type === 'ready') {
+        buckets = data.buckets;
+      } else if (data.type === 'progress') {
+        const phase = data.done <= warmup ? `warm-up run ${data.done} of ${warmup}`
+          : `run ${data.done - warmup} of ${runs}`;
+        status(`measuring bucket ${data.bucket} (${buckets.indexOf(data.bucket) + 1} of ${buckets.length}): ${phase}`);
+      } else if (data.type === 'bucket') {
+        const { timed } = data.timing;
+        records.push(latencyRecord({ bundle, bucket: data.bucket, timing: data.timing }));
+        $('measurements').append(row([data.bucket, timed.p50_ms.toFixed(2), timed.p90_ms.toFixed(2), runs]));
+      } else if (data.type === 'done') {
+        demo.measured = resultsFile(records);
+        $('save').disabled = false;
+        finish(demo.measured, `measured buckets ${buckets.join(', ')} (${warmup} warm-up and ${runs} timed runs each): `
+          + 'Save JSON writes the record');
+      } else if (data.type === 'error') {
+        showError(new Error(`the measurement failed: ${data.message}`));
+        finish(null, 'measurement failed: see the message below');
+      }
+    };
+    worker.onerror = (e) => {
+      e.preventDefault();
+      showError(new Error(`the measurement's worker failed: ${e.message || 'measure-worker.js could not be run'}; `
+        + 'rebuild the page (node build.mjs) and reload it'));
+      finish(null, 'measurement failed: see the message below');
+    };
+    // a copy: the page keeps its own model bytes
+    const model = bundle.model.slice();
+    worker.postMessage({ model, wasm: WASM, task: pipeline.task, warmup, runs, vocabSize: tokenizer.vocab.length,
+      clsId: tokenizer.cls.id, sepId: tokenizer.sep.id }, [model.buffer]);
+  });
+}
+
+function cancelMeasure() {
+  if (!measuring) return;
+  const done = $('measurements').rows.length - 1;
+  measuring.finish(null, `measurement cancelled after ${done} bucket(s): nothing to save; Measure starts again`);
 }
 
 function save() {
@@ -214,7 +281,7 @@ async function loadFiles(files) {
 }
 
 const demo = { pipelines, run, measure, loadFiles, setTask, load: (base, expectedTask) => load(folderSource(base), expectedTask),
-  coldMs: null, last: null, lastError: null, measured: null,
+  coldMs: null, last: null, lastError: null, measured: null, measuring: () => measuring !== null,
   // the page's own modules, for the test suite's golden-vector and fuzz checks in this browser
   modules: { WordPieceTokenizer, tables, decodeText, ranked, scoreFunction, scores } };
 window.demo = demo;
@@ -224,6 +291,7 @@ for (const input of document.querySelectorAll('input[name=task]')) {
 }
 $('run').addEventListener('click', run);
 $('measure').addEventListener('click', measure);
+$('cancel').addEventListener('click', cancelMeasure);
 $('save').addEventListener('click', save);
 $('pick').addEventListener('change', (e) => loadFiles(e.target.files));
 const drop = $('drop');

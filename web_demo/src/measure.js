@@ -30,19 +30,22 @@ export function syntheticRow(length, vocabSize, clsId, sepId, seed = length) {
   return { input_ids: ids, attention_mask: new Array(length).fill(1), token_type_ids: new Array(length).fill(0) };
 }
 
-/** Times `runOnce` (a promise-returning function): `warmup` untimed runs, then `runs` timed ones. */
-export async function timeRuns(runOnce, warmup, runs) {
+/** Times `runOnce` (a promise-returning function): `warmup` untimed runs, then `runs` timed ones;
+ * `progress(done, total)` after each. */
+export async function timeRuns(runOnce, warmup, runs, progress = () => {}) {
   const warm = [];
   for (let i = 0; i < warmup; i++) {
     const t0 = performance.now();
     await runOnce();
     warm.push(performance.now() - t0);
+    progress(i + 1, warmup + runs);
   }
   const times = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
     await runOnce();
     times.push(performance.now() - t0);
+    progress(warmup + i + 1, warmup + runs);
   }
   return { warmup: { runs: warmup, mean_ms: warm.length ? warm.reduce((a, b) => a + b, 0) / warm.length : null },
     timed: summarize(times) };
@@ -66,7 +69,8 @@ export function latencyRecord({ bundle, bucket, timing, initMs, firstMs }) {
     precision: artifact.precision, threads: 1, seq_len: bucket, batch: 1, where: 'browser',
     init_ms: initMs ?? null, first_ms: firstMs ?? null, warmup: timing.warmup, timed: timing.timed,
     peak_rss_mb: null, size_bytes: model.length, macs: null, floor: null, skipped: null,
-    notes: ['measured in a web page: LiteRT.js, WebAssembly, single-threaded, model time only (tokenization excluded)'],
+    notes: ['measured in a web page: LiteRT.js, WebAssembly, single-threaded, in a Web Worker, model time only '
+      + '(tokenization excluded)'],
   };
 }
 

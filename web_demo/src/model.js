@@ -3,9 +3,24 @@ import { loadLiteRt, loadAndCompile, Tensor } from '@litertjs/core';
 
 let runtime = null;
 
-/** Load LiteRT's WebAssembly from the page's folder, once (single-threaded XNNPACK). */
+/** One line of LiteRT's C++ log, by the severity it starts with ("INFO: [file:line] …", litert_logging.h). */
+export function liteRtLog(line) {
+  const severity = /^(VERBOSE|INFO|WARNING|ERROR): /.exec(line)?.[1];
+  if (severity === 'VERBOSE' || severity === 'INFO') console.debug(line);
+  else if (severity === 'WARNING') console.warn(line);
+  else console.error(line);
+}
+
+/** Load LiteRT's WebAssembly from `wasmFolder` (an absolute URL), once (single-threaded XNNPACK). */
 export function loadRuntime(wasmFolder) {
-  runtime ??= loadLiteRt(wasmFolder);
+  // LiteRT.js has no log-level option and its C++ log goes to Emscripten's stderr, console.error by default:
+  // every model load printed a dozen INFO lines as errors. It hands self.Module to the WebAssembly module,
+  // so Emscripten's own options apply: printErr routes the lines by severity, and locateFile finds the
+  // .wasm beside its .js file from a worker too (whose default is the worker script's folder).
+  if (!runtime) {
+    self.Module = { printErr: liteRtLog, locateFile: (path) => new URL(path, wasmFolder).href };
+    runtime = loadLiteRt(wasmFolder);
+  }
   return runtime;
 }
 

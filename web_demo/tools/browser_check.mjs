@@ -5,28 +5,45 @@
 //
 // SPEC: {url, chromium, user_data_dir, screenshot, vocab, settings (name -> tokenizer settings),
 //        tokenization (cases), ner_golden, classification_golden, texts: {ner: [...], classification: [...]},
-//        tampered_url, tampered_files: [paths]}
+//        tampered_url, tampered_files: [paths], missing_url, file_url}
+// OUT.console: per page, its uncaught errors and console errors (its worker's too) and the other console lines.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 const [specPath, outPath] = process.argv.slice(2);
 const spec = JSON.parse(readFileSync(specPath, 'utf8'));
-const out = { console_errors: [] };
+const out = { console: {} };
 const browser = await chromium.launchPersistentContext(spec.user_data_dir, {
   executablePath: spec.chromium, headless: true, viewport: { width: 900, height: 640 },
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'],
 });
-try {
+
+async function openPage(label, url) {
   const page = await browser.newPage();
-  page.on('pageerror', (e) => out.console_errors.push(e.message));
-  await page.goto(spec.url);
+  const seen = out.console[label] = { errors: [], other: [] };
+  page.on('pageerror', (e) => seen.errors.push(`uncaught: ${e.message}`));
+  page.on('console', (m) => {
+    const line = `${m.worker() ? 'worker: ' : ''}${m.text()}`;
+    if (m.type() === 'error') seen.errors.push(line); else seen.other.push(`${m.type()}: ${line}`);
+  });
+  await page.goto(url);
+  return page;
+}
+
+const errorShown = async (page) => (await page.locator('#error').isVisible() ? page.textContent('#error') : null);
+
+try {
+  const page = await openPage('main', spec.url);
   await page.waitForFunction(() => window.demo?.ready);
   out.seed = await page.evaluate(async () => {
     const result = await window.demo.ready;
+    const bundle = document.getElementById('bundle');
     return { entities: result?.entities ?? null, error: window.demo.lastError, cold_ms: window.demo.coldMs,
       text: document.getElementById('text').value, shown: document.getElementById('highlighted').textContent,
-      marks: [...document.querySelectorAll('#highlighted mark')].map((m) => m.firstChild.textContent) };
+      marks: [...document.querySelectorAll('#highlighted mark')].map((m) => m.firstChild.textContent),
+      status: document.getElementById('status').textContent,
+      bundle: bundle && !bundle.hidden ? bundle.textContent : null };
   });
   await page.screenshot({ path: spec.screenshot, fullPage: true });
 
@@ -69,23 +86,65 @@ try {
     }, { task, texts: spec.texts[task] });
   }
 
+  // Measure with the default settings, cancelled once it runs: it must stop, and nothing be saved.
   await page.evaluate(() => { document.querySelector('details.measure').open = true; });
+  const status = () => page.textContent('#status');
+  if (await page.locator('#cancel').count()) {
+    await page.click('#measure');
+    await page.waitForFunction(() => /measuring bucket \d+ .*run \d+ of/.test(document.getElementById('status').textContent),
+      null, { timeout: 120000 });
+    const running = await status();
+    await page.click('#cancel');
+    const cancelled = await status();
+    await page.waitForTimeout(500);
+    out.cancel = { running, cancelled, later: await status(),
+      ...await page.evaluate(() => ({ measuring: window.demo.measuring(), measured: window.demo.measured,
+        measure_enabled: !document.getElementById('measure').disabled,
+        cancel_hidden: document.getElementById('cancel').hidden,
+        save_enabled: !document.getElementById('save').disabled })) };
+  } else {
+    out.cancel = null;
+  }
+
+  // Measure to the end with a page timer ticking every 50 ms: the page must stay responsive meanwhile.
   await page.fill('#warmup', '1');
   await page.fill('#runs', '3');
+  await page.evaluate(() => {
+    window.ticks = [];
+    window.ticker = setInterval(() => window.ticks.push([performance.now(), document.getElementById('status').textContent]), 50);
+    window.measureStart = performance.now();
+  });
   await page.click('#measure');
   await page.waitForFunction(() => window.demo.measured !== null, null, { timeout: 120000 });
   out.measured = await page.evaluate(() => window.demo.measured);
+  out.measure_timer = await page.evaluate(() => {
+    const end = performance.now();
+    clearInterval(window.ticker);
+    const times = [window.measureStart, ...window.ticks.map(([t]) => t), end];
+    return { ms: end - window.measureStart, ticks: window.ticks.length,
+      max_gap_ms: Math.max(...times.slice(1).map((t, i) => t - times[i])),
+      statuses: [...new Set(window.ticks.map(([, s]) => s))], final_status: document.getElementById('status').textContent };
+  });
 
-  const tampered = await browser.newPage();
-  await tampered.goto(spec.tampered_url);
+  const tampered = await openPage('tampered', spec.tampered_url);
   await tampered.waitForFunction(() => window.demo?.ready);
   await tampered.evaluate(() => window.demo.ready);
-  out.tampered_folder = { error: await tampered.locator('#error').isVisible() ? await tampered.textContent('#error') : null,
-    highlighted: await tampered.textContent('#highlighted') };
+  out.tampered_folder = { error: await errorShown(tampered), highlighted: await tampered.textContent('#highlighted'),
+    status: await tampered.textContent('#status') };
   await tampered.evaluate(() => { document.getElementById('error').hidden = true; window.demo.lastError = null; });
   await tampered.setInputFiles('#pick', spec.tampered_files);
   await tampered.waitForFunction(() => window.demo.lastError !== null, null, { timeout: 60000 });
-  out.tampered_files = { error: await tampered.locator('#error').isVisible() ? await tampered.textContent('#error') : null };
+  out.tampered_files = { error: await errorShown(tampered), status: await tampered.textContent('#status') };
+
+  const missing = await openPage('missing', spec.missing_url);
+  await missing.waitForFunction(() => window.demo?.ready);
+  await missing.evaluate(() => window.demo.ready);
+  out.missing = { error: await errorShown(missing), status: await missing.textContent('#status') };
+
+  const file = await openPage('file', spec.file_url);
+  await file.waitForTimeout(1000); // what a user sees after a moment: the page must not wait for a script
+  out.file = { error: await errorShown(file), status: await file.textContent('#status'),
+    demo: await file.evaluate(() => typeof window.demo) };
 } finally {
   await browser.close();
 }

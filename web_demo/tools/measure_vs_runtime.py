@@ -73,11 +73,14 @@ def main() -> int:
     parser.add_argument("--screenshot", type=Path)
     parser.add_argument("--results", type=Path)
     args = parser.parse_args()
+    from ensure_chromium import ensure  # beside this script (sys.path[0])
+
+    chromium = ensure(log=lambda line: print(line, file=sys.stderr))
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         subprocess.run(["node", str(WEB / "build.mjs"), "--out", str(site), "--ner", str(args.bundle)], check=True)
         server = serve(site)
-        spec = {"url": f"http://127.0.0.1:{server.server_address[1]}/", "chromium": "/usr/bin/chromium",
+        spec = {"url": f"http://127.0.0.1:{server.server_address[1]}/", "chromium": chromium,
                 "profile_root": str(Path(tmp) / "profiles"), "precisions": list(PRECISIONS), "warmup": args.warmup,
                 "runs": args.runs, "screenshot": str(args.screenshot.resolve()) if args.screenshot else None}
         (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
