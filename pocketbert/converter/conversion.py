@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pocketbert.runtime.contract import input_length
+
 from .encoding import encode, word_starts
 from .events import Listener, Note, StageFinished, StageStarted
 from .options import ConvertOptions, Plan
@@ -135,8 +137,8 @@ class Conversion:
 
     @property
     def verify_length(self) -> int:
-        """Inputs every artifact can take: static-shape formats stop at their largest bucket."""
-        return min(self.max_length, max(self.buckets)) if "tflite" in self.plan.backends else self.max_length
+        """Inputs every artifact can take, the bundle's input length every reader uses (contract.input_length)."""
+        return input_length(self.max_length, [self.buckets] if "tflite" in self.plan.backends else [])
 
     @contextlib.contextmanager
     def step(self, stage: str, description: str) -> Iterator[None]:

@@ -12,12 +12,16 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+from typing import TYPE_CHECKING
 
 from . import choice
 from .bundle import Artifact, Bundle, parse_pin
 from .classification import TextClassificationPipeline, TruncationWarning
 from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
 from .ner import AGGREGATIONS, TokenClassificationPipeline
+
+if TYPE_CHECKING:
+    from .backends import Backend
 
 __all__ = ["load", "Bundle", "Artifact", "TextClassificationPipeline", "TokenClassificationPipeline",
            "TruncationWarning", "AGGREGATIONS", "Error", "BundleError", "ModelError", "InputError",
@@ -43,6 +47,14 @@ def _check_counts(**counts: int | None) -> None:
         raise InputError(f"threads={threads}: at most {MAX_THREADS} are accepted",
                          f"pass at most the CPUs this process may use ({usable_cpus()} here), or leave it out "
                          "for the backend's default")
+
+
+def _check_buckets(artifact: Artifact, model: Backend) -> None:
+    """The TFLite file runs the buckets its manifest entry lists: those set the bundle's input length."""
+    listed = artifact.details.get("buckets")
+    if model.buckets is not None and listed and list(model.buckets) != sorted(listed):
+        raise ModelError(f"{artifact.file} has buckets {list(model.buckets)} but the manifest lists {sorted(listed)}",
+                         "the model file does not belong to this manifest; copy the bundle again or convert again")
 
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
@@ -93,7 +105,10 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
                                  entry="tokenizer.tokenizer_file")
     model = open_backend(artifact, bundle.input_names, threads, instances)
-    max_length = min(bundle.max_sequence_length, model.max_length or bundle.max_sequence_length)
+    _check_buckets(artifact, model)
+    # the bundle's length, not the backend's: ONNX windows and truncates exactly as TFLite does (the
+    # backend's own limit only matters for a hand-written manifest that lists no buckets)
+    max_length = min(bundle.input_length, model.max_length or bundle.input_length)
     encoder = TextEncoder.from_file(tokenizer_path, bundle.tokenizer_settings, max_length)
     expected = bundle.tokenizer_settings.get("vocab_size")
     if expected is not None and encoder.vocab_size != expected:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bundle_paths import resolve_inside
-from .contract import INPUT_NAMES, MANIFEST, SCHEMA_VERSION, TASKS, sha256
+from .contract import INPUT_NAMES, MANIFEST, SCHEMA_VERSION, TASKS, bundle_input_length, sha256
 from .errors import BackendUnavailableError, BundleError
 
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
@@ -84,6 +84,8 @@ class Bundle:
             "token_classification" if self.task == "ner" else "single_label_classification")
         self.labels: list[str] = list(manifest["labels"])
         self.max_sequence_length: int = int(manifest["max_sequence_length"])
+        #: the row length every artifact and every reader uses (contract.bundle_input_length)
+        self.input_length: int = bundle_input_length(manifest)
         self.input_names: list[str] = [i["name"] for i in manifest["inputs"]]
         self.tokenizer_settings: dict = manifest["tokenizer"]
         self.notes: list[str] = list(manifest.get("notes") or [])
@@ -293,6 +295,11 @@ def _validate(m: dict, where: Path) -> None:
             need(isinstance(a.get(key), str), f"artifacts[{i}].{key}", "a string", a.get(key, _MISSING))
         for key in ("details", "verification"):
             need(optional(a, key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
+        # a TFLite artifact's buckets set the input length of the whole bundle (contract.input_length)
+        buckets = optional(a.get("details") or {}, "buckets") if a["backend"] == "tflite" else None
+        need(buckets is None or isinstance(buckets, list) and len(buckets) > 0 and all(
+            _is_int(b) and 1 <= b <= MAX_SEQUENCE_LENGTH for b in buckets), f"artifacts[{i}].details.buckets",
+            f"a non-empty list of integers from 1 to {MAX_SEQUENCE_LENGTH}", buckets)
     files = m.get("files", {})
     need(isinstance(files, dict), "files", "an object mapping file names to their size and SHA-256", files)
     for name, listing in files.items():

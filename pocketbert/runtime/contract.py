@@ -40,6 +40,24 @@ def smallest_bucket(buckets: list[int], length: int) -> int | None:
     return next((b for b in sorted(buckets) if b >= length), None)
 
 
+def input_length(max_sequence_length: int, tflite_buckets: list[list[int]]) -> int:
+    """The longest row any reader feeds a bundle's model: ``max_sequence_length``, or the largest bucket
+    of a TFLite artifact when that is smaller (static shapes take no longer row).
+
+    One length for the whole bundle, whichever artifact runs: NER windows and classification truncation
+    are then the same in ONNX and TFLite, in Python, Java and the web page, and every artifact was
+    verified at it (``verification.max_length``)."""
+    return min([max_sequence_length] + [max(buckets) for buckets in tflite_buckets if buckets])
+
+
+def bundle_input_length(manifest: dict) -> int:
+    """:func:`input_length` of a manifest: its ``max_sequence_length`` and its TFLite artifacts'
+    ``details.buckets`` (an artifact without them, hand-written, adds no limit)."""
+    buckets = [(a.get("details") or {}).get("buckets") or [] for a in manifest["artifacts"]
+               if a.get("backend") == "tflite"]
+    return input_length(manifest["max_sequence_length"], buckets)
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

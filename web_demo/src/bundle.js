@@ -92,6 +92,14 @@ export function chooseArtifact(manifest, precision = null) {
   return artifact;
 }
 
+/** The longest row fed to the model, the same in every runtime (runtime/contract.py bundle_input_length):
+ * max_sequence_length, or the largest bucket of any TFLite artifact when smaller. */
+export function inputLength(manifest) {
+  const largest = manifest.artifacts.filter((a) => a.backend === 'tflite' && a.details?.buckets?.length)
+    .map((a) => Math.max(...a.details.buckets));
+  return Math.min(manifest.max_sequence_length ?? Infinity, ...largest);
+}
+
 async function sha256(bytes) {
   if (!globalThis.crypto?.subtle) {
     throw new BundleError('the browser offers no SHA-256 here: the page is not in a secure context',

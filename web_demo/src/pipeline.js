@@ -1,6 +1,7 @@
 // Tokenizer -> bucketed LiteRT model -> decoding, for one bundle: what runtime/ner.py and
 // runtime/classification.py do, with the TFLite artifact's buckets.
 import { BucketedModel } from './model.js';
+import { inputLength } from './bundle.js';
 import { WordPieceTokenizer, defaultStride, indexText } from './tokenizer.js';
 import { decodeText } from './ner.js';
 import { ranked, scoreFunction, scores } from './classification.js';
@@ -19,7 +20,9 @@ export class Pipeline {
     this.labels = bundle.labels;
     this.tokenizer = tokenizer;
     this.model = model;
-    this.maxLength = Math.min(bundle.manifest.max_sequence_length ?? Infinity, model.maxLength);
+    // the bundle's length, as the Python runtime and the app use (this model's buckets only limit a
+    // manifest that lists none)
+    this.maxLength = Math.min(inputLength(bundle.manifest), model.maxLength);
     this.stride = defaultStride(this.maxLength);
     this.function = scoreFunction(bundle.manifest.problem_type, this.labels.length);
     this.decoding = { labels: this.labels, unkId: tokenizer.unk.id, wordAware: tokenizer.wordAware,

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { BundleError, chooseArtifact, openBundle } from '../src/bundle.js';
+import { BundleError, chooseArtifact, inputLength, openBundle } from '../src/bundle.js';
 
 const artifact = (precision, passed = true, file = `model.${precision}.tflite`) => ({ recipe: `tflite:${precision}`,
   backend: 'tflite', precision, file, verification: { passed } });
@@ -15,6 +15,14 @@ test('the Android app\'s choice: int8-dynamic, then fp16, then fp32; int8-static
   assert.equal(chooseArtifact(manifest).precision, 'int8-dynamic');
   assert.equal(chooseArtifact(manifest, 'fp32').precision, 'fp32');
   assert.throws(() => chooseArtifact(manifest, 'int8-static'), /no verified tflite:int8-static model/);
+});
+
+test('the input length is the bundle\'s, as in every runtime: max_sequence_length or a TFLite artifact\'s largest bucket', () => {
+  const tflite = { ...artifact('fp32'), details: { buckets: [32, 64] } };
+  const onnx = { ...artifact('int8-dynamic'), backend: 'onnx', details: {} };
+  assert.equal(inputLength({ max_sequence_length: 512, artifacts: [onnx, tflite] }), 64);
+  assert.equal(inputLength({ max_sequence_length: 40, artifacts: [onnx, tflite] }), 40);
+  assert.equal(inputLength({ max_sequence_length: 512, artifacts: [onnx, artifact('fp32')] }), 512);
 });
 
 test('a model name leading outside the bundle folder is refused', () => {

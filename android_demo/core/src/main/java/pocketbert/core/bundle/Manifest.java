@@ -204,6 +204,22 @@ public final class Manifest {
         return maxSequenceLength;
     }
 
+    /**
+     * The longest row any reader feeds this bundle's model, whichever artifact runs: {@code max_sequence_length},
+     * or the largest bucket of a TFLite artifact when smaller (the Python runtime's
+     * {@code contract.bundle_input_length}). NER windows and classification truncation use it, so every
+     * runtime cuts a long text into the same rows.
+     */
+    public int inputLength() {
+        int length = maxSequenceLength;
+        for (Artifact a : artifacts) {
+            if (a.backend().equals("tflite") && !a.buckets().isEmpty()) {
+                length = Math.min(length, Collections.max(a.buckets()));
+            }
+        }
+        return length;
+    }
+
     /** Rows of the model's token embedding table (no id may reach it), or null in manifests written before it. */
     public Integer modelVocabSize() {
         return modelVocabSize;

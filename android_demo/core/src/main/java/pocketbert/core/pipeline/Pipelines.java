@@ -35,9 +35,12 @@ public final class Pipelines {
                 maxLength(manifest, model));
     }
 
-    /** The manifest's maximum, or the largest bucket if smaller (the runtime truncates TFLite input to it). */
+    /**
+     * The bundle's input length (the same in every runtime and backend); the model's largest bucket only
+     * limits a hand-written manifest that lists no buckets.
+     */
     static int maxLength(Manifest manifest, BucketedModel model) {
-        return Math.min(manifest.maxSequenceLength(), model.buckets().largest());
+        return Math.min(manifest.inputLength(), model.buckets().largest());
     }
 
     private static void requireTask(Manifest manifest, String task) {

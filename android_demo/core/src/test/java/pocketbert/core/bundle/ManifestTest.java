@@ -88,6 +88,18 @@ class ManifestTest {
     }
 
     @Test
+    void theInputLengthIsTheBundlesNotTheBackends() {
+        // the Python runtime's contract.bundle_input_length: ONNX and TFLite readers cut texts alike
+        String ner = manifestText("ner-bundle");
+        assertEquals(32, Manifest.parse(ner).inputLength());
+        String shorter = ner.replaceFirst("\"max_sequence_length\": \\d+", "\"max_sequence_length\": 20");
+        assertEquals(20, Manifest.parse(shorter).inputLength());
+        String noBuckets = ner.replaceAll("\"buckets\": \\[[^\\]]*\\],?", "");
+        Manifest plain = Manifest.parse(noBuckets);
+        assertEquals(plain.maxSequenceLength(), plain.inputLength());
+    }
+
+    @Test
     void refusesANewerSchemaWithAClearErrorBeforeLookingAtAnythingElse() {
         String newer = manifestText("ner-bundle").replaceFirst("\"schema_version\": 1", "\"schema_version\": 2");
         BundleException e = assertThrows(BundleException.class, () -> Manifest.parse(newer));
