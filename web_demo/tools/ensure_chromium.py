@@ -34,10 +34,13 @@ def ensure(install: bool = True, log=print) -> str:
                                   f"install it as root: {INSTALL}")
     log("chromium missing: installing Debian's chromium (apt-get)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # tests run in parallel (pytest -n): another may be installing its own package; wait for apt's lock
+    wait = ["-o", "DPkg::Lock::Timeout=900"]
     failed = ""
     for command in (["apt-get", "install", "-y", "-q", "chromium"], ["apt-get", "update", "-q"],
                     ["apt-get", "install", "-y", "-q", "chromium"]):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+        done = subprocess.run([*command[:2], *wait, *command[2:]], capture_output=True, text=True, env=env,
+                              timeout=1800)
         if done.returncode != 0:
             failed = f"{' '.join(command)}: {done.stderr.strip()[-600:]}"
         if command[1] == "install" and Path(CHROMIUM).exists():
