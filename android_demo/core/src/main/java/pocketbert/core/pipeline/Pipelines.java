@@ -1,5 +1,6 @@
 package pocketbert.core.pipeline;
 
+import java.util.Arrays;
 import pocketbert.core.BundleException;
 import pocketbert.core.ModelException;
 import pocketbert.core.bundle.Artifact;
@@ -70,7 +71,31 @@ public final class Pipelines {
                     + " but the manifest lists " + artifact.buckets(), "copy the bundle again");
         }
         probe(model, tokenizer, artifact);
+        checkLimits(model, tokenizer, artifact, maxLength(manifest, model));
         return model;
+    }
+
+    /**
+     * The pad id and the input length against the model's own tables, as the Python runtime checks them at
+     * load: out of range, they would fail only at the first batch that pads or the first long text.
+     */
+    private static void checkLimits(BucketedModel model, WordPieceTokenizer tokenizer, Artifact artifact, int length) {
+        int pad = tokenizer.padId();
+        try {
+            model.run(tokenizer.encodeIds(pad));
+        } catch (RuntimeException e) {
+            throw new ModelException("the bundle's pad token id " + pad + " is outside the embedding table of "
+                    + artifact.file(), "the manifest's tokenizer.special_tokens.pad does not belong to this model; "
+                    + "copy the bundle again", e);
+        }
+        int[] pads = new int[length - 2];
+        Arrays.fill(pads, pad);
+        try {
+            model.run(tokenizer.encodeIds(pads));
+        } catch (RuntimeException e) {
+            throw new ModelException(artifact.file() + " cannot take " + length + " tokens, the bundle's input "
+                    + "length", "copy the bundle again", e);
+        }
     }
 
     private static void probe(BucketedModel model, WordPieceTokenizer tokenizer, Artifact artifact) {
