@@ -30,6 +30,7 @@ from pocketbert.converter.errors import InputError as ConverterInputError
 from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.runtime.errors import BundleError, InputError, ModelError
 
+from .conftest import DATA
 from .runtime.conftest import cls_bundle, ner_bundle  # noqa: F401  (session fixtures: small real bundles)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ class Case:
     code: int
     needles: list[str] = field(default_factory=list)
     stdin: bytes | None = None
+    absent: list[str] = field(default_factory=list)  # must not be in the output
 
 
 def check_output(raw: str, code: int, case: Case) -> None:
@@ -62,6 +64,8 @@ def check_output(raw: str, code: int, case: Case) -> None:
     assert "\x1b]8;" not in raw, f"{case.id}: a live terminal hyperlink was printed\n{raw!r}"
     for needle in case.needles:
         assert needle in shown, f"{case.id}: {needle!r} not in the output\n{shown}"
+    for needle in case.absent:
+        assert needle not in shown, f"{case.id}: {needle!r} in the output\n{shown}"
 
 
 def terminal_env() -> dict[str, str]:
@@ -461,10 +465,85 @@ def test_converter_overwrite_keeps_what_is_not_its_own(case, make, checkpoints, 
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+def shaped_like_a_checkpoint(out: Path) -> None:
+    """A user's folder with a training.json naming a PocketBERT command and files of checkpoint names."""
+    out.mkdir()
+    (out / "training.json").write_text('{"kind": "finetune", "task": "glue:sst2"}\n')
+    (out / "config.json").write_text('{"model_type": "bert"}\n')
+    (out / "model.safetensors").write_bytes(b"my only copy of these weights")
+
+
+def trained_checkpoint(written: Path, out: Path, change: str) -> None:
+    """A checkpoint as PocketBERT's checkpoint commands write it, then changed."""
+    shutil.copytree(written, out)
+    if change == "no-files-recorded":  # as written before checkpoints recorded their files
+        record = json.loads((out / "training.json").read_text(encoding="utf-8"))
+        del record["files"], record["pocketbert_version"]
+        (out / "training.json").write_text(json.dumps(record), encoding="utf-8")
+    elif change == "edited":
+        (out / "config.json").write_text('{"model_type": "bert", "mine": true}\n')
+    elif change == "deleted":
+        (out / "README.md").unlink()
+    else:  # a user's file with a name a checkpoint could have
+        (out / "tokenizer_notes.json").write_text('{"mine": true}\n')
+
+
+CHECKPOINT_COMMANDS = {
+    "finetune": ["finetune", "{bare}", "--task", "glue:sst2"],  # would train and replace the folder
+    "recover": ["recover", CKPT, "--task", "glue:sst2", "--opt", "relu"],
+    "trim-vocab": ["trim-vocab", CKPT, "--task", "glue:sst2", "--size", "500"],
+    "share-embeddings": ["share-embeddings", CKPT, "--task", "glue:sst2"],
+}
+OLD_CHECKPOINT_NEEDLES = ["records no size and SHA-256", "delete", "yourself", "another --out"]
+CHECKPOINT_OVERWRITE_CASES = [
+    (Case("finetune-overwrite-folder-shaped-like-a-checkpoint", CHECKPOINT_COMMANDS["finetune"], 6,
+          OLD_CHECKPOINT_NEEDLES), lambda out, written: shaped_like_a_checkpoint(out)),
+    (Case("recover-overwrite-checkpoint-without-recorded-files", CHECKPOINT_COMMANDS["recover"], 6,
+          OLD_CHECKPOINT_NEEDLES), lambda out, written: trained_checkpoint(written, out, "no-files-recorded")),
+    (Case("trim-vocab-overwrite-checkpoint-file-edited", CHECKPOINT_COMMANDS["trim-vocab"], 6,
+          ["changed", "config.json", "fix:"]), lambda out, written: trained_checkpoint(written, out, "edited")),
+    (Case("share-embeddings-overwrite-checkpoint-file-deleted", CHECKPOINT_COMMANDS["share-embeddings"], 6,
+          ["missing", "README.md"]), lambda out, written: trained_checkpoint(written, out, "deleted")),
+    (Case("finetune-overwrite-checkpoint-with-a-file-of-a-checkpoint-name", CHECKPOINT_COMMANDS["finetune"], 6,
+          ["besides the checkpoint", "tokenizer_notes.json"]),
+     lambda out, written: trained_checkpoint(written, out, "user-file")),
+]
+
+
+@pytest.fixture(scope="module")
+def written_checkpoint(checkpoints, tmp_path_factory) -> Path:
+    from pocketbert.converter import loading
+    from pocketbert.converter.training.save import save_trained
+
+    loaded = loading.load(str(checkpoints["bert"]["classification"]))
+    return save_trained(loaded.model, loaded.tokenizer, tmp_path_factory.mktemp("written") / "ckpt", overwrite=False,
+                        record={"kind": "finetune", "task": "glue:sst2"}, card="# card\n")
+
+
+@pytest.mark.parametrize("case, make", CHECKPOINT_OVERWRITE_CASES, ids=[c[0].id for c in CHECKPOINT_OVERWRITE_CASES])
+def test_checkpoint_overwrite_keeps_what_is_not_its_own(case, make, checkpoints, written_checkpoint, tmp_path,
+                                                          capsys):
+    """A checkpoint is replaced only when its training.json lists every file with its size and SHA-256."""
+    out = tmp_path / "ckpt"
+    make(out, written_checkpoint)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    values = {"ckpt": str(checkpoints["bert"]["classification"]), "bare": str(checkpoints["bert"]["none"])}
+    argv = [a.format(**values) for a in case.argv]
+    code = converter_cli.main([*argv, "--data-dir", str(DATA), "--train-limit", "8", "--out", str(out),
+                               "--overwrite"])
+    captured = capsys.readouterr()
+    check_output(captured.out + captured.err, code, case)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # no staging directory left beside it
+
+
 CORPUS_INPUTS = {
     "unclosed.csv": b'id,text\n1,good\n2,"never closed\n3,fine\n',
     "numbers.jsonl": b'{"id": 1.10, "big": 1e400, "text": "fine", "tiny": -0.0}\n',
     "nan.jsonl": b'{"id": 1, "text": "fine"}\n{"id": 2, "text": "x", "score": NaN}\n{"id": 3, "text": "ok"}\n',
+    # a carriage return inside a line (CRLF line ends are fine): TSV has no quoting to hold it
+    "cr.tsv": b'id\ttext\r\n1\tgood\r\n2\tsay "bad\rrow\r\n3\tfine\n',
+    "cr.csv": b'id,text\n1,good\n2,"quoted\rbreak"\n3,bad\rrow\n4,fine\n',
 }
 CORPUS_CASES = [
     Case("csv-unclosed-quote-skipped", ["{cls}", "--input", "{work}/unclosed.csv", "--output", "{work}/o.csv",
@@ -475,11 +554,18 @@ CORPUS_CASES = [
          0),
     Case("jsonl-nan-is-a-bad-row", ["{cls}", "--input", "{work}/nan.jsonl", "--output", "{work}/o.jsonl",
                                     "--skip-bad"], 0, ["line 2", "NaN", "not JSON"]),
+    Case("tsv-carriage-return-skipped", ["{cls}", "--input", "{work}/cr.tsv", "--output", "{work}/o.tsv",
+                                         "--skip-bad"], 0, ["line 3", "carriage return", "TSV has no quoting"],
+         absent=["fix the quoting"]),
+    Case("tsv-carriage-return-stops", ["{cls}", "--input", "{work}/cr.tsv", "--output", "{work}/o.tsv"], 5,
+         ["line 3", "carriage return", "--skip-bad"]),
+    Case("csv-carriage-return-unquoted-skipped", ["{cls}", "--input", "{work}/cr.csv", "--output", "{work}/o.csv",
+                                                  "--skip-bad"], 0, ["line 4", "carriage return", "double quotes"]),
 ]
 
 
 def corpus_output(case: Case, work: Path) -> bytes | None:
-    out = work / ("o.csv" if case.id.startswith("csv") else "o.jsonl")
+    out = work / f"o.{case.id.split('-')[0]}"
     return out.read_bytes() if out.exists() else None
 
 
@@ -489,6 +575,10 @@ CORPUS_OUTPUTS = {  # what each row's output must be: every row read is written 
     "jsonl-numbers-byte-for-byte": lambda o: o.startswith(b'{"id": 1.10, "big": 1e400, "text": "fine", "tiny": -0.0, '
                                                           b'"pred_label": ') and b"Infinity" not in o,
     "jsonl-nan-is-a-bad-row": lambda o: [json.loads(line)["id"] for line in o.splitlines()] == [1, 3],
+    "tsv-carriage-return-skipped": lambda o: [r.split(b"\t")[0] for r in o.splitlines()[1:]] == [b"1", b"3"],
+    "tsv-carriage-return-stops": lambda o: o is None,
+    "csv-carriage-return-unquoted-skipped": lambda o: o.count(b"quoted\rbreak") == 1
+    and [r.split(b",")[0] for r in o.split(b"\n")[1:-1]] == [b"1", b"2", b"4"],
 }
 
 

@@ -183,21 +183,24 @@ def test_convert_does_not_replace_a_checkpoint(checkpoint, tmp_path, capsys):
     assert tree(trained) == before
 
 
-def written_checkpoint(source: Path, out: Path, overwrite: bool = False) -> Path:
+def written_checkpoint(source: Path, out: Path, overwrite: bool = False, card: str = "# card\n") -> Path:
     """A checkpoint directory written the way finetune/recover/trim-vocab write theirs."""
     from pocketbert.converter import loading
     from pocketbert.converter.training.save import save_trained
 
     loaded = loading.load(str(source))
     return save_trained(loaded.model, loaded.tokenizer, out, overwrite=overwrite,
-                        record={"kind": "finetune", "task": "glue:sst2"}, card="# card\n")
+                        record={"kind": "finetune", "task": "glue:sst2"}, card=card)
 
 
 def test_checkpoint_writers_replace_their_own_checkpoint(checkpoint, tmp_path):
     out = written_checkpoint(checkpoint, tmp_path / "trained")
-    (out / "config.json").write_text("{}", encoding="utf-8")  # changed: must be written anew
-    written_checkpoint(checkpoint, out, overwrite=True)
-    assert json.loads((out / "config.json").read_text())["model_type"] == "bert"
+    written_checkpoint(checkpoint, out, overwrite=True, card="# card, second run\n")
+    assert (out / "README.md").read_text() == "# card, second run\n"
+    record = json.loads((out / "training.json").read_text())
+    assert sorted(record["files"]) == sorted(p.name for p in out.iterdir() if p.name != "training.json")
+    for name, entry in record["files"].items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == entry["sha256"], name
     assert siblings(out) == []
 
 

@@ -2,76 +2,102 @@
 
 A bundle is known by its manifest.json: written by PocketBERT (it names the ``pocketbert_version``), and
 every file it lists there with the size and SHA-256 it records (another tool's manifest.json, or a bundle
-edited since, is not ours to delete).  A checkpoint written by
-finetune, recover, trim-vocab or share-embeddings is known by its training.json (whose ``kind`` names
-the command) beside the files of a Hugging Face checkpoint.  Anything else in the directory (a
-sub-folder, a symlink, a file of the user's) means it is not ours to delete.
+edited since, is not ours to delete).  A checkpoint written by finetune, recover, trim-vocab or
+share-embeddings is known the same way by its training.json: its ``kind`` names the command, and its
+``files`` the size and SHA-256 of every other file PocketBERT wrote there.  A file's name is no proof:
+a folder merely shaped like a checkpoint (or one from before checkpoints recorded their files) is not
+replaced.  Anything unlisted in the directory (a sub-folder, a symlink, a file of the user's) means it
+is not ours to delete.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
-from pocketbert.runtime.contract import MANIFEST, sha256
+from pocketbert.runtime.contract import MANIFEST, file_entry, sha256
 
 BUNDLE = "bundle"
 CHECKPOINT = "checkpoint"
 
 TRAINING_RECORD = "training.json"
 CHECKPOINT_KINDS = ("finetune", "recover", "vocab-trim", "share-embeddings")
-# What model.save_pretrained + tokenizer.save_pretrained + save_trained write.
-CHECKPOINT_FILES = ("config.json", "generation_config.json", TRAINING_RECORD, "README.md", "*.safetensors",
-                    "*.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json",
-                    "tokenizer*.json", "special_tokens_map.json", "added_tokens.json", "vocab.txt", "vocab.json",
-                    "merges.txt", "*.model", "chat_template.jinja")
 SHOWN = 5  # entries named in a refusal
 MAX_MARKER_BYTES = 16 << 20
 
 
-def why_not_replaceable(directory: Path, kind: str) -> str | None:
-    """None when ``directory`` holds only a PocketBERT ``kind`` (bundle or checkpoint), else the reason."""
+class Refusal(NamedTuple):
+    reason: str
+    fix: str | None = None  # None: choose another --out
+
+
+def record_files(directory: Path) -> dict[str, dict]:
+    """training.json's ``files``: size and SHA-256 of every file in a checkpoint but the record itself."""
+    return {p.name: file_entry(p) for p in sorted(Path(directory).iterdir())
+            if p.name != TRAINING_RECORD and p.is_file() and not p.is_symlink()}
+
+
+def why_not_replaceable(directory: Path, kind: str) -> Refusal | None:
+    """None when ``directory`` holds only a PocketBERT ``kind`` (bundle or checkpoint), else why not."""
     entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    if kind == BUNDLE:
-        marker, allowed = MANIFEST, _bundle_files(directory)
-    else:
-        marker, allowed = TRAINING_RECORD, _checkpoint_files(directory)
-    if allowed is None:
-        other = CHECKPOINT if kind == BUNDLE else BUNDLE
-        if (_checkpoint_files if other == CHECKPOINT else _bundle_files)(directory) is not None:
-            return f"it is a PocketBERT {other}, not a {kind} (no valid {marker})"
+    marker = MANIFEST if kind == BUNDLE else TRAINING_RECORD
+    files = _bundle_files(directory) if kind == BUNDLE else _checkpoint_files(directory)
+    if files is None:
+        if kind == CHECKPOINT and _checkpoint_kind(directory):
+            return Refusal(f"its {TRAINING_RECORD} records no size and SHA-256 of its files (a checkpoint written "
+                           "by an older PocketBERT, or a folder made to look like one), so nothing shows that "
+                           "PocketBERT wrote what it holds",
+                           f"if it is a checkpoint you no longer need, delete {str(directory)!r} yourself; or "
+                           "choose another --out path (checkpoints written from now on record their files, and "
+                           "--overwrite replaces them)")
+        if (_checkpoint_kind(directory) if kind == BUNDLE else _bundle_files(directory) is not None):
+            other = CHECKPOINT if kind == BUNDLE else BUNDLE
+            return Refusal(f"it is a PocketBERT {other}, not a {kind} (no valid {marker})")
         what = "bundle" if kind == BUNDLE else "checkpoint written by PocketBERT"
-        return f"it is not a PocketBERT {what} (no valid {marker}); it holds: {_names(entries)}"
-    foreign = [e for e in entries if e.is_symlink() or not e.is_file() or not allowed(e.name)]
+        return Refusal(f"it is not a PocketBERT {what} (no valid {marker}); it holds: {_names(entries)}")
+    foreign = [e for e in entries if e.is_symlink() or not e.is_file() or e.name not in files and e.name != marker]
     if foreign:
-        return f"besides the {kind} it holds: {_names(foreign)}"
-    changed = _changed_files(directory) if kind == BUNDLE else []
+        return Refusal(f"besides the {kind} it holds: {_names(foreign)}")
+    changed = _changed_files(directory, files)
     if changed:
         shown = ", ".join(repr(n) for n in changed[:SHOWN]) + (f" (and {len(changed) - SHOWN} more)"
                                                                if len(changed) > SHOWN else "")
-        return f"files its {MANIFEST} lists are missing or changed since PocketBERT wrote them: {shown}"
+        return Refusal(f"files its {marker} lists are missing or changed since PocketBERT wrote them: {shown}")
     return None
 
 
-def _bundle_files(directory: Path):
+def _bundle_files(directory: Path) -> dict | None:
+    """The files a PocketBERT manifest lists, or None when there is no such manifest."""
     manifest = _read_json(directory / MANIFEST)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
             or not isinstance(manifest.get("schema_version"), int) \
             or not isinstance(manifest.get("pocketbert_version"), str):
         return None
-    listed = {MANIFEST, *manifest["files"]}
-    return listed.__contains__
+    return manifest["files"]
 
 
-def _changed_files(directory: Path) -> list[str]:
-    """Files the manifest lists that are missing, or differ from its recorded size and SHA-256."""
-    changed = []
-    for name, entry in _read_json(directory / MANIFEST)["files"].items():
-        if "/" in name or not _matches(directory / name, entry):
-            changed.append(name)
-    return changed
+def _checkpoint_kind(directory: Path) -> str | None:
+    """The command a training.json names (whether or not it records its files)."""
+    record = _read_json(directory / TRAINING_RECORD)
+    kind = record.get("kind") if isinstance(record, dict) else None
+    return kind if kind in CHECKPOINT_KINDS else None
+
+
+def _checkpoint_files(directory: Path) -> dict | None:
+    """The files a PocketBERT training.json lists, or None when it lists none (or is not PocketBERT's)."""
+    record = _read_json(directory / TRAINING_RECORD)
+    if not _checkpoint_kind(directory) or not isinstance(record.get("files"), dict) or not record["files"] \
+            or not isinstance(record.get("pocketbert_version"), str):
+        return None
+    return record["files"]
+
+
+def _changed_files(directory: Path, files: dict) -> list[str]:
+    """Listed files that are missing, or differ from their recorded size and SHA-256."""
+    return [name for name, entry in files.items()
+            if "/" in name or "\0" in name or not _matches(directory / name, entry)]
 
 
 def _matches(path: Path, entry) -> bool:
@@ -81,13 +107,6 @@ def _matches(path: Path, entry) -> bool:
         return path.stat().st_size == entry.get("bytes") and sha256(path) == entry.get("sha256")
     except OSError:
         return False
-
-
-def _checkpoint_files(directory: Path):
-    record = _read_json(directory / TRAINING_RECORD)
-    if not isinstance(record, dict) or record.get("kind") not in CHECKPOINT_KINDS:
-        return None
-    return lambda name: any(fnmatch.fnmatchcase(name, pattern) for pattern in CHECKPOINT_FILES)
 
 
 def _read_json(path: Path):

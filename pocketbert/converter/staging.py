@@ -211,11 +211,11 @@ class Staging:
             if not self.overwrite:
                 raise OutputError(f"output directory {str(dest)!r} exists and is not empty",
                                   "pass --overwrite to replace it, or choose another --out path")
-            reason = why_not_replaceable(dest, self.kind)
-            if reason:
-                raise OutputError(f"--overwrite refuses to replace {str(dest)!r}: {reason}",
-                                  f"choose another --out path; --overwrite only replaces a {self.kind} PocketBERT "
-                                  "wrote, holding nothing else")
+            refusal = why_not_replaceable(dest, self.kind)
+            if refusal:
+                raise OutputError(f"--overwrite refuses to replace {str(dest)!r}: {refusal.reason}",
+                                  refusal.fix or f"choose another --out path; --overwrite only replaces a "
+                                  f"{self.kind} PocketBERT wrote, holding nothing else")
 
     def _check_location(self) -> None:
         """Never swap away the root, the home directory, or the directory a shell is working in."""

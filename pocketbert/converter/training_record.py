@@ -17,6 +17,7 @@ def training_record(checkpoint: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     record.pop("distillation", None)  # per-stage losses: in the checkpoint's own training.json
+    record.pop("files", None)  # the checkpoint's own files: nothing a bundle holds
     return record
 
 

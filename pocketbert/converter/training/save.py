@@ -12,8 +12,9 @@ from pathlib import Path
 
 import torch
 
+from .. import __version__
 from ..loading import SAVED_TRANSFORMS_KEY, STRUCTURAL_TRANSFORMS
-from ..owned import CHECKPOINT
+from ..owned import CHECKPOINT, TRAINING_RECORD, record_files
 from ..shared_table import is_table_key
 from ..staging import Staging
 
@@ -25,7 +26,8 @@ def check_output(out: Path, overwrite: bool) -> None:
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
                  transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None) -> Path:
-    """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + training.json + README.md.
+    """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + README.md + training.json,
+    which records the size and SHA-256 of the others (owned.py: what --overwrite may replace).
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
     which base model supplies it (converter.base_embeddings)."""
@@ -49,7 +51,9 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
         staging.reserve(sum(p.numel() for p in model.parameters()) * dtype_bytes, "the weights")
         model.save_pretrained(staging.path, state_dict=state)
         tokenizer.save_pretrained(staging.path)
-        (staging.path / "training.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
-                                                    encoding="utf-8")
         (staging.path / "README.md").write_text(card, encoding="utf-8")
+        # last, listing what was written: what a later --overwrite checks before it may replace the directory
+        record = {**record, "pocketbert_version": __version__, "files": record_files(staging.path)}
+        (staging.path / TRAINING_RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
+                                                    encoding="utf-8")
         return staging.commit()

@@ -2,8 +2,10 @@
 
 CSV follows RFC 4180 (quoted fields may hold commas and line breaks; the line reported for a record is
 the one it starts on).  A quote that is never closed would swallow every line after it into one field:
-that record is a bad row of its first line only, and reading goes on at the line after it.  TSV is the IANA text/tab-separated-values format: no quoting at all, so quotes in
-a text (common in GLUE's files) are just characters.  Every field stays the exact string it was (an id
+that record is a bad row of its first line only, and reading goes on at the line after it.  TSV is the
+IANA text/tab-separated-values format: no quoting at all, so quotes in a text (common in GLUE's files)
+are just characters, and a carriage return inside a line (which no field can hold) makes that line a
+bad row, as one in an unquoted CSV field does.  Every field stays the exact string it was (an id
 ``007`` stays ``007``); bytes that are not UTF-8 are carried through unchanged in the other fields, and
 make the row bad in the text field.  Predictions that are lists (top labels, entities) are JSON text.
 """
@@ -21,6 +23,7 @@ from .predict import MISSING
 
 DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL, "lineterminator": "\n"},
             "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None, "lineterminator": "\n"}}
+UNCLOSED = "unclosed"  # a quoted field still open at the end of the file
 
 
 def _lines(f, state: dict) -> Iterator[str]:
@@ -53,7 +56,11 @@ class Reader:
         state = {"offset": 0, "taken": [], "eof": False}
         with open(self.path, "rb") as f:
             reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
-            header = next(reader, None)
+            try:
+                header = next(reader, None)
+            except csv.Error as exc:
+                raise CorpusError(f"{self.path}, line 1: the header row {self._unreadable(exc)}",
+                                  "fix the header row: it names the columns") from None
             if not header:
                 raise CorpusError(f"{self.path} is empty: a {self.kind.upper()} input needs a header row naming "
                                   "its columns", f"write a header such as id{DIALECTS[self.kind]['delimiter']}text")
@@ -95,12 +102,15 @@ class Reader:
                 f.seek(offset)
                 state = {"offset": offset, "taken": [], "eof": False}
                 reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
-                for record, start, end, unclosed in self._read(reader, state, line):
-                    if unclosed:  # the quote opened on line ``start`` is never closed: read on after that line
-                        offset, line = self._offset + state["taken"][0], start
+                for record, start, end, broken in self._read(reader, state, line):
+                    if broken:  # the csv reader cannot go on from here: start a new one after the bad record
+                        # an unclosed quote took every line to the end: only its first line is the bad row
+                        taken = state["taken"][:1] if broken == UNCLOSED else state["taken"]
+                        offset, line = self._offset + sum(taken), start + len(taken) - 1
                         self._offset = offset
-                        yield record, start, start, (f"a quoted field opened on this line is never closed: it "
-                                                     f"runs to the end of the file (line {end})")
+                        yield record, start, line, (f"a quoted field opened on this line is never closed: it runs "
+                                                    f"to the end of the file (line {end})" if broken == UNCLOSED
+                                                    else broken)
                         break
                     self._offset = state["offset"]
                     if record:  # a blank line is no record
@@ -109,17 +119,28 @@ class Reader:
                     return
 
     def _read(self, reader, state: dict, line: int):
+        """(record, first line, last line, broken): ``broken`` is UNCLOSED, or why the record cannot be read."""
         while True:
             state["taken"].clear()
             where = line + reader.line_num + 1
             try:
                 record = next(reader, None)
             except csv.Error as exc:
-                raise CorpusError(f"{self.path}, line {where}: {exc}", "fix the quoting of that record") from None
+                yield [], where, line + reader.line_num, self._unreadable(exc)
+                return
             if record is None:
                 return
             end = line + reader.line_num
-            yield record, end - len(state["taken"]) + 1, end, state["eof"]
+            yield record, end - len(state["taken"]) + 1, end, UNCLOSED if state["eof"] else None
+
+    def _unreadable(self, exc: csv.Error) -> str:
+        if "new-line" not in str(exc):
+            return f"cannot be read as {self.kind.upper()}: {exc}"
+        if self.kind == "tsv":  # no quoting: there is no way to put a line break in a TSV field
+            return ("holds a carriage return (\\r) inside the line, and a TSV field cannot hold a line break "
+                    "(TSV has no quoting): remove it or replace it with a space")
+        return ("holds a carriage return (\\r) in an unquoted field: put that field in double quotes, or remove "
+                "the carriage return")
 
     def _count(self, record: list[str]) -> str | None:
         if len(record) != len(self.header):
