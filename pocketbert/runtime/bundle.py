@@ -289,19 +289,30 @@ def _validate(m: dict, where: Path) -> None:
              '{"token": string, "id": non-negative integer}', token)
     artifacts = m.get("artifacts", _MISSING)
     need(isinstance(artifacts, list), "artifacts", "a list of objects", artifacts)
+    _validate_artifacts(artifacts, need)
+    files = m.get("files", {})
+    need(isinstance(files, dict), "files", "an object mapping file names to their size and SHA-256", files)
+    _validate_files(files, need)
+    notes = optional(m, "notes")
+    need(notes is None or isinstance(notes, list) and all(isinstance(x, str) for x in notes), "notes",
+         "a list of strings", notes)
+
+
+def _validate_artifacts(artifacts: list, need) -> None:
     for i, a in enumerate(artifacts):
         need(isinstance(a, dict), f"artifacts[{i}]", "an object", a)
         for key in ("recipe", "backend", "precision", "file"):
             need(isinstance(a.get(key), str), f"artifacts[{i}].{key}", "a string", a.get(key, _MISSING))
         for key in ("details", "verification"):
-            need(optional(a, key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
+            need(a.get(key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
         # a TFLite artifact's buckets set the input length of the whole bundle (contract.input_length)
-        buckets = optional(a.get("details") or {}, "buckets") if a["backend"] == "tflite" else None
+        buckets = (a.get("details") or {}).get("buckets") if a["backend"] == "tflite" else None
         need(buckets is None or isinstance(buckets, list) and len(buckets) > 0 and all(
             _is_int(b) and 1 <= b <= MAX_SEQUENCE_LENGTH for b in buckets), f"artifacts[{i}].details.buckets",
             f"a non-empty list of integers from 1 to {MAX_SEQUENCE_LENGTH}", buckets)
-    files = m.get("files", {})
-    need(isinstance(files, dict), "files", "an object mapping file names to their size and SHA-256", files)
+
+
+def _validate_files(files: dict, need) -> None:
     for name, listing in files.items():
         field = f"files[{name!r}]"
         need(isinstance(listing, dict), field, 'an object {"bytes": …, "sha256": …}', listing)
@@ -309,6 +320,3 @@ def _validate(m: dict, where: Path) -> None:
              listing.get("bytes", _MISSING))
         need(isinstance(listing.get("sha256"), str) and bool(_SHA256.fullmatch(listing["sha256"])), f"{field}.sha256",
              "64 lower-case hexadecimal digits", listing.get("sha256", _MISSING))
-    notes = optional(m, "notes")
-    need(notes is None or isinstance(notes, list) and all(isinstance(x, str) for x in notes), "notes",
-         "a list of strings", notes)
