@@ -39,7 +39,9 @@ if [[ ! -f "$launcher" ]]; then
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
         echo "JUnit 5 console launcher missing: apt-get install -y junit5" >&2
         export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q junit5 >&2 || { apt-get update -q >&2 && apt-get install -y -q junit5 >&2; } \
+        # one apt-get at a time with the suite's other installs (pocketbert/debian_packages.py takes this lock)
+        apt() { flock "${TMPDIR:-/tmp}/pocketbert-apt.lock" apt-get -o DPkg::Lock::Timeout=900 "$@"; }
+        apt install -y -q junit5 >&2 || { apt update -q >&2 && apt install -y -q junit5 >&2; } \
             || die "apt-get install junit5 failed"
     fi
     [[ -f "$launcher" ]] || die "$launcher not found: install JUnit 5 (Debian: sudo apt-get install -y junit5)"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from .. import debian_packages
 from ..locations import cache_dir
 from .emulated_cpus import EmulationUnavailable
 
@@ -125,16 +126,13 @@ def qemu(install: bool = True, log=print) -> str:
     found = shutil.which(QEMU)
     if found:
         return found
-    if not install or os.geteuid() != 0 or not shutil.which("apt-get"):
+    if not install or not debian_packages.can_install():
         raise EmulationUnavailable(f"{QEMU} not found", "install it as root: apt-get install -y qemu-user-static")
-    log("installing qemu-user-static (apt-get)")
-    for command in (["apt-get", "install", "-y", "-q", "qemu-user-static"], ["apt-get", "update", "-q"],
-                    ["apt-get", "install", "-y", "-q", "qemu-user-static"]):
-        subprocess.run(command, capture_output=True, text=True)
-        if command[1] == "install" and shutil.which(QEMU):
-            return shutil.which(QEMU)
-    raise EmulationUnavailable(f"{QEMU} could not be installed", "run as root: apt-get update && apt-get install -y "
-                               "qemu-user-static")
+    failed = debian_packages.install("qemu-user-static", lambda: shutil.which(QEMU) is not None, log=log)
+    if not failed:
+        return shutil.which(QEMU)
+    raise EmulationUnavailable(f"{QEMU} could not be installed ({failed})", "run as root: apt-get update && "
+                               "apt-get install -y qemu-user-static")
 
 
 def _need_debian_arm64(log) -> None:
@@ -150,7 +148,7 @@ def _need_debian_arm64(log) -> None:
                                    "as root: dpkg --add-architecture arm64 && apt-get update")
     log("adding the arm64 architecture to apt (dpkg --add-architecture arm64; apt-get update)")
     subprocess.run(["dpkg", "--add-architecture", "arm64"], check=True, capture_output=True)
-    done = subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True)
+    done = debian_packages.apt_get("update", "-q")
     if done.returncode != 0 or not _apt_knows(f"{PYTHON}-minimal:arm64"):
         raise EmulationUnavailable(f"apt-get update did not bring {PYTHON}-minimal:arm64 "
                                    f"({done.stderr.strip()[-300:]})",

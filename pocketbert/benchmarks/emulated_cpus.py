@@ -12,7 +12,6 @@ wheels take that CPU's kernels: this checks what the kernels compute, never how 
 
 from __future__ import annotations
 
-import os
 import platform
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pocketbert import debian_packages
 from pocketbert.runtime import machine
 
 
@@ -61,12 +61,9 @@ def qemu(install: bool = True) -> str:
     found = shutil.which(QEMU)
     if found:
         return found
-    if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        for command in (["apt-get", "install", "-y", "-q", "qemu-user-static"], ["apt-get", "update", "-q"],
-                        ["apt-get", "install", "-y", "-q", "qemu-user-static"]):
-            done = subprocess.run(command, capture_output=True, text=True)
-            if command[1] == "install" and done.returncode == 0 and shutil.which(QEMU):
-                return shutil.which(QEMU)
+    if install and debian_packages.can_install() and not debian_packages.install(
+            "qemu-user-static", lambda: shutil.which(QEMU) is not None, log=lambda line: None):
+        return shutil.which(QEMU)
     raise EmulationUnavailable(f"{QEMU} not found", "install it: apt-get install -y qemu-user-static (as root)")
 
 

@@ -1,0 +1,58 @@
+"""Debian packages the benchmarks and test tools need (QEMU, chromium), installed with apt-get when missing.
+
+Only as root and where apt-get exists; the caller says what to do otherwise.  A fresh machine's package
+lists can be stale or empty, so a failed install is retried after ``apt-get update``.  Several installs may
+run at once (the test suite runs modules in parallel): they take turns on one lock file, and apt itself is
+told to wait for dpkg's lock instead of failing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+#: apt's own wait for dpkg's lock, for an apt or dpkg run that is not ours
+_WAIT = ("-o", "DPkg::Lock::Timeout=900")
+
+
+def can_install() -> bool:
+    return os.geteuid() == 0 and shutil.which("apt-get") is not None
+
+
+@contextlib.contextmanager
+def _turn():
+    """One apt-get of ours at a time, across processes."""
+    with open(Path(tempfile.gettempdir()) / "pocketbert-apt.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _apt_get(*command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.run(["apt-get", *_WAIT, *command], capture_output=True, text=True, env=env, timeout=1800)
+
+
+def apt_get(*command: str) -> subprocess.CompletedProcess:
+    """``apt-get COMMAND`` in its turn (e.g. ``update``), waiting for dpkg's lock."""
+    with _turn():
+        return _apt_get(*command)
+
+
+def install(package: str, installed, log=print) -> str:
+    """``apt-get install -y package``, then ``apt-get update`` and again if ``installed()`` is still false.
+    Returns "" once ``installed()`` holds, else the last failure's message (for the caller's error)."""
+    failed = "apt-get gave no error, yet the package's files are missing"
+    log(f"installing Debian's {package} (apt-get)")
+    with _turn():
+        for command in (["install", "-y", "-q", package], ["update", "-q"], ["install", "-y", "-q", package]):
+            if installed():  # another process may have installed it while we waited
+                return ""
+            done = _apt_get(*command)
+            if done.returncode != 0:
+                failed = f"apt-get {' '.join(command)}: {done.stderr.strip()[-600:]}"
+        return "" if installed() else failed
