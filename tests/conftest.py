@@ -18,6 +18,8 @@ from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.families import families
 from pocketbert.converter.pipeline import ConvertOptions
 
+from .shared import once
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("POCKETBERT_DATA", REPO.parent / "shared" / "data"))
 FAMILY_NAMES = [f.name for f in families()]
@@ -76,16 +78,13 @@ def build_checkpoint(directory: Path, family_name: str, tokenizer, head: str = "
 
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory, tokenizer):
-    """family name -> {'classification': dir, 'ner': dir, 'none': dir}"""
-    root = tmp_path_factory.mktemp("checkpoints")
-    out = {}
-    for name in FAMILY_NAMES:
-        out[name] = {
-            "classification": build_checkpoint(root / f"{name}-cls", name, tokenizer),
-            "ner": build_checkpoint(root / f"{name}-ner", name, tokenizer, head="ner", labels=NER_LABELS),
-            "none": build_checkpoint(root / f"{name}-bare", name, tokenizer, head="none"),
-        }
-    return out
+    """family name -> {'classification': dir, 'ner': dir, 'none': dir}; built once for the session (all workers)."""
+    def build(root):
+        return {name: {"classification": build_checkpoint(root / f"{name}-cls", name, tokenizer),
+                       "ner": build_checkpoint(root / f"{name}-ner", name, tokenizer, head="ner", labels=NER_LABELS),
+                       "none": build_checkpoint(root / f"{name}-bare", name, tokenizer, head="none")}
+                for name in FAMILY_NAMES}
+    return once(tmp_path_factory, "checkpoints", build)
 
 
 @pytest.fixture
@@ -155,3 +154,52 @@ def nonorm_model(checkpoint: Path, *transforms: str, buckets=(16,)):
             norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
             norm.bias.copy_(0.3 * torch.randn(norm.bias.shape, generator=generator))
     return loaded, spec
+
+
+# --- running on every core (pytest-xdist) --------------------------------------------------------------------
+#: Modules that hold the suite's longest runs (browser, Java, emulated CPUs, real-model conversions and
+#: training), started first so that the shorter modules fill the other worker around them.  Only the order
+#: depends on this list; a module missing from it still runs.
+LONGEST_FIRST = (
+    "tests/test_web_demo.py",
+    "tests/test_android_core.py",
+    "tests/test_convert.py",
+    "tests/test_recovery.py",
+    "tests/test_tflite.py",
+    "tests/test_arm64.py",
+    "tests/test_int8_cpus.py",
+    "tests/test_new_task.py",
+    "tests/test_distill.py",
+    "tests/test_fake_quant.py",
+)
+#: Modules that must not run at the same time as each other: each starts Ray (a local instance, a two-node
+#: cluster on loopback), and two Ray heads on one 2-core machine starve each other.
+SAME_WORKER = {"tests/runtime/test_corpus_ray.py": "ray", "tests/runtime/test_corpus_ray_cluster.py": "ray"}
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_module(item.nodeid), len(rank)))  # stable: file order otherwise
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """One module per work unit (its module-scoped fixtures are built once), in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return SAME_WORKER.get(_module(nodeid), _module(nodeid))
+
+    config.option.loadscopereorder = False  # keep LONGEST_FIRST's order, not "most tests first"
+    return ByModule(config, log)
+
+
+def pytest_configure(config):
+    """Each xdist worker gets its share of the cores for PyTorch, instead of every worker taking them all."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))

@@ -182,29 +182,10 @@ def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
     assert not np.allclose(logits(a), logits(c))
 
 
-def test_builtin_minilm_int8_meets_the_bar(options, tmp_path):
-    """The README's main job: real all-MiniLM-L6-v2, --opt int8, verified on SST-2 dev."""
-    result = convert(options("minilm", opts="int8", int8="all", verify_samples=1000, calibration_samples=256))
-    manifest = read_manifest(result.bundle)
-    fp32, int8, static = manifest["artifacts"]
-    assert manifest["verification"]["samples"] == 872 and manifest["verification"]["texts"].endswith("SST-2/dev.tsv")
-    assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
-    assert fp32["verification"]["real_sentences"]["max_abs"] <= 1e-4
-    assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
-    # What holds on every CPU: plain int8 misses the target on MiniLM's outlier channels, the ladder
-    # (smoothing, then Linear roles in float) brings it over, and unseen SST-2 dev confirms it.
-    # Which roles the search keeps in float is the ladder's path, not a promise: it may differ by CPU.
-    unsmoothed = int8["details"]["unsmoothed_attempt"]  # plain int8 missed the 99.5% target: the ladder ran
-    assert unsmoothed["top1_agreement"] < 0.995 or unsmoothed["cosine"] < 0.99
-    assert int8["details"]["smoothing"]["method"] == "smoothquant"
-    assert int8["details"]["float_fallback"]["search"][0]["meets_bar"]
-    assert int8["details"]["float_fallback"]["accepted"]
-    assert static["verification"]["passed"] and static["verification"]["real_sentences"]["cosine"] >= 0.99
-    assert static["verification"]["real_sentences"]["top1_agreement"] >= 0.95
-    # (How many roles the search keeps in float is not asserted: with this seeded random head many rows are
-    # near ties, so the 99.5% calibration target is met or missed by a handful of sentences.)
-    assert manifest["source"]["builtin"] == "minilm" and manifest["source"]["head_initialized"]
-    assert 22_000_000 < manifest["source"]["parameters"] < 23_500_000
+# The real MiniLM through the whole int8 ladder (plain int8 misses the target on its outlier channels,
+# SmoothQuant and the float-fallback search bring it over, verified on all of SST-2 dev) is a run of minutes:
+# it is the benchmark python -m pocketbert.benchmarks.int8_ladder (its bars: tests/benchmarks/test_int8_ladder.py).
+# The ladder's mechanics are tested here on tiny models.
 
 
 def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints, tmp_path):

@@ -19,6 +19,7 @@ from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.texts import read_texts
 
 from ..conftest import DATA, build_checkpoint
+from ..shared import once
 
 
 def convert_bundle(checkpoint, out: Path, **kwargs) -> Path:
@@ -30,28 +31,33 @@ def convert_bundle(checkpoint, out: Path, **kwargs) -> Path:
 
 @pytest.fixture(scope="session")
 def ner_bundle(checkpoints, tmp_path_factory) -> Path:
-    return convert_bundle(checkpoints["bert"]["ner"], tmp_path_factory.mktemp("rt") / "ner", formats="onnx,tflite")
+    return once(tmp_path_factory, "rt-ner",
+                lambda work: convert_bundle(checkpoints["bert"]["ner"], work / "ner", formats="onnx,tflite"))
 
 
 @pytest.fixture(scope="session")
 def cls_bundle(checkpoints, tmp_path_factory) -> Path:
-    return convert_bundle(checkpoints["distilbert"]["classification"], tmp_path_factory.mktemp("rt") / "cls",
-                          formats="onnx,tflite", opts="int8", int8="dynamic")
+    return once(tmp_path_factory, "rt-cls",
+                lambda work: convert_bundle(checkpoints["distilbert"]["classification"], work / "cls",
+                                            formats="onnx,tflite", opts="int8", int8="dynamic"))
 
 
 @pytest.fixture(scope="session")
 def minilm_bundle(tmp_path_factory) -> Path:
-    return convert_bundle("minilm", tmp_path_factory.mktemp("rt") / "minilm", formats="onnx,tflite", buckets=[64])
+    return once(tmp_path_factory, "rt-minilm",
+                lambda work: convert_bundle("minilm", work / "minilm", formats="onnx,tflite", buckets=[64]))
 
 
 @pytest.fixture(scope="session")
 def multilabel_bundle(tokenizer, tmp_path_factory) -> tuple[Path, Path]:
     """(checkpoint, ONNX bundle) of a multi-label head: the manifest's problem_type must reach the scores.
     (Regression's raw scores are checked against Hugging Face in the golden vectors.)"""
-    root = tmp_path_factory.mktemp("rt-multilabel")
-    checkpoint = build_checkpoint(root / "checkpoint", "bert", tokenizer, labels=("sports", "politics", "tech", "arts"),
-                                  seed=3, problem_type="multi_label_classification")
-    return checkpoint, convert_bundle(checkpoint, root / "bundle", formats="onnx")
+    def build(root):
+        checkpoint = build_checkpoint(root / "checkpoint", "bert", tokenizer,
+                                      labels=("sports", "politics", "tech", "arts"), seed=3,
+                                      problem_type="multi_label_classification")
+        return checkpoint, convert_bundle(checkpoint, root / "bundle", formats="onnx")
+    return tuple(once(tmp_path_factory, "rt-multilabel", build))
 
 
 @pytest.fixture(scope="session")
