@@ -34,8 +34,8 @@ def test_every_artifact_in_every_mode(results, tiny_bundle):
         assert r["sentences"] == 24 and r["dataset"] == "SST-2 dev" and r["sentences_per_s"] > 0
         assert 0 < r["model_s"] <= r["wall_s"] and r["overhead_share"] >= 0
         assert r["tokens_median"] < 128 and r["rows_over_128"] == 0
-        if r["mode"] == "padded":  # the tiny bundle's largest TFLite bucket is 32
-            assert r["vs_padded"] == pytest.approx(1.0) and r["pad_to"] == (32 if r["backend"] == "tflite" else 128)
+        if r["mode"] == "padded":  # the bundle's input length, for every backend: its largest TFLite bucket, 32
+            assert r["vs_padded"] == pytest.approx(1.0) and r["pad_to"] == 32
     assert data["settings"]["limit"] == 24 and not data["fast"]
 
 
