@@ -269,3 +269,10 @@ def test_an_explicit_calibration_count_must_be_a_whole_number(options, checkpoin
     """0 is not "the default": an API caller's bad count is refused, not replaced."""
     with pytest.raises(InputError, match="--calibration-samples"):
         plan(options(checkpoints["bert"]["classification"], opts="int8", calibration_samples=samples))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 99999999999999999999999, 1.5, True])
+def test_the_seed_must_fit_torch_and_numpy(options, checkpoints, seed):
+    """The CLI's range, for API callers too: torch.manual_seed fails with a traceback past 64 bits."""
+    with pytest.raises(InputError, match="seed"):
+        plan(options(checkpoints["bert"]["classification"], seed=seed))

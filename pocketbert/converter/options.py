@@ -100,7 +100,14 @@ def plan(options: ConvertOptions) -> Plan:
     return chosen
 
 
+#: torch.manual_seed fails with a traceback beyond 64 bits; 32 bits (numpy's range too) are plenty
+MAX_SEED = 2**32 - 1
+
+
 def _check_scalars(options: ConvertOptions, opts: Opts) -> None:
+    seed = options.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"seed {seed!r}: it must be a whole number from 0 to {MAX_SEED}", "pass e.g. --seed 0")
     if isinstance(options.threads, bool) or not isinstance(options.threads, int) or options.threads < 1:
         raise InputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1", "pass e.g. --threads 2")
     samples = options.calibration_samples

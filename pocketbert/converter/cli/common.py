@@ -12,6 +12,7 @@ from pocketbert.locations import DATA_DIR_DEFAULT
 from pocketbert.runtime.terminal import plain
 
 from .. import errors
+from ..options import MAX_SEED
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
 # quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow for the summary.
@@ -107,10 +108,6 @@ fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in fl
 def threads_option(default: int | None = 2):
     return click.option("--threads", type=click.IntRange(1, 256), default=default, show_default=default is not None,
                         help=None if default else "PyTorch threads [default: all cores].")
-
-
-#: torch.manual_seed fails with a traceback beyond 64 bits; 32 bits (numpy's range too) are plenty
-MAX_SEED = 2**32 - 1
 
 
 def seed_option(help: str | None = None):
