@@ -170,6 +170,7 @@ def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
     from pocketbert.converter.backends import get
+    from pocketbert.converter.backends.tflite_graph import model_bytes
 
     from .conftest import export_spec
 
@@ -178,7 +179,7 @@ def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints
     ffn_out = loaded.model.bert.encoder.layer[0].output.dense.weight.shape  # (hidden, intermediate): unique
 
     def float_ffn_outputs(path):
-        model = tfl.read_model(str(path))
+        model = tfl.read_model(model_bytes(path))  # given a path, it leaks a descriptor (see model_bytes)
         found = []
         for subgraph in model.subgraphs:
             for op in subgraph.operators:
@@ -261,7 +262,7 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
     from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
 
     from pocketbert.converter.backends import get
-    from pocketbert.converter.backends.tflite_graph import masked_softmax_ops
+    from pocketbert.converter.backends.tflite_graph import masked_softmax_ops, model_bytes
 
     from .conftest import export_spec
 
@@ -280,7 +281,7 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
     found = [name.value for name, _ in masked_softmax_ops(dest)]
     assert found.count("SOFTMAX") == op_histogram(dest)["SOFTMAX"] >= 2
     assert found.count("ADD") + found.count("SELECT_V2") >= found.count("SOFTMAX")
-    model = tfl.read_model(str(dest))
+    model = tfl.read_model(model_bytes(dest))  # given a path, it leaks a descriptor (see model_bytes)
     codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
     softmax = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.SOFTMAX]
     inputs = [model.subgraphs[0].tensors[op.inputs[0]].type for op in model.subgraphs[0].operators

@@ -16,7 +16,9 @@ from ..options import MAX_SEED
 
 # No file= on purpose: rich then writes to whatever sys.stdout/sys.stderr are at print time, which
 # quiet.silenced() points at the real terminal.  A pipe gets 80 columns by default: too narrow for the summary.
-console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# piped or captured (logs, CI, a test): messages stay one line each, greppable, as the runtime's and benchmarks' do
+console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160,
+                  soft_wrap=not sys.stderr.isatty())
 out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 EXIT_CODES = """Exit codes: 0 bundle written; 2 bad command line; 3 unusable checkpoint, option or data file;
