@@ -104,11 +104,9 @@ def test_unknown_format_is_refused(checkpoints, options):
     assert not opts.out.exists()
 
 
-def test_minilm_tflite_int8(options):
-    result = convert(options("minilm", formats="tflite", opts="int8", buckets=[32, 128], verify_samples=300))
-    fp32, int8 = read_manifest(result.bundle)["artifacts"]
-    assert fp32["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
-    assert int8["verification"]["real_sentences"]["cosine"] >= 0.99
+# The real MiniLM through TFLite's int8 ladder (buckets 32 and 128) is a run of minutes: the benchmark
+# python -m pocketbert.benchmarks.int8_ladder --format tflite.  The suite converts the real MiniLM to TFLite
+# fp32, fp16 and plain int8 in test_tflite_metadata.py and to fp32 in tests/runtime (parity with Hugging Face).
 
 
 def test_tflite_int8_static_is_full_integer_and_dequantised(checkpoints, options):

@@ -58,6 +58,15 @@ def _manifest(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
 
 
+def test_the_real_minilm_converts_to_tflite_within_its_bars(bundles):
+    """Real weights (not a tiny random model) through TFLite: float as PyTorch, plain int8 close to it."""
+    by_recipe = {a["recipe"]: a for a in _manifest(bundles["minilm"])["artifacts"]}
+    assert set(by_recipe) == {"tflite:fp32", "tflite:fp16", "tflite:int8-dynamic"}
+    assert by_recipe["tflite:fp32"]["verification"]["fixed_inputs"]["max_abs"] <= 1e-4
+    assert by_recipe["tflite:fp32"]["verification"]["real_sentences"]["max_abs"] <= 1e-4
+    assert by_recipe["tflite:int8-dynamic"]["verification"]["real_sentences"]["cosine"] >= 0.99
+
+
 def _embed(bundle: Path, model: Path, **overrides) -> dict:
     """``embed`` with the bundle's own labels, vocabulary and settings, as the pipeline calls it."""
     manifest = _manifest(bundle)

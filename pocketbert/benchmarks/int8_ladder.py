@@ -1,13 +1,16 @@
 """The int8 accuracy ladder end to end on the real all-MiniLM-L6-v2: the README's main job, held to its bars.
 
-    python -m pocketbert.benchmarks.int8_ladder [--out DIR] [--verify-samples 1000] [--calibration-samples 256]
+    python -m pocketbert.benchmarks.int8_ladder [--format onnx,tflite] [--out DIR] [--verify-samples 1000]
+                                                [--calibration-samples 256]
 
-Converts the built-in ``minilm`` with ``--opt int8 --int8 all --format onnx`` (dynamic and static int8),
-verified on the whole SST-2 dev set, and checks what must hold on every CPU: float within 1e-4 of PyTorch;
-plain int8 misses the 99.5% target on MiniLM's outlier channels, so the ladder runs (SmoothQuant, then the
-float-fallback search) and ships a file over the bar; static int8 agrees with float on at least 95% of the
-sentences.  Prints the ladder's path, the figures and the stage times; exits 1 when a check fails.  (Which
-Linear roles the search keeps in float is the ladder's path on this CPU, reported, not checked.)
+ONNX: converts the built-in ``minilm`` with ``--opt int8 --int8 all --format onnx`` (dynamic and static
+int8), verified on the whole SST-2 dev set, and checks what must hold on every CPU: float within 1e-4 of
+PyTorch; plain int8 misses the 99.5% target on MiniLM's outlier channels, so the ladder runs (SmoothQuant,
+then the float-fallback search) and ships a file over the bar; static int8 agrees with float on at least
+95% of the sentences.  TFLite: ``--opt int8 --format tflite --buckets 32,128``: float within 1e-4 of
+PyTorch in both signatures, dynamic int8 over the bar (cosine ≥ 0.99).  Prints each ladder's path, the
+figures and the stage times; exits 1 when a check fails.  (Which Linear roles the search keeps in float is
+the ladder's path on this CPU, reported, not checked.)
 
 This is a run of minutes on 2 cores, so the test suite keeps only the mechanics (tiny models) and this
 command is where the real ladder is proven.
@@ -59,13 +62,29 @@ def check(manifest: dict) -> list[str]:
     return failures
 
 
-def convert(out: Path, verify_samples: int, calibration_samples: int):
+def check_tflite(manifest: dict) -> list[str]:
+    """What the TFLite conversion must show (fp32 in every signature, dynamic int8 over the bar)."""
+    fp32, dynamic = manifest["artifacts"]
+    failures = []
+    if fp32["verification"]["fixed_inputs"]["max_abs"] > 1e-4:
+        failures.append("tflite:fp32 differs from PyTorch on fixed inputs")
+    if dynamic["verification"]["real_sentences"]["cosine"] < 0.99:
+        failures.append("tflite:int8-dynamic's cosine is below 0.99")
+    return failures
+
+
+#: format -> (converter options, check)
+CASES = {"onnx": (dict(int8="all", formats="onnx"), check),
+         "tflite": (dict(int8="dynamic", formats="tflite", buckets=[32, 128]), check_tflite)}
+
+
+def convert(fmt: str, out: Path, verify_samples: int, calibration_samples: int):
     from pocketbert.converter.pipeline import ConvertOptions
     from pocketbert.converter.pipeline import convert as run
 
-    return run(ConvertOptions(checkpoint="minilm", out=out, opts="int8", int8="all", formats="onnx",
-                              verify_samples=verify_samples, calibration_samples=calibration_samples,
-                              measure_latency=False, overwrite=True))
+    return run(ConvertOptions(checkpoint="minilm", out=out, opts="int8", verify_samples=verify_samples,
+                              calibration_samples=calibration_samples, measure_latency=False, overwrite=True,
+                              **CASES[fmt][0]))
 
 
 def describe(result) -> str:
@@ -83,20 +102,29 @@ def describe(result) -> str:
     return "\n".join(lines) + f"\n\nstages: {stages}\nCPU: {machine.describe()['cpu']}"
 
 
+def run_case(fmt: str, out: Path, args) -> list[str]:
+    from pocketbert.converter import quiet
+
+    with quiet.silenced(), warnings.catch_warnings():  # the exporters' and quantisers' chatter
+        warnings.simplefilter("ignore")
+        result = convert(fmt, out, args.verify_samples, args.calibration_samples)
+    print(f"## {fmt}\n\n{describe(result)}\n")
+    return [f"{fmt}: {failure}" for failure in CASES[fmt][1](result.manifest)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="keep the bundle here (default: a temporary directory)")
+    parser.add_argument("--format", default="onnx,tflite", help="onnx, tflite or both (default)")
+    parser.add_argument("--out", type=Path, help="keep the bundles here, one folder per format "
+                        "(default: a temporary directory)")
     parser.add_argument("--verify-samples", type=int, default=1000)
     parser.add_argument("--calibration-samples", type=int, default=256)
     args = parser.parse_args()
-    from pocketbert.converter import quiet
-
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    if not formats or set(formats) - set(CASES):
+        parser.error(f"--format: choose from {', '.join(CASES)}")
     with tempfile.TemporaryDirectory() as tmp:
-        with quiet.silenced(), warnings.catch_warnings():  # the exporters' and quantisers' chatter
-            warnings.simplefilter("ignore")
-            result = convert(args.out or Path(tmp) / "minilm-int8", args.verify_samples, args.calibration_samples)
-        print(describe(result))
-    failures = check(result.manifest)
+        failures = [f for fmt in formats for f in run_case(fmt, (args.out or Path(tmp)) / f"minilm-{fmt}", args)]
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     print("every bar holds" if not failures else f"{len(failures)} bar(s) missed")

@@ -50,3 +50,12 @@ def test_each_missed_bar_is_named(path, value, named):
     target[path[-1]] = value
     failures = int8_ladder.check(manifest)
     assert len(failures) == 1 and named in failures[0], failures
+
+
+def test_the_tflite_bars():
+    fp32 = {"verification": {"fixed_inputs": {"max_abs": 2e-6}}}
+    dynamic = {"verification": {"real_sentences": {"cosine": 0.995}}}
+    assert int8_ladder.check_tflite({"artifacts": [fp32, dynamic]}) == []
+    dynamic["verification"]["real_sentences"]["cosine"] = 0.97
+    fp32["verification"]["fixed_inputs"]["max_abs"] = 1e-3
+    assert len(int8_ladder.check_tflite({"artifacts": [fp32, dynamic]})) == 2
