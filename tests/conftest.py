@@ -171,6 +171,13 @@ LONGEST_FIRST = (
     "tests/test_new_task.py",
     "tests/test_distill.py",
     "tests/test_fake_quant.py",
+    # single tests of one to two minutes (the README's quick start, real-MiniLM conversions and training):
+    # late in file order, they would end the run alone
+    "tests/test_readme.py",
+    "tests/test_tflite_metadata.py",
+    "tests/test_training.py",
+    "tests/benchmarks/test_glue.py",
+    "tests/runtime/test_parity.py",
 )
 #: Modules that must not run at the same time as each other: each starts Ray (a local instance, a two-node
 #: cluster on loopback), and two Ray heads on one 2-core machine starve each other.
