@@ -122,10 +122,9 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
         tokenizer = bundle_tokenizer(bundle)
         opts = ",".join(o for o in bundle.manifest.get("opts") or [] if o != "int8")
         arts = [a for a in bundle.artifacts if a.passed and a.backend in backends]
-        # One length for every artifact of the bundle (TFLite: its largest bucket), so scores differ only by
-        # what the artifacts compute, never by truncation.
-        max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
-                                                               if a.details.get("buckets")])
+        # The bundle's one input length (TFLite: its largest bucket), as every runtime truncates it, so scores
+        # differ only by what the artifacts compute, never by truncation.
+        max_length = min(128, bundle.input_length)
         for art in arts:
             backend = load_artifact(path, art.recipe, threads).backend
             try:

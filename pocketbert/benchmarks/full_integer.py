@@ -73,8 +73,7 @@ def measure_bundle(path: Path, *, limit: int | None = None, threads: int = 1, da
     examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
     tokenizer = bundle_tokenizer(bundle)
     arts = [a for a in bundle.artifacts if a.passed]
-    max_length = min([128, bundle.max_sequence_length] + [max(a.details["buckets"]) for a in arts
-                                                           if a.details.get("buckets")])
+    max_length = min(128, bundle.input_length)  # as every runtime truncates this bundle
     features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
     measured = {}
     for art in arts:

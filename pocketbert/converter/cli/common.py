@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from pocketbert.locations import DATA_DIR_DEFAULT
+from pocketbert.runtime import MAX_THREADS
 from pocketbert.runtime.terminal import plain
 
 from .. import errors
@@ -108,7 +109,8 @@ fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in fl
 
 
 def threads_option(default: int | None = 2):
-    return click.option("--threads", type=click.IntRange(1, 256), default=default, show_default=default is not None,
+    return click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=default,
+                        show_default=default is not None,
                         help=None if default else "PyTorch threads [default: all cores].")
 
 
