@@ -6,8 +6,8 @@ usable as soon as a backend exists for them.
 
 Default artifact, when the caller names none: the backend first (``auto``: ONNX Runtime when the
 bundle has an ONNX artifact and onnxruntime is installed, else LiteRT), then, within it, the
-precision that runs fastest on a CPU: ``int8-dynamic``, then any other ``int8-*``, then ``fp16``,
-then ``fp32``.  ``precision=`` or ``recipe=`` override it.  Only verified artifacts are chosen.
+precision that runs fastest on a CPU: ``int8-dynamic``, then any other ``int8-*``, then ``int4-*`` (the
+phone-sized file), then ``fp16``, then ``fp32``.  ``precision=`` or ``recipe=`` override it.  Only verified artifacts are chosen.
 
 A bundle is untrusted input (it is downloaded and copied between machines): every file is read through
 :meth:`Bundle.file` or the manifest check of :meth:`Bundle.open`, so it must lie inside the bundle
@@ -44,13 +44,21 @@ _DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " 
 
 
 def precision_rank(precision: str) -> tuple[int, str]:
-    """Lower is preferred by default: int8-dynamic, other int8, fp16, fp32, anything else."""
+    """Lower is preferred by default: int8-dynamic, other int8, int4 (the phone-sized file, a little less
+    accurate), fp16, fp32, anything else."""
     if precision == "int8-dynamic":
         return 0, precision
     if precision.startswith("int8"):
         return 1, precision
-    order = {"fp16": 2, "fp32": 3}
-    return order.get(precision, 4), precision
+    if precision.startswith("int4"):
+        return 2, precision
+    order = {"fp16": 3, "fp32": 4}
+    return order.get(precision, 5), precision
+
+
+def preferred(artifacts: list[Artifact]) -> Artifact:
+    """The default among artifacts of one backend: the lowest :func:`precision_rank` (int8-dynamic first)."""
+    return min(artifacts, key=lambda a: precision_rank(a.precision))
 
 
 def backend_installed(name: str) -> bool:
@@ -193,7 +201,7 @@ class Bundle:
                               "choose one of those with backend=/precision=, or convert with matching "
                               "--format/--opt")
         self._require_backend(backend)
-        return min(candidates, key=lambda a: precision_rank(a.precision))
+        return preferred(candidates)
 
     @staticmethod
     def _require_backend(name: str) -> None:

@@ -58,6 +58,26 @@ def bundle_input_length(manifest: dict) -> int:
     return input_length(manifest["max_sequence_length"], buckets)
 
 
+def subset_manifest(manifest: dict, recipes: list[str], files: list[str], cut: dict) -> dict:
+    """The manifest of a bundle holding only the artifacts ``recipes`` and the files ``files``: every other
+    field as it was (key order too), ``cut`` recorded before ``files``.
+
+    The input length stays the source's: without the TFLite artifacts whose buckets bounded it, the rows
+    would grow to ``max_sequence_length``, and the kept artifacts would answer long texts differently
+    from the bundle they were verified in (at ``verification.max_length``).  So ``max_sequence_length``
+    drops to that length where it would otherwise rise."""
+    length = bundle_input_length(manifest)
+    out = {key: value for key, value in manifest.items() if key != "files"}
+    out["artifacts"] = [a for a in manifest["artifacts"] if a["recipe"] in recipes]
+    if bundle_input_length(out) > length:
+        out["max_sequence_length"] = length
+        if "max_sequence_length" in (out.get("tokenizer") or {}):
+            out["tokenizer"] = {**out["tokenizer"], "max_sequence_length": length}
+    out["cut"] = cut
+    out["files"] = {name: manifest["files"][name] for name in sorted(files)}
+    return out
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

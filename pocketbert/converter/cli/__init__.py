@@ -1,7 +1,8 @@
 """Command line: ``python -m converter CHECKPOINT --opt nonorm,relu,int8`` and the checkpoint commands.
 
 group.py holds the command group; convert.py the default command (render.py draws its screen);
-checkpoints.py finetune, recover, trim-vocab and share-embeddings; listing.py ``list``.
+checkpoints.py finetune, recover, trim-vocab and share-embeddings; listing.py ``list``; cut.py ``cut``
+(a bundle of what one target runs).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 from pocketbert.runtime.terminal import styled
 
 from .. import errors, quiet
-from . import checkpoints, convert, listing  # noqa: F401  (importing registers the commands)
+from . import checkpoints, convert, cut, listing  # noqa: F401  (importing registers the commands)
 from .common import console
 from .group import cli
 
