@@ -107,8 +107,8 @@ def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
 
 def _fits(artifact: Artifact, target: str, spec: Target) -> None:
     if artifact.backend != spec.backend:
-        raise InputError(f"--recipe {artifact.recipe} is a {artifact.backend} artifact; --target {target} runs "
-                         f"{spec.backend} ({spec.reader})",
+        raise InputError(f"--recipe {artifact.recipe} is not a {spec.backend} artifact, and --target {target} runs "
+                         f"{spec.backend} only ({spec.reader})",
                          f"choose a {spec.backend}:… recipe, or the --target that runs {artifact.backend}")
     if artifact.precision in spec.cannot_run:
         raise InputError(f"{spec.reader} cannot run {artifact.recipe}: LiteRT.js exposes no scale and zero point "
