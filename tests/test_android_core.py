@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from pocketbert.converter.cut import cut
+
+from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "android_demo"
 CORE = DEMO / "core"
@@ -80,6 +84,28 @@ def test_copy_bundle_puts_one_verified_model_per_task_into_the_assets(java_run, 
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (assets / "ner").iterdir()) == ["labels.txt", "manifest.json", "model.tflite",
                                                                  "vocab.txt"]
+
+
+def test_copy_bundle_takes_a_cut_bundle_and_copies_what_it_copies_from_the_full_one(cls_bundle, tmp_path):
+    """A bundle cut for the phone holds one TFLite model, the one the script would choose: it copies that
+    model, vocab.txt and labels.txt, byte for byte the files it copies from the full bundle, and the cut's
+    manifest, which lists only what was kept."""
+    phone = cut(cls_bundle, "phone", tmp_path / "phone").path
+    full, from_cut = tmp_path / "full-assets", tmp_path / "cut-assets"
+    for bundle, assets in ((cls_bundle, full), (phone, from_cut)):
+        done = _copy(bundle, assets)
+        assert done.returncode == 0, done.stderr
+        assert "(tflite:int8-dynamic)" in done.stdout
+    copied = sorted(p.name for p in (from_cut / "classification").iterdir())
+    assert copied == ["labels.txt", "manifest.json", "model.int8-dynamic.tflite", "vocab.txt"]
+    for name in copied:
+        assert (from_cut / "classification" / name).read_bytes() == (phone / name).read_bytes(), name
+        if name != "manifest.json":
+            assert (from_cut / "classification" / name).read_bytes() == (full / "classification" / name).read_bytes()
+    listed = json.loads((from_cut / "classification" / "manifest.json").read_text(encoding="utf-8"))
+    assert [a["recipe"] for a in listed["artifacts"]] == ["tflite:int8-dynamic"]
+    done = _copy(phone, tmp_path / "assets", "--precision", "fp32")  # what the cut left out, asked for
+    assert done.returncode == 3 and "no verified tflite:fp32 model" in done.stderr and "tflite:int8-dynamic" in done.stderr
 
 
 def test_copy_bundle_refuses_a_damaged_or_unsuitable_bundle(java_run, tmp_path):

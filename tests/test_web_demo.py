@@ -29,6 +29,10 @@ from pathlib import Path
 
 import pytest
 
+from pocketbert.converter.cut import cut
+
+from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
+
 REPO = Path(__file__).resolve().parents[1]
 WEB = REPO / "web_demo"
 GOLDEN = REPO / "tests" / "golden"
@@ -295,6 +299,45 @@ def test_measure_panel_exports_a_record_report_shows_beside_the_desktop(browser,
     (results / "browser.json").write_text(json.dumps(data), encoding="utf-8")
     text = report.build(results, tmp_path / "REPORT.md").read_text(encoding="utf-8")
     assert "## In a web browser" in text and "tflite:fp32" in text and data["device"]["user_agent"] in text
+
+
+#: opens a bundle folder with the page's own reader (src/bundle.js: manifest, artifact choice, size and SHA-256
+#: of every file it reads) and prints what it read
+OPEN_FOLDER = """
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openBundle } from './src/bundle.js';
+const folder = process.argv[1];
+const source = { describe: () => folder, read: async (name) => new Uint8Array(readFileSync(join(folder, name))) };
+const b = await openBundle(source);
+console.log(JSON.stringify({ recipe: b.artifact.recipe, file: b.artifact.file, bytes: b.model.length,
+  labels: b.labels, vocab: b.vocab.length, pin: b.pin }));
+"""
+
+
+def _open_in_node(folder: Path) -> dict:
+    done = subprocess.run(["node", "--input-type=module", "-e", OPEN_FOLDER, str(folder)], cwd=WEB,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_the_page_reads_a_bundle_cut_for_the_web(node_modules, cls_bundle, tmp_path):
+    """A bundle cut for the web (one TFLite model, no ONNX, no tokenizer_config.json) builds into the page, and
+    the page's reader opens it, every file verified, choosing the model it chooses in the full bundle."""
+    web = cut(cls_bundle, "web", tmp_path / "web").path
+    site = tmp_path / "site"
+    done = subprocess.run(["node", str(WEB / "build.mjs"), "--out", str(site), "--classification", str(web)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = site / "bundles" / "classification"
+    assert sorted(p.name for p in served.iterdir()) == ["labels.txt", "manifest.json", "model.int8-dynamic.tflite",
+                                                        "vocab.txt"]
+    read, full = _open_in_node(served), _open_in_node(cls_bundle)
+    assert read["recipe"] == full["recipe"] == "tflite:int8-dynamic"
+    assert {k: read[k] for k in ("file", "bytes", "labels", "vocab")} == {k: full[k] for k in ("file", "bytes",
+                                                                                            "labels", "vocab")}
+    assert read["pin"] == hashlib.sha256((web / "manifest.json").read_bytes()).hexdigest() != full["pin"]
 
 
 def test_js_modules_pass_their_node_tests(node_modules):

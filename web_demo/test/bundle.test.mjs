@@ -62,3 +62,13 @@ test('schema versions: newer, missing or not an integer are refused before anyth
     await assert.rejects(openBundle(source(bundleFiles({ manifest: { schema_version: version, artifacts: [] } }))), message);
   }
 });
+
+test('a bundle cut for the web (python -m converter cut --target web) opens: one TFLite model, a cut record, nothing else', async () => {
+  const cutRecord = { target: 'web', from_sha256: 'a'.repeat(64), dropped: ['onnx:fp32', 'tflite:fp32'] };
+  const ok = await openBundle(source(bundleFiles({ manifest: { cut: cutRecord } })));
+  assert.equal(ok.artifact.recipe, 'tflite:fp32');
+  assert.deepEqual(ok.labels, ['O', 'B-PER']);
+  // the models the cut dropped are neither listed nor present: asking for one names what is there
+  await assert.rejects(openBundle(source(bundleFiles({ manifest: { cut: cutRecord } })), 'int8-dynamic'),
+    /no verified tflite:int8-dynamic model \(it has: fp32\)/);
+});
