@@ -172,6 +172,8 @@ REFUSALS = {
                                   ["not a tflite artifact", "Android app"]),
     "source does not verify": (None, "model.onnx", ["--target", "phone"],
                                ["does not verify", "model.onnx is corrupt", "copy the bundle again"]),
+    "a kept file unlisted": (lambda data: data["files"].pop("tokenizer.json"), None, ["--target", "desktop"],
+                             ["does not verify", "tokenizer.json is not listed in the manifest's files"]),
 }
 
 

@@ -55,12 +55,14 @@ class CutResult:
 
 def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwrite: bool = False) -> CutResult:
     """Write the bundle ``out`` holding what ``target`` runs of the bundle ``source`` (or ``recipe``)."""
+    if target not in TARGETS:
+        raise InputError(f"unknown target {target!r}", f"choose one of {', '.join(TARGETS)}")
     bundle = _open(source)
     _refuse_overlap(bundle.root, Path(out))
     kept = choose(bundle, target, recipe)
     names = files_for(bundle, TARGETS[target], kept)
     staging = Staging(Path(out), overwrite)  # refuses an --out it may not replace before any hashing
-    listed = _verify_source(bundle)
+    listed = _verify_source(bundle, names)
     record = {"target": target, "from_sha256": sha256(bundle.resolve(MANIFEST)),
               "dropped": [a.recipe for a in bundle.artifacts if a not in kept], "pocketbert_version": __version__}
     manifest = subset_manifest(bundle.manifest, [a.recipe for a in kept], names, record)
@@ -81,7 +83,7 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
 
 def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
     """The artifacts ``target`` keeps: ``recipe``'s, or the runtime's own default among the verified ones
-    of its backend (``bundle.preferred``: int8-dynamic, other int8, fp16, fp32), or all of them."""
+    of its backend (``bundle.preferred``: int8-dynamic first, fp32 last), or all of them."""
     spec = TARGETS[target]
     have = ", ".join(f"{a.recipe}{'' if a.passed else ' (failed verification)'}" for a in bundle.artifacts) or "none"
     if recipe is not None:
@@ -138,11 +140,12 @@ def _open(source: Path) -> Bundle:
         raise InputError(exc.problem, exc.fix) from exc
 
 
-def _verify_source(bundle: Bundle) -> dict[str, int]:
-    """Every file the source lists, checked against its size and SHA-256: a bundle that does not verify
-    is a broken copy, and no part of it is shipped.  Returns name -> bytes."""
+def _verify_source(bundle: Bundle, names: list[str]) -> dict[str, int]:
+    """The files to keep (each must be listed), then every file the source lists, checked against its size and
+    SHA-256: a bundle that does not verify is a broken copy, and no part of it is shipped.  Name -> bytes."""
     try:
-        return {name: bundle.file(name, entry="files key").stat().st_size for name in bundle.manifest["files"]}
+        return {name: bundle.file(name, entry="files key").stat().st_size
+                for name in dict.fromkeys([*names, *bundle.manifest["files"]])}
     except BundleError as exc:
         raise InputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
 
