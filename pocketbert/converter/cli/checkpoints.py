@@ -1,4 +1,4 @@
-"""The checkpoint -> checkpoint commands: finetune, recover, trim-vocab and share-embeddings."""
+"""The checkpoint -> checkpoint commands: finetune, recover, trim-vocab, share-embeddings and shrink."""
 
 from __future__ import annotations
 
@@ -167,3 +167,38 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
                                     threads=threads, train_limit=train_limit, data_dir=data_dir,
                                     overwrite=overwrite, log=log)
     out_console.print(plain(f"wrote {path}"))
+
+
+@cli.command(short_help="Distil a student with fewer transformer blocks from a checkpoint (smaller, faster).",
+             epilog=CHECKPOINT_EXIT_CODES)
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the distillation. "
+              + TASK_HELP)
+@click.option("--layers", type=int, required=True, help="Transformer blocks the student keeps (fewer than "
+              "CHECKPOINT's; spread uniformly, the last kept).")
+@click.option("--budget", default="15m", show_default=True, callback=budget,
+              help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-4, show_default=True)
+@click.option("--freeze-word-embeddings", is_flag=True,
+              help="Keep the word-embedding table as it is; a checkpoint that takes its table from a base model "
+              "(share-embeddings) is then written without it, as it was.")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
+@threads_option(None)
+@train_limit_option
+@data_dir_option
+@overwrite_checkpoint_option
+def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, threads, train_limit, data_dir,
+           overwrite):
+    """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
+    (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
+    score, so the accuracy gates judge the result against it."""
+    from ..shrink import shrink_checkpoint
+
+    path, record = shrink_checkpoint(checkpoint, task_name, layers, out, budget=budget, lr=lr, threads=threads,
+                                     freeze_word_embeddings=freeze_word_embeddings, data_dir=data_dir,
+                                     train_limit=train_limit, overwrite=overwrite, log=log)
+    scores, metric = record["dev_scores"], record["metric"]
+    out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, parent "
+                            f"{scores['parent'][metric]:.2f}, {layers} blocks before distillation "
+                            f"{scores['without_recovery'][metric]:.2f}, distilled {scores['recovered'][metric]:.2f} "
+                            f"({record['delta_vs_teacher']:+.2f})"))

@@ -1,0 +1,143 @@
+"""Depth shrinking: a student with fewer transformer blocks than its checkpoint, distilled from it.
+
+The student is the checkpoint itself with M of its N blocks kept (embeddings, task head and any
+nonorm/relu structure unchanged), then trained to match the N-block model with
+:func:`.distill.recover`: logit distillation, hidden-state MSE and attention KL on every student
+layer (TinyBERT's task-specific distillation, without its width projection: the widths are equal).
+
+Which blocks: :func:`kept_blocks` keeps block ``m·N//M − 1`` for student block m (6 → 4: blocks
+0, 2, 3, 5; 6 → 5: 0, 1, 2, 3, 5).  :func:`.distill.pairing.pair` trains student block m to reproduce
+the teacher's hidden state ``m·N//M`` (TinyBERT's uniform map), which is exactly that block's output,
+so each kept block starts as the teacher block whose output it must learn, and the last block (whose
+output the task head reads) is always the teacher's last.  DistilBERT initialises its 6-layer student
+from every other block of BERT-base likewise, first and last included.  Measured on the SST-2 demo
+model (6 → 4, dev accuracy before any distillation; the 6-block parent 88.99): this choice [0, 2, 3, 5]
+84.98, [1, 3, 4, 5] 80.28, [0, 1, 4, 5] 78.78, the top four [2, 3, 4, 5] 78.56, the bottom four
+[0, 1, 2, 3] 49.20.
+
+The record judges the result against the *original* teacher: ``dev_scores.teacher`` is the input
+checkpoint's own ``dev_scores.teacher`` when its training.json has one (a recovered model's fine-tuned
+teacher), so the accuracy gates (``python -m benchmarks gates``) compare the shrunk model with that
+teacher and not with its N-block parent; the parent's score is kept as ``dev_scores.parent``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from . import checkpoint_job as job
+from . import loading
+from .errors import InputError
+from .shared_table import KEY as SHARED_TABLE_KEY
+from .shared_table import digest
+from .training import loop
+from .training.finetune import eval_length, source_name
+from .training.recovery import RecoverOptions, prepare, run
+
+
+def kept_blocks(total: int, keep: int) -> list[int]:
+    """The ``keep`` of ``total`` blocks a student keeps: each student block starts as the teacher block
+    whose output the TinyBERT layer map trains it to reproduce (the last block always kept)."""
+    if not 1 <= keep < total:
+        raise InputError(f"--layers {keep} is not between 1 and {total - 1}: the checkpoint has {total} blocks "
+                         "and the student must have fewer", f"give --layers from 1 to {total - 1}")
+    return [m * total // keep - 1 for m in range(1, keep + 1)]
+
+
+def drop_blocks(model, family, keep: list[int]) -> None:
+    """Keep only the blocks ``keep`` of ``model`` (in place, in order) and record the new depth in its config."""
+    layers = family.layers(model)
+    kept = [layers[i] for i in keep]
+    del layers[:]
+    layers.extend(kept)
+    for index, block in enumerate(kept):
+        for module in block.modules():
+            if hasattr(module, "layer_idx"):  # attention modules index caches by it: keep it consecutive
+                module.layer_idx = index
+    model.config.num_hidden_layers = len(keep)
+
+
+def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, budget: loop.Budget | str,
+                      lr: float = 1e-4, threads: int | None = None, freeze_word_embeddings: bool = False,
+                      data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
+                      batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
+                      log=print) -> tuple[Path, dict]:
+    """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
+    checkpoint on ``task``'s training text, and write the result with its training record."""
+    job.begin(out, overwrite, threads)  # before any training
+    budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
+    teacher, student = loading.load(checkpoint), loading.load(checkpoint)
+    if teacher.head_initialized:
+        raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
+                         f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
+    total = teacher.family.num_layers(teacher.config)
+    keep = kept_blocks(total, layers)
+    options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
+                             dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
+                             freeze_word_embeddings=freeze_word_embeddings)
+    prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
+                       input_names=teacher.family.input_names, eval_length=eval_length(teacher))
+    drop_blocks(student.model, student.family, keep)
+    log(f"{total} -> {layers} blocks: keeping {keep}")
+    # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit
+    record = run(prepared, teacher.model, student.model, teacher.family, log=log)
+    record = _judged_against_the_original(record, _input_record(teacher.checkpoint), teacher, log)
+    record["recipe"].update(layers=layers, kept_blocks=keep)
+    record["shrink"] = {"layers_before": total, "layers_after": layers, "kept_blocks": keep,
+                        "layer_map": [m * total // layers for m in range(layers + 1)]}
+    reference = _base_table(teacher, student.model) if freeze_word_embeddings else None
+    path = job.write(student.model, teacher.tokenizer, out, overwrite=overwrite, record=record,
+                     transforms=job.saved_transforms(teacher.config), base_embeddings=reference)
+    return path, record
+
+
+def _input_record(checkpoint: Path) -> dict:
+    path = Path(checkpoint) / "training.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _judged_against_the_original(record: dict, parent: dict, loaded, log) -> dict:
+    """The record of the shrunk model with the original teacher's score as ``dev_scores.teacher`` (when the
+    input's record has one, for the same task), the parent's beside it, and the parent's history kept."""
+    metric, scores = record["metric"], record["dev_scores"]
+    parent_scores = scores["teacher"]  # what recovery.run measured: the N-block input model
+    original = (parent.get("dev_scores") or {}).get("teacher") if parent.get("task") == record["task"] else None
+    if not (original and metric in original):
+        original = None  # the input is its own teacher (a fine-tuned model)
+    teacher = original or parent_scores
+    scores.update(teacher=teacher, parent=parent_scores)
+    name = source_name(loaded)
+    record.update(kind="shrink", parent=name, base_checkpoint=name,
+                  teacher=parent.get("teacher", name) if original else name,
+                  delta_vs_teacher=round(scores["recovered"][metric] - teacher[metric], 3),
+                  delta_without_recovery=round(scores["without_recovery"][metric] - teacher[metric], 3),
+                  history={k: v for k, v in parent.items() if k != "files"} or None,
+                  training={"steps": record["distillation"]["steps"], "seconds": record["distillation"]["seconds"],
+                            "stopped_by": "budget"})
+    if job.saved_transforms(loaded.config):
+        record["transforms"] = job.saved_transforms(loaded.config)
+    n = loaded.family.num_layers(loaded.config)
+    rows = [{"name": f"teacher ({record['teacher']})", "scores": teacher}]
+    if original:
+        rows.append({"name": f"parent, {n} blocks ({name})", "scores": parent_scores})
+    rows += [{"name": "fewer blocks, before distillation", "scores": scores["without_recovery"]},
+             {"name": "fewer blocks, distilled (this model)", "scores": scores["recovered"]}]
+    record["comparison"] = {"metrics": list(teacher), "rows": rows}
+    log(f"dev {metric}: teacher {teacher[metric]:.2f}, parent ({n} blocks) {parent_scores[metric]:.2f}, "
+        f"before distillation {scores['without_recovery'][metric]:.2f}, distilled {scores['recovered'][metric]:.2f} "
+        f"({record['delta_vs_teacher']:+.2f} vs the teacher)")
+    return record
+
+
+def _base_table(loaded, student) -> dict | None:
+    """The input's base-embeddings reference when the (frozen) table is still exactly that base's: then the
+    result ships without the table as its parent did."""
+    reference = (getattr(loaded.config, loading.SAVED_TRANSFORMS_KEY, None) or {}).get(SHARED_TABLE_KEY)
+    if not reference:
+        return None
+    with torch.no_grad():
+        same = digest(student.get_input_embeddings().weight) == reference["sha256"]
+    return reference if same else None

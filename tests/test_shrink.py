@@ -1,0 +1,140 @@
+"""Depth shrinking (``python -m converter shrink``): fewer blocks, distilled from the checkpoint, judged
+against the original teacher."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from pocketbert.converter import cli, loading
+from pocketbert.converter.errors import EXIT_INPUT, InputError
+from pocketbert.converter.families import is_nonorm
+from pocketbert.converter.pipeline import ConvertOptions, convert
+from pocketbert.converter.shrink import drop_blocks, kept_blocks, shrink_checkpoint
+from pocketbert.converter.training import loop
+
+from .conftest import DATA, build_checkpoint
+
+QUIET = {"log": lambda *a: None}
+
+
+TEACHER_RECORD = {"kind": "recover", "task": "glue:sst2", "teacher": "models/fine-tuned", "metric": "accuracy",
+                  "dev_scores": {"teacher": {"accuracy": 91.25}, "without_recovery": {"accuracy": 50.0},
+                                 "recovered": {"accuracy": 90.5}}}
+
+
+@pytest.fixture(scope="module")
+def parents(tmp_path_factory, tokenizer):
+    """Two 4-block tiny BERTs for SST-2 with large random weights (logits and hidden states that differ from
+    sentence to sentence: something to distil): ``plain``, and ``recovered``, which records nonorm,relu in
+    config.json and a training.json whose teacher scored 91.25 (what ``recover`` writes)."""
+    root = tmp_path_factory.mktemp("shrink")
+    plain = build_checkpoint(root / "plain", "bert", tokenizer, labels=("negative", "positive"), num_hidden_layers=4,
+                             initializer_range=0.2)
+    recovered = root / "recovered"
+    shutil.copytree(plain, recovered)
+    config = json.loads((recovered / "config.json").read_text())
+    config["pocketbert"] = {"transforms": ["nonorm", "relu"]}
+    (recovered / "config.json").write_text(json.dumps(config))
+    (recovered / "training.json").write_text(json.dumps(TEACHER_RECORD))
+    return plain, recovered
+
+
+def _shrink(checkpoint, out, layers=2, steps=40, **kwargs):
+    return shrink_checkpoint(str(checkpoint), "glue:sst2", layers, out, budget=loop.Budget(steps=steps), lr=1e-3,
+                             data_dir=DATA, train_limit=512, dev_limit=200, batch_size=16, progress=False, **QUIET,
+                             **kwargs)
+
+
+@pytest.fixture(scope="module")
+def shrunk(parents, tmp_path_factory):
+    return _shrink(parents[1], tmp_path_factory.mktemp("shrunk") / "two-blocks")
+
+
+def test_kept_blocks_are_the_layer_maps_targets():
+    assert kept_blocks(6, 4) == [0, 2, 3, 5]
+    assert kept_blocks(6, 5) == [0, 1, 2, 3, 5]
+    assert kept_blocks(12, 6) == [1, 3, 5, 7, 9, 11]
+    assert kept_blocks(4, 1) == [3]
+    for bad in (0, -1, 6, 7):
+        with pytest.raises(InputError, match="--layers") as error:
+            kept_blocks(6, bad)
+        assert "from 1 to 5" in error.value.fix
+
+
+def test_the_student_starts_as_the_teachers_blocks(parents):
+    """4 -> 3 keeps blocks 0, 1, 3: the student's first two blocks compute the teacher's first two exactly."""
+    teacher, student = loading.load(str(parents[1])), loading.load(str(parents[1]))
+    drop_blocks(student.model, student.family, kept_blocks(4, 3))
+    assert student.model.config.num_hidden_layers == len(student.family.layers(student.model)) == 3
+    inputs = teacher.tokenizer(["a fine film", "dull"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        t = teacher.model(**inputs, output_hidden_states=True).hidden_states
+        s = student.model(**inputs, output_hidden_states=True).hidden_states
+    assert len(s) == 4
+    for m in range(3):
+        torch.testing.assert_close(s[m], t[m], rtol=0, atol=0)
+    assert not torch.equal(s[3], t[4])  # block 3 now reads block 1's output: what distillation repairs
+
+
+def test_shrunk_checkpoint_has_fewer_blocks_loads_and_converts(parents, shrunk, tmp_path):
+    path, record = shrunk
+    config = json.loads((path / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 and config["pocketbert"]["transforms"] == ["nonorm", "relu"]
+    loaded = loading.load(str(path))
+    assert len(loaded.family.layers(loaded.model)) == 2
+    assert all(is_nonorm(m) for _, m in loaded.family.norms(loaded.model))
+    assert record["shrink"]["kept_blocks"] == [1, 3] and record["kind"] == "shrink"
+    # the reloaded checkpoint computes what was scored
+    from pocketbert.converter.data import load_task
+    from pocketbert.converter.training.evaluate import evaluate
+
+    dev = load_task("glue:sst2", "dev", DATA, limit=200).encode(loaded.tokenizer, 512, loaded.labels)
+    assert evaluate(loaded.model, dev)["accuracy"] == pytest.approx(record["dev_scores"]["recovered"]["accuracy"],
+                                                                    abs=1e-3)
+    result = convert(ConvertOptions(checkpoint=str(path), out=tmp_path / "bundle", formats="onnx",
+                                    opts="nonorm,relu", verify_samples=20, measure_latency=False, data_dir=DATA))
+    assert result.manifest["source"]["training"]["dev_scores"]["teacher"] == record["dev_scores"]["teacher"]
+
+
+def test_the_record_keeps_the_original_teachers_score(parents, shrunk):
+    _, record = shrunk
+    scores = record["dev_scores"]
+    assert scores["teacher"] == {"accuracy": 91.25}  # the original teacher's, not the 4-block parent's
+    assert scores["parent"]["accuracy"] != 91.25  # the parent, measured on dev
+    assert record["teacher"] == TEACHER_RECORD["teacher"] and record["history"]["kind"] == "recover"
+    assert record["delta_vs_teacher"] == pytest.approx(
+        scores["recovered"]["accuracy"] - scores["teacher"]["accuracy"], abs=1e-3)
+
+
+def test_distillation_narrows_the_students_gap(shrunk):
+    """The dropped student's gap to its parent on dev (logits, last hidden state) falls to well under half
+    where it started (measured: about a fifth and an eighth); a run that trained nothing would leave it."""
+    _, record = shrunk
+    before, after = record["distillation"]["gap_before"], record["distillation"]["gap_after"]
+    assert after["logit_mse"] < 0.5 * before["logit_mse"]
+    assert after["last_hidden_mse"] < 0.5 * before["last_hidden_mse"]
+
+
+def test_a_plain_fine_tuned_checkpoint_is_its_own_teacher(parents, tmp_path):
+    """Without a teacher in its training record the checkpoint is the teacher; a frozen table stays as it was."""
+    path, record = _shrink(parents[0], tmp_path / "out", layers=3, steps=2, freeze_word_embeddings=True)
+    assert record["dev_scores"]["teacher"] == record["dev_scores"]["parent"]
+    assert record["shrink"]["kept_blocks"] == [0, 1, 3]
+    before = loading.load(str(parents[0])).model.get_input_embeddings().weight
+    after = loading.load(str(path)).model.get_input_embeddings().weight
+    assert torch.equal(before, after)
+
+
+@pytest.mark.parametrize("layers", ["0", "4", "9"])
+def test_cli_refuses_bad_layers(parents, tmp_path, capsys, layers):
+    out = tmp_path / "out"
+    code = cli.main(["shrink", str(parents[1]), "--task", "glue:sst2", "--layers", layers, "--budget", "2steps",
+                     "--data-dir", str(DATA), "--out", str(out)])
+    assert code == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "error:" in err and f"--layers {layers}" in err and "fix: give --layers from 1 to 3" in " ".join(err.split())
+    assert "Traceback" not in err and not out.exists()
