@@ -25,5 +25,5 @@ def cli():
     \b
     python -m converter CHECKPOINT [options]      convert (the default command)
     python -m converter list                      families, optimisations, recipes
-    python -m converter cut BUNDLE --target T -o DIR   keep what phone, web or desktop runs
+    python -m converter cut BUNDLE --target T     keep only what phone, web or desktop runs
     """
