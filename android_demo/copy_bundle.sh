@@ -6,7 +6,7 @@
 # BUNDLE_DIR is a directory written by `python -m converter … --format tflite` (or the default
 # tflite,onnx). The bundle goes to app/src/main/assets/<task>/ (ner or classification; the app has one
 # slot per task and replaces what was there): manifest.json, vocab.txt, labels.txt and ONE TFLite model,
-# the verified artifact the app would choose (int8-dynamic, other int8, fp16, fp32, the runtime's rule),
+# the verified artifact the app would choose (int8-dynamic, other int8, int4, fp16, fp32, the runtime's rule),
 # or the one of --precision. Sizes and SHA-256 are checked against the manifest before anything is copied.
 # --assets DIR copies into DIR/<task> instead (tests use it). Needs python3 (to read the manifest).
 set -euo pipefail
@@ -69,7 +69,7 @@ for name in m.get("files", {}):
     inside(name, "files key")
 
 def rank(p):
-    return 0 if p == "int8-dynamic" else 1 if p.startswith("int8") else {"fp16": 2, "fp32": 3}.get(p, 4)
+    return 0 if p == "int8-dynamic" else 1 if p.startswith("int8") else 2 if p.startswith("int4") else {"fp16": 3, "fp32": 4}.get(p, 5)
 
 candidates = [a for a in m.get("artifacts", []) if a.get("backend") == "tflite"
               and (a.get("verification") or {}).get("passed") and (bundle / a["file"]).is_file()

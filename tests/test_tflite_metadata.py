@@ -21,6 +21,7 @@ from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoTokenizer
 
 from pocketbert.converter.backends import get, tflite_metadata
+from pocketbert.converter.backends.tflite_recipes import quantize_file
 from pocketbert.converter.pipeline import ConvertOptions, convert
 
 from .conftest import DATA, export_spec
@@ -211,10 +212,12 @@ def test_mediapipe_metadata_schema_reads_it(name, bundles, tmp_path):
 def test_embed_keeps_quantizer_external_buffers(bundles, checkpoints, tmp_path):
     # ai-edge-quantizer stores weights behind the flatbuffer (offset/size from the file start).
     bundle = bundles["bert-2buckets"]
-    source = tmp_path / "raw" / "model.int8-dynamic.tflite"  # the backend's output, before the pipeline embeds
+    # the quantiser's own output (the backend then compacts it, moving such buffers inside)
+    source = tmp_path / "raw" / "model.int8-dynamic.tflite"
     source.parent.mkdir()
-    get("tflite").quantize(export_spec(checkpoints["bert"]["classification"], [32, 64])[1], "int8-dynamic",
-                           source, None)
+    float_path = tmp_path / "raw" / "model.tflite"
+    get("tflite")._convert(export_spec(checkpoints["bert"]["classification"], [32, 64])[1], float_path)
+    quantize_file(float_path, source, "int8-dynamic", [])
     before = _buffers(source)
     assert sum(offset > 1 for _, offset, _ in before) > 10
     model = tmp_path / source.name

@@ -61,17 +61,19 @@ class Quantizer:
         ladder reaches the target; the float-fallback search then keeps the cheapest such attempt.
         """
         lengths = self.judged if backend.fixed_lengths else self.judged[:1]
+        bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement, self.target_agreement,
+                                   self.min_entity_f1)
 
         def accept(path: Path) -> tuple[bool, dict]:
             runner = self._load(backend, path, precision)
             found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
                                     [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
-            meets_bar = all(c.int8_failure(self.min_cosine, self.min_agreement, self.min_entity_f1) is None
+            meets_bar = all(c.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is None
                             for c in found)
             # the target holds for what the task reports: for NER its entities as well as its tokens
             reported = min(c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
                            for c in found)
-            ok = meets_bar and reported >= self.target_agreement
+            ok = meets_bar and reported >= bars.target_agreement
             # the worst length's figures: a file is as good as its worst signature
             figures = {"cosine": round(min(c.cosine for c in found), 5),
                        "top1_agreement": round(min(c.top1_agreement for c in found), 4)}

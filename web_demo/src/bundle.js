@@ -39,11 +39,12 @@ export function filesSource(files) {
   };
 }
 
-/** Lower is preferred: int8-dynamic, other int8, fp16, fp32 (the Android app's and the runtime's order). */
+/** Lower is preferred: int8-dynamic, other int8, int4, fp16, fp32 (the Android app's and the runtime's order). */
 export function precisionRank(precision) {
   if (precision === 'int8-dynamic') return 0;
   if (precision.startsWith('int8')) return 1;
-  return { fp16: 2, fp32: 3 }[precision] ?? 4;
+  if (precision.startsWith('int4')) return 2;
+  return { fp16: 3, fp32: 4 }[precision] ?? 5;
 }
 
 const isPositiveInt = (v) => Number.isInteger(v) && v > 0 && typeof v === 'number';

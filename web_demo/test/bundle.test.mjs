@@ -17,6 +17,13 @@ test('the Android app\'s choice: int8-dynamic, then fp16, then fp32; int8-static
   assert.throws(() => chooseArtifact(manifest, 'int8-static'), /no verified tflite:int8-static model/);
 });
 
+test('the phone-sized int4 file comes after int8 and before the float ones, as in the runtime and the Android app', () => {
+  const manifest = { artifacts: [artifact('fp32'), artifact('fp16'), artifact('int4-dynamic')] };
+  assert.equal(chooseArtifact(manifest).precision, 'int4-dynamic');
+  manifest.artifacts.push(artifact('int8-dynamic'));
+  assert.equal(chooseArtifact(manifest).precision, 'int8-dynamic');
+});
+
 test('the input length is the bundle\'s, as in every runtime: max_sequence_length or a TFLite artifact\'s largest bucket', () => {
   const tflite = { ...artifact('fp32'), details: { buckets: [32, 64] } };
   const onnx = { ...artifact('int8-dynamic'), backend: 'onnx', details: {} };

@@ -98,7 +98,7 @@ class Backend(ABC):
 
 
 def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], bool], tuple[bool, dict]],
-                          enabled: bool = True) -> dict:
+                          enabled: bool = True, kept_as: str = "float") -> dict:
     """The accuracy-driven float-fallback search both backends share.
 
     ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
@@ -108,6 +108,9 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
     float, most helpful first, until the result passes.  If none passes, the cheapest step whose
     figures say ``meets_bar`` (good enough to ship, short of the target) is written and accepted,
     with ``target_met`` False.  Returns ``details["float_fallback"]``.
+
+    ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
+    file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.
     """
     excluded: list[str] = []
     ok, score = attempt(excluded, True)
@@ -132,7 +135,7 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
             if good_enough != steps[-1][0]:  # the destination holds the last step: write the chosen one
                 attempt(good_enough, True)
             excluded, ok = good_enough, True
-    return {"roles": excluded, "linears_in_float": sum(len(roles[r]) for r in excluded),
+    return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search}
 

@@ -61,8 +61,9 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
                       f"divided by up to {equalization['largest_scale']:g} (exact in float)", False))
     fallback = details.get("float_fallback") or {}
     if fallback.get("roles"):
-        lines.append((f"{event.recipe}: {fallback['linears_in_float']} of {fallback['linears']} Linear layers kept "
-                      f"in float for accuracy: {', '.join(fallback['roles'])}", True))
+        kept_as = fallback.get("kept_as", "float")
+        lines.append((f"{event.recipe}: {fallback[f'linears_in_{kept_as}']} of {fallback['linears']} Linear layers "
+                      f"kept in {kept_as} for accuracy: {', '.join(fallback['roles'])}", True))
     if fallback.get("accepted") and not fallback.get("target_met", True):
         best = max(min(s["top1_agreement"], s.get("entity_f1", 1.0)) for s in fallback["search"])
         measure = "top-1 agreement and entity F1" if "entity_f1" in fallback["search"][0] else "top-1 agreement"
@@ -99,9 +100,11 @@ def size_line(recipe: str, size: int, details: dict) -> str | None:
     shown = sorted(((n, t) for t, n in weights.items() if n >= 0.01 * size), reverse=True)
     line = f"{recipe} {size / 1e6:.1f} MB: weights " + ", ".join(f"{n / 1e6:.1f} MB {t}" for n, t in shown)
     fallback = details.get("float_fallback") or {}
-    if fallback.get("linears_in_float"):
-        line += (f"; {fallback['linears_in_float']} of {fallback['linears']} Linear layers kept in float for "
-                 f"accuracy ({', '.join(fallback['roles'])}), 4 bytes per weight where int8 takes 1")
+    kept_as = fallback.get("kept_as", "float")
+    if fallback.get(f"linears_in_{kept_as}"):
+        cost = "4 bytes per weight where int8 takes 1" if kept_as == "float" else "1 byte per weight where int4 takes ½"
+        line += (f"; {fallback[f'linears_in_{kept_as}']} of {fallback['linears']} Linear layers kept in {kept_as} for "
+                 f"accuracy ({', '.join(fallback['roles'])}), {cost}")
     return line
 
 

@@ -55,7 +55,7 @@ def _verified(c: Conversion, built: Built, runner) -> ArtifactResult:
     if kind in ("fp32", "fp16"):
         figures.update(_float_figures(c, runner, real, kind))
     else:
-        figures.update(_int8_figures(c, real))
+        figures.update(_int8_figures(c, real, built.recipe.precision))
     path = built.artifact.path
     return ArtifactResult(recipe=built.recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
                           passed=figures["passed"], details=built.artifact.details)
@@ -78,13 +78,12 @@ def _float_figures(c: Conversion, runner, real: verify.Comparison, kind: str) ->
     return figures
 
 
-def _int8_figures(c: Conversion, real: verify.Comparison) -> dict:
+def _int8_figures(c: Conversion, real: verify.Comparison, precision: str) -> dict:
     o = c.options
-    figures = {"tolerance": {"min_cosine": o.int8_min_cosine, "min_top1_agreement": o.int8_min_agreement,
-                             "ladder_target_top1_agreement": o.int8_target_agreement}}
-    if real.entity_f1 is not None:
-        figures["tolerance"]["min_entity_f1"] = o.int8_min_entity_f1
-    failure = real.int8_failure(o.int8_min_cosine, o.int8_min_agreement, o.int8_min_entity_f1)
+    bars = verify.integer_bars(precision, o.int8_min_cosine, o.int8_min_agreement, o.int8_target_agreement,
+                               o.int8_min_entity_f1)
+    figures = {"tolerance": bars.to_json(real.entity_f1 is not None)}
+    failure = real.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1)
     if failure:
         figures["failure"] = failure
     figures["passed"] = failure is None

@@ -20,6 +20,7 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 
+from ..tflite_compact import packing_shared_tables, share_quantization
 from .build import model_metadata
 from .mediapipe_compat import mediapipe_blockers
 from .reader import read
@@ -143,7 +144,9 @@ def _with_metadata(model, raw: bytes, metadata: bytes) -> bytes:
         external.pop(entry.buffer, None)  # ai-edge-quantizer moves it out; readers need it inline
 
     builder = flatbuffers.Builder(max(1024, len(raw) - sum(len(b) for b in external.values())))
-    builder.Finish(model.Pack(builder), file_identifier=TFLITE_IDENTIFIER)
+    share_quantization(model)  # keep a compacted file compact (tflite_compact)
+    with packing_shared_tables():
+        builder.Finish(model.Pack(builder), file_identifier=TFLITE_IDENTIFIER)
     head = bytearray(builder.Output())
     return bytes(head) if not external else _append_external(head, external)
 

@@ -58,7 +58,7 @@ public final class Artifact {
         return signatures;
     }
 
-    /** Default preference on a CPU, lower first: int8-dynamic, other int8, fp16, fp32, anything else. */
+    /** Default preference on a CPU, lower first: int8-dynamic, other int8, int4, fp16, fp32, anything else. */
     int precisionRank() {
         if (precision.equals("int8-dynamic")) {
             return 0;
@@ -66,10 +66,13 @@ public final class Artifact {
         if (precision.startsWith("int8")) {
             return 1;
         }
-        if (precision.equals("fp16")) {
+        if (precision.startsWith("int4")) {
             return 2;
         }
-        return precision.equals("fp32") ? 3 : 4;
+        if (precision.equals("fp16")) {
+            return 3;
+        }
+        return precision.equals("fp32") ? 4 : 5;
     }
 
     @Override

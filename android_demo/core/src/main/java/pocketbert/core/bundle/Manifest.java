@@ -264,7 +264,7 @@ public final class Manifest {
     /**
      * The artifact to run: verified, of {@code backend}, its file among {@code availableFiles}, and of
      * {@code precision} if given; otherwise the fastest precision on a CPU (int8-dynamic, other int8,
-     * fp16, fp32), the Python runtime's default rule.
+     * int4, fp16, fp32), the Python runtime's default rule.
      */
     public Artifact chooseArtifact(String backend, Set<String> availableFiles, String precision) {
         List<Artifact> candidates = new ArrayList<>();
