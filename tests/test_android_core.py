@@ -108,6 +108,28 @@ def test_copy_bundle_takes_a_cut_bundle_and_copies_what_it_copies_from_the_full_
     assert done.returncode == 3 and "no verified tflite:fp32 model" in done.stderr and "tflite:int8-dynamic" in done.stderr
 
 
+def test_copy_bundle_copies_the_int4_file_when_asked_or_from_a_phone_cut_keeping_it(java_run, tmp_path):
+    """A bundle converted with int8 and int4 (run_tests.sh's classification bundle): int8 ranks first, so the
+    int4 file is copied with --precision int4-dynamic, or by default from the phone cut that kept it
+    (Int4ArtifactTest loads that cut as the app does), byte for byte the converter's file."""
+    _, work = java_run
+    full, phone = work / "pipeline" / "cls-bundle", work / "pipeline" / "cls-int4-phone"
+    int4 = "model.int4-dynamic.tflite"
+    assert (full / int4).is_file() and (full / "model.int8-dynamic.tflite").is_file(), sorted(full.iterdir())
+    done = _copy(full, tmp_path / "default")
+    assert done.returncode == 0 and "(tflite:int8-dynamic)" in done.stdout, done.stderr
+    for bundle, options in ((full, ("--precision", "int4-dynamic")), (phone, ())):
+        assets = tmp_path / bundle.name
+        done = _copy(bundle, assets, *options)
+        assert done.returncode == 0 and "(tflite:int4-dynamic)" in done.stdout, done.stderr
+        copied = assets / "classification"
+        assert sorted(p.name for p in copied.iterdir()) == ["labels.txt", "manifest.json", int4, "vocab.txt"]
+        assert (copied / int4).read_bytes() == (full / int4).read_bytes()
+    listed = json.loads((tmp_path / phone.name / "classification" / "manifest.json").read_text(encoding="utf-8"))
+    assert [a["recipe"] for a in listed["artifacts"]] == ["tflite:int4-dynamic"]
+    assert listed["files"][int4]["sha256"] == hashlib.sha256((full / int4).read_bytes()).hexdigest()
+
+
 def test_copy_bundle_refuses_a_damaged_or_unsuitable_bundle(java_run, tmp_path):
     _, work = java_run
     damaged = shutil.copytree(work / "pipeline" / "ner-bundle", tmp_path / "damaged")

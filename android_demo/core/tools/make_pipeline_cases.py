@@ -7,7 +7,8 @@
    3-label sequence-classification head.
 2. Converts them with ``python -m converter`` into ``WORKDIR/ner-bundle`` (``tflite:fp32`` and
    ``tflite:int8-static``: int8 logits with a scale and zero point) and ``WORKDIR/cls-bundle``
-   (``tflite:fp32`` and ``tflite:int8-dynamic``), buckets 16 and 32.
+   (``tflite:fp32``, ``tflite:int8-dynamic`` and ``tflite:int4-dynamic``), buckets 16 and 32, and cuts
+   ``WORKDIR/cls-int4-phone`` from it: the phone cut keeping the int4 file, as the app's assets hold it.
 3. Runs texts through ``runtime.load(bundle, backend="tflite")`` while recording every LiteRT
    signature call (signature key, named inputs, the raw ``logits`` output with its dtype and
    quantisation), and writes ``WORKDIR/pipeline_cases.json``: the recorded calls, the signature list,
@@ -33,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from pocketbert import runtime  # noqa: E402
+from pocketbert.converter.cut import cut  # noqa: E402
 from pocketbert.runtime.ner import AGGREGATIONS  # noqa: E402
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
@@ -177,7 +179,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     checkpoints = build_checkpoints(work)
     convert(checkpoints["ner"], work / "ner-bundle", "tflite:int8-static")
-    convert(checkpoints["cls"], work / "cls-bundle", "tflite:int8-dynamic")
+    convert(checkpoints["cls"], work / "cls-bundle", "tflite:int8-dynamic,tflite:int4-dynamic")
+    # int4 ranks after int8, so the full bundle's replay runs int8; the cut is where the app meets int4
+    cut(work / "cls-bundle", "phone", work / "cls-int4-phone", recipe="tflite:int4-dynamic", overwrite=True)
     recorder = Recorder()
     restore = recorder.install()
     try:
