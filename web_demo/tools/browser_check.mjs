@@ -5,7 +5,8 @@
 //
 // SPEC: {url, chromium, user_data_dir, screenshot, vocab, settings (name -> tokenizer settings),
 //        tokenization (cases), ner_golden, classification_golden, texts: {ner: [...], classification: [...]},
-//        tampered_url, tampered_files: [paths], missing_url, file_url}
+//        tampered_url, tampered_files: [paths], missing_url, file_url,
+//        int4_url (a classification bundle whose default is tflite:int4-dynamic), int4_texts}
 // OUT.console: per page, its uncaught errors and console errors (its worker's too) and the other console lines.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
@@ -140,6 +141,21 @@ try {
   await missing.waitForFunction(() => window.demo?.ready);
   await missing.evaluate(() => window.demo.ready);
   out.missing = { error: await errorShown(missing), status: await missing.textContent('#status') };
+
+  // The int4 file in a page of its own, chosen by default: raw logits as well, as the runtime compares them.
+  const int4 = await openPage('int4', spec.int4_url);
+  await int4.waitForFunction(() => window.demo?.ready);
+  out.int4 = await int4.evaluate(async (texts) => {
+    await window.demo.ready;
+    const p = window.demo.pipelines.classification;
+    if (!p) return { error: window.demo.lastError };
+    const results = [];
+    for (const text of texts) {
+      const r = await p.run(text);
+      results.push({ input_ids: r.rows[0].input_ids, logits: r.logits[0], labels: r.labels });
+    }
+    return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
+  }, spec.int4_texts);
 
   const file = await openPage('file', spec.file_url);
   await file.waitForTimeout(1000); // what a user sees after a moment: the page must not wait for a script
