@@ -56,3 +56,20 @@ def test_bad_sizes(checkpoints):
         trim(loaded.model, loaded.tokenizer, ["a text"], 50)
     with pytest.raises(InputError, match="not smaller"):
         trim(loaded.model, loaded.tokenizer, ["a text"], 40000)
+
+
+def test_room_left_by_the_text_is_filled_in_the_vocabularys_order_without_reserved_slots(checkpoints):
+    from pocketbert.converter.vocab_trim import kept_ids
+
+    tokenizer = loading.load(str(checkpoints["bert"]["classification"])).tokenizer
+    vocab = tokenizer.get_vocab()
+    text_only = kept_ids(tokenizer, ["a gripping film ."], 2500)
+    assert len(text_only) == 2500
+    reserved = {i for token, i in vocab.items() if token.startswith("[unused")}
+    assert reserved and not reserved & set(text_only)
+    text = set(tokenizer("a gripping film .", add_special_tokens=False)["input_ids"])
+    assert text <= set(text_only) and vocab["the"] in text_only
+    # the fill is the vocabulary's first pieces (its most frequent words): every piece left out comes after it
+    dropped = [i for token, i in vocab.items() if i not in text_only and not token.startswith("[unused")]
+    kept_words = [i for token, i in vocab.items() if i in text_only and i not in text and len(token.lstrip("#")) > 1]
+    assert max(kept_words) < min(dropped)

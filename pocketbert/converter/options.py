@@ -14,7 +14,7 @@ from . import loading, verify
 from . import texts as textdata
 from .errors import InputError, OutputError
 from .opts import Opts, parse_opts
-from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, select
+from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, parse_size, select
 from .training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA
 
@@ -47,6 +47,7 @@ class ConvertOptions:
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     int8_equalize: bool = True  # static int8 of a nonorm model: equalise its residual stream first
     measure_latency: bool = True
+    max_size: str | int | None = None  # TFLite: the most accurate recipe whose file fits, e.g. "8MB" or bytes
     # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
     recover: str | None = None
     recover_options: dict = field(default_factory=dict)  # RecoverOptions fields: budget, schedule, lr, …
@@ -74,7 +75,8 @@ def plan(options: ConvertOptions) -> Plan:
     """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
     _check_scalars(options, opts)
-    recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts))
+    recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts),
+                     _max_bytes(options))
     chosen = Plan(opts, recipes, None, None)
     int8_planned = any(isinstance(r, Choice) or r.kind == "int8" for r in recipes)
     if options.buckets and "tflite" not in chosen.backends:
@@ -133,6 +135,23 @@ def calibration_samples_for(recipes: list[Recipe | Choice]) -> int:
     """The default number of calibration texts for these recipes."""
     asked = any(isinstance(r, Recipe) and r.precision == "int8-static" for r in recipes)
     return STATIC_CALIBRATION_SAMPLES if asked else CALIBRATION_SAMPLES
+
+
+def _max_bytes(options: ConvertOptions) -> int | None:
+    """``--max-size`` in bytes; it chooses the TFLite recipe, so it excludes the other ways of choosing one."""
+    if options.max_size is None:
+        return None
+    size = options.max_size if isinstance(options.max_size, int) and not isinstance(options.max_size, bool) \
+        else parse_size(options.max_size)
+    if size < 1:
+        raise InputError(f"--max-size {options.max_size!r} is not a size", "write it as e.g. --max-size 8MB")
+    if options.recipes:
+        raise InputError("--max-size and --recipe both choose what to build",
+                         "give --max-size with --format tflite (it picks the recipe), or name recipes with --recipe")
+    if "tflite" not in parse_formats(options.formats):
+        raise InputError("--max-size chooses the TFLite file, and nothing is exported to tflite",
+                         "add tflite to --format (e.g. --format tflite --max-size 8MB)")
+    return size
 
 
 def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:

@@ -47,6 +47,33 @@ class Choice:
         return f"{self.candidates[0].backend}:int8-auto"
 
 
+@dataclass(frozen=True)
+class Fit(Choice):
+    """``--max-size``: the most accurate candidate whose file fits ``max_bytes`` and passes its bar."""
+
+    max_bytes: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.candidates[0].backend}:max-size-{self.max_bytes / 1e6:g}MB"
+
+
+#: --max-size's TFLite candidates, most accurate first (each about half the one before)
+FIT_PRECISIONS = ("fp16", "int8-dynamic", "int4-dynamic")
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "k": 10**3, "mb": 10**6, "m": 10**6, "gb": 10**9, "g": 10**9}
+
+
+def parse_size(text: str) -> int:
+    """'8MB', '8.5 MB', '750kB' -> bytes (decimal units, as the converter prints sizes)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match and _SIZE_UNITS.get(match.group(2).lower())
+    if not match or unit is None or float(match.group(1)) * unit < 1:
+        raise InputError(f"--max-size {text!r} is not a size", "write it as a number and a unit, e.g. --max-size 8MB")
+    return int(float(match.group(1)) * unit)
+
+
 FORMATS = ("onnx", "tflite")
 RECIPES = {r.name: r for r in (
     Recipe("onnx", "fp32", "float32 ONNX, dynamic batch and sequence axes"),
@@ -86,9 +113,11 @@ def parse_recipes(text: str | None) -> list[Recipe]:
     return [r for name, r in RECIPES.items() if name in names]
 
 
-def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | None = None) -> list[Recipe | Choice]:
+def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | None = None,
+           max_bytes: int | None = None) -> list[Recipe | Choice]:
     """What to build, per format: always the float export (the quantisers' input and the reference
-    artifact), then either the ``--recipe`` names or the int8 recipes ``--opt int8 --int8`` asks for."""
+    artifact), then either the ``--recipe`` names or the int8 recipes ``--opt int8 --int8`` asks for;
+    for TFLite with ``max_bytes`` (``--max-size``), the most accurate recipe that fits instead."""
     if named:
         formats = [f for f in FORMATS if any(r.backend == f for r in named)]
     chosen: list[Recipe | Choice] = []
@@ -96,6 +125,8 @@ def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | 
         chosen.append(RECIPES[f"{backend}:fp32"])
         if named:
             chosen += [r for r in named if r.backend == backend and r.precision != "fp32"]
+        elif max_bytes and backend == "tflite":
+            chosen.append(Fit(tuple(RECIPES[f"tflite:{p}"] for p in FIT_PRECISIONS), max_bytes))
         elif Opts(opts).quantizes:
             candidates = tuple(RECIPES[f"{backend}:int8-{m}"] for m in INT8_METHODS)
             if int8 == "auto":

@@ -48,7 +48,12 @@ def _pieces(tokenizer, texts) -> Counter:
 
 
 def kept_ids(tokenizer, texts, size: int) -> list[int]:
-    """Ids to keep, in their original order: specials, single characters, then the most frequent pieces."""
+    """Ids to keep, in their original order: specials, single characters, the task text's pieces (most frequent
+    first), then, while ``size`` allows, the vocabulary's own pieces in its order.
+
+    A WordPiece vocabulary lists its pieces roughly by frequency in the corpus it was built on (after the
+    reserved and single-character ones), so the fill keeps the words a task's training text happened to miss
+    but its users will write (names above all, which is where trimming cost NER most)."""
     vocab = tokenizer.get_vocab()
     prefix = json.loads(tokenizer.backend_tokenizer.to_str())["model"].get("continuing_subword_prefix", "##")
     must = set(tokenizer.all_special_ids)
@@ -58,11 +63,18 @@ def kept_ids(tokenizer, texts, size: int) -> list[int]:
         raise InputError(f"--size {size} is smaller than the {len(must)} pieces every vocabulary keeps "
                          "(special tokens and single characters)", f"use --size {len(must)} or more")
     keep = set(must)
-    for i, _ in _pieces(tokenizer, texts).most_common():
+    ranked = [i for i, _ in _pieces(tokenizer, texts).most_common()]
+    # reserved slots ([unused0] …) can never be produced by the tokenizer: no use keeping them
+    ranked += [i for token, i in sorted(vocab.items(), key=lambda item: item[1]) if not _reserved(token)]
+    for i in ranked:
         if len(keep) >= size:
             break
         keep.add(i)
     return sorted(keep)
+
+
+def _reserved(token: str) -> bool:
+    return token.startswith("[unused") or token.startswith("<unused")
 
 
 def _trimmed_tokenizer(tokenizer, ids: list[int]):

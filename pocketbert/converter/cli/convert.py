@@ -50,6 +50,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--recipe", "recipes", metavar="LIST",
               help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
                    "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
+@click.option("--max-size", metavar="SIZE",
+              help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
+                   "(e.g. 8MB) and passes its bar, or refuse saying what would fit; instead of --opt int8 for TFLite.")
 @click.option("--buckets", metavar="N,N,…", callback=int_list,
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "

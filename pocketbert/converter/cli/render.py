@@ -59,6 +59,11 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
         lines.append((f"  {event.recipe}: residual stream equalised before calibration: "
                       f"{equalization['channels_scaled']:,} channels of {equalization['streams']} stream tensors "
                       f"divided by up to {equalization['largest_scale']:g} (exact in float)", False))
+    choice = details.get("size_choice")
+    if choice:
+        tried = ", ".join(f"{t['recipe']} {t['bytes'] / 1e6:.1f} MB ({t['outcome']})" if t["bytes"] else
+                          f"{t['recipe']} (weights alone over the budget)" for t in choice["candidates"])
+        lines.append((f"  --max-size {choice['max_bytes'] / 1e6:g} MB: {tried}", False))
     fallback = details.get("float_fallback") or {}
     if fallback.get("roles"):
         kept_as = fallback.get("kept_as", "float")

@@ -6,11 +6,13 @@ After quantisation, which drops metadata; before verification, so the verified b
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .. import __version__
 from ..backends import tflite_metadata
 from ..conversion import Conversion
+from ..errors import VerificationError
 from .base import Stage
 
 
@@ -21,6 +23,16 @@ class MetadataStage(Stage):
         for built in c.built:
             if built.recipe.backend == "tflite":
                 built.artifact.details["metadata"] = embed(c, built.artifact.path)
+                _check_size(built)
+
+
+def _check_size(built) -> None:
+    """--max-size holds for the shipped bytes, metadata included (the quantize stage reserved room for it)."""
+    limit = (built.artifact.details.get("size_choice") or {}).get("max_bytes")
+    size = built.artifact.path.stat().st_size
+    if limit and size > limit:
+        raise VerificationError(f"{built.recipe.name} is {size / 1e6:.2f} MB with its metadata, over --max-size "
+                                f"{limit / 1e6:g} MB", f"raise --max-size to {math.ceil(size / 1e4) / 100:g}MB")
 
 
 def embed(c: Conversion, path: Path) -> dict:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from .. import backends, verify
+from .. import backends, size_fit, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion
 from ..events import ArtifactBuilt
 from ..quantization import Judged, Quantizer
-from ..recipes import Choice
+from ..recipes import Choice, Fit
 from ..transforms import equalize
 from .base import Stage
 
@@ -27,7 +27,13 @@ class QuantizeStage(Stage):
         quantizer = _quantizer(c)
         for recipe in planned:
             start = time.perf_counter()
-            if isinstance(recipe, Choice):
+            if isinstance(recipe, Fit):
+                with c.step(self.name, f"Choosing the TFLite file for --max-size {recipe.max_bytes / 1e6:g} MB "
+                                       f"({', '.join(r.precision for r in recipe.candidates)})"):
+                    recipe, artifact = size_fit.fit(
+                        quantizer, recipe, c.staging.path, reserve=_metadata_reserve(c),
+                        float_bytes=_float_bytes(c, recipe.candidates[0].backend), shape=_shape(c))
+            elif isinstance(recipe, Choice):
                 with c.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
                     recipe, artifact = quantizer.choose(recipe, c.staging.path, c.latency_feeds)
             else:
@@ -40,6 +46,22 @@ class QuantizeStage(Stage):
             artifact.details["weight_bytes"] = backends.get(recipe.backend).weight_bytes(artifact.path)
             c.emit(ArtifactBuilt(recipe.name, artifact.details, c.options.int8_target_agreement))
             c.built.append(Built(recipe, artifact, time.perf_counter() - start))
+
+
+def _metadata_reserve(c: Conversion) -> int:
+    """Bytes the metadata stage will add to a TFLite file: the vocabulary and labels it embeds, and its tables."""
+    files = [c.staging.path / name for name in ("vocab.txt", "labels.txt")]
+    return sum(f.stat().st_size for f in files if f.exists()) + 8192
+
+
+def _float_bytes(c: Conversion, backend: str) -> int:
+    export = next(b.artifact for b in c.built if b.recipe.name == f"{backend}:fp32")
+    return sum(backends.get(backend).weight_bytes(export.path).values())
+
+
+def _shape(c: Conversion) -> dict:
+    config = c.loaded.model.config
+    return {"vocab_size": config.vocab_size, "hidden_size": c.loaded.family.hidden_size(config)}
 
 
 def _quantizer(c: Conversion) -> Quantizer:

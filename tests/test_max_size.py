@@ -1,0 +1,54 @@
+"""--max-size: the most accurate TFLite recipe whose file fits, or a refusal that says what would fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketbert.converter.bundle import read_manifest
+from pocketbert.converter.errors import InputError, VerificationError
+from pocketbert.converter.options import plan
+from pocketbert.converter.pipeline import convert
+from pocketbert.converter.recipes import parse_size
+
+
+@pytest.mark.parametrize("text, size", [("8MB", 8_000_000), ("8.5 MB", 8_500_000), ("750kB", 750_000),
+                                        ("2G", 2_000_000_000), ("1234", 1234)])
+def test_sizes_are_read_in_decimal_units_as_the_converter_prints_them(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"max_size": "eight megabytes"}, "not a size"),
+    ({"max_size": "0MB"}, "not a size"),
+    ({"max_size": "8MB", "recipes": "tflite:int8-dynamic"}, "both choose"),
+    ({"max_size": "8MB", "formats": "onnx"}, "nothing is exported to tflite"),
+])
+def test_contradictory_or_malformed_max_size_is_refused_before_any_work(kwargs, needle, checkpoints, options):
+    with pytest.raises(InputError, match=needle):
+        plan(options(checkpoints["bert"]["classification"], **kwargs))
+
+
+def test_the_most_accurate_recipe_that_fits_ships_and_the_choice_is_recorded(checkpoints, options):
+    ckpt = checkpoints["bert"]["classification"]
+    # the tiny model's float weights are ~4 MB (mostly its 30,522-row table): fp16 and int8 cannot fit 1.2 MB
+    result = convert(options(ckpt, formats="tflite", max_size="1.2MB", buckets=[16, 32]))
+    manifest = read_manifest(result.bundle)
+    fp32, small = manifest["artifacts"]
+    assert small["recipe"] == "tflite:int4-dynamic" and small["verification"]["passed"]
+    assert (result.bundle / small["file"]).stat().st_size <= 1_200_000
+    choice = small["details"]["size_choice"]
+    assert choice["max_bytes"] == 1_200_000
+    assert [t["outcome"] for t in choice["candidates"]] == ["not built: its weights alone exceed the budget"] * 2 + [
+        "chosen"]
+    assert not list(result.bundle.glob(".candidate-*"))
+
+
+def test_nothing_fits_names_every_size_and_the_vocabulary_that_would(checkpoints, options):
+    ckpt = checkpoints["bert"]["classification"]
+    out = options(ckpt, formats="tflite", max_size="400kB", buckets=[16]).out
+    with pytest.raises(VerificationError) as caught:
+        convert(options(ckpt, formats="tflite", max_size="400kB", buckets=[16]))
+    assert "no TFLite recipe fits --max-size 0.4 MB" in caught.value.problem
+    assert "tflite:int4-dynamic" in caught.value.problem and "MB (too big)" in caught.value.problem
+    assert "trim-vocab" in caught.value.fix and "--size " in caught.value.fix and "shrink" in caught.value.fix
+    assert not out.exists()  # nothing half-written
