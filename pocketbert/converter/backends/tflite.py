@@ -17,7 +17,7 @@
   fallback search keeps the sensitive Linear roles in int8, not float.  (LiteRT has no 2-bit kernels, and
   blockwise int4 spends more on scales than channelwise int4 at this width.)
 * Every quantised file is compacted losslessly (:mod:`.tflite_compact`: quantisation tables shared
-  between the bucket signatures, internal tensor names cut): int8-dynamic 27.0 -> 24.1 MB on the SST-2 demo.
+  between the bucket signatures, internal tensor names cut): int8-dynamic 27.0 -> 24.4 MB on the SST-2 demo.
 * An op litert-torch cannot lower to builtins is an :class:`InputError` naming the op and the fix.
 """
 

@@ -13,7 +13,8 @@ subgraph.  Tensor names are long scope paths (often 600 characters), again once 
 * buffers the quantiser stored after the flatbuffer are moved inside it (the file stays far below the
   flatbuffer's 2 GB limit, which is why the quantiser appends them only for large models).
 
-On the SST-2 demo's int4 file: 15.8 MB -> 12.8 MB, logits bit for bit the same (tested).
+On the SST-2 demo (4 signatures): int8-dynamic 27.0 -> 24.1 MB, int4 15.8 -> 12.9 MB, logits bit for bit the
+same (tested); the metadata stage then adds the vocabulary (0.3 MB) and keeps the tables shared.
 """
 
 from __future__ import annotations
