@@ -6,6 +6,7 @@
     python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
                                   [--use-nnapi] BUNDLE…
     python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
+    python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
     python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
     python -m benchmarks report   [--results DIR] [--out benchmarks/REPORT.md]
 
@@ -384,6 +385,41 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
     failed = [r for r in rows if not r["passed"]]
     click.echo(f"{len(rows) - len(failed)} of {len(rows)} gates pass")
     sys.exit(1 if failed else 0)
+
+
+# --- size-frontier ------------------------------------------------------------------------------
+@cli.command("size-frontier", help="Every verified TFLite file of each BUNDLE (phones run TFLite): size, dev score "
+             "against the teacher its recovery record names, p50 latency at batch 1 measured in alternating rounds "
+             "across all the files, and the speed-up against the bundle's tflite:fp32. Writes DIR/size-frontier.json "
+             "and size_frontier.png beside DIR, where `report` draws it.")
+@click.argument("bundle_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option("--seq-len", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=20, show_default=True,
+              help="alternating rounds over all the files; p50 is the median of a file's rounds")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="first N dev examples of each task only")
+@click.option("--data-dir", default=None, help=DATA_HELP)
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=RESULTS, show_default=True,
+              help="results directory")
+def size_frontier(bundle_dirs, threads, seq_len, rounds, limit, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+
+    from . import schema
+    from . import size_frontier as job
+    from . import size_frontier_report as render
+    from .accuracy import AccuracyError
+
+    _quiet_transformers()
+    try:
+        data = job.measure(list(bundle_dirs), threads=threads, seq_len=seq_len, rounds=rounds, limit=limit,
+                           data_dir=data_dir, progress=_log)
+    except (AccuracyError, ConverterError) as exc:  # no TFLite file, no teacher score, a missing dev file
+        _fail(exc.problem, exc.fix or "")
+    path = schema.write(data, Path(out) / ("size-frontier-fast.json" if limit else "size-frontier.json"))
+    click.echo("\n".join(render.table(data["results"])))
+    click.echo(render.settings_line(data))
+    click.echo(str(path))
+    click.echo(str(render.plot(data["results"], Path(out).absolute().parent / render.PNG)))
 
 
 # --- full-integer -------------------------------------------------------------------------------

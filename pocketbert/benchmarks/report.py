@@ -161,6 +161,9 @@ def build(results_dir: Path, out: Path) -> Path:
     lines += throughput_report.section(files)
     lines += _arm64_section([f for f in files if f["command"] == "arm64"])
     lines += corpus_report.section([f for f in files if f["command"] == "corpus"])
+    from . import size_frontier_report
+
+    lines += size_frontier_report.section(files, out.parent)
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
         lines += ["## Configurations not measured", ""]
