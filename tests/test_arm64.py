@@ -8,8 +8,10 @@ the tests are skipped with the reason and its fix.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,12 +45,53 @@ def test_every_tflite_artifact_and_bucket_agrees_on_aarch64(environment, tiny_bu
     for r in records:
         where = f"{r['recipe']} bucket {r['bucket']}"
         assert r["guest_machine"] == "aarch64" and r["where"] == "aarch64-emulated", where
-        assert {"asimd", "asimddp", "i8mm"} <= set(r["cpu_features"]), r["cpu_features"]
+        assert {"asimd", "asimddp", "i8mm", "sve", "sve2"} <= set(r["cpu_features"]), r["cpu_features"]
+        # an emulator whose SMOPA is wrong runs max without SME, and the record says why
+        assert (r["qemu_cpu"], r["note"]) in (("max", ""), ("max,sme=off", arm64.SME_OFF)), where
+        assert ("sme" in r["cpu_features"]) == (r["qemu_cpu"] == "max"), r["cpu_features"]
         if r["recipe"] == "tflite:fp32":
             assert r["max_abs"] <= 1e-4 * max(1.0, r["max_abs_logit"]), f"{where}: {r}"
         else:
             assert r["top1_agreement"] == 1.0, f"{where}: {r}"
         assert r["passed"], where
+
+
+def test_smopa_probe_decides_whether_max_runs_with_sme(environment):
+    assert environment.smopa("max,sme=off") == "absent" and environment.smopa("cortex-a53") == "absent"
+    verdict = environment.smopa("max")
+    assert verdict in ("ok", "wrong")
+    model, note = arm64.emulated_model(arm64.CPUS["max"], environment)
+    assert (model, note) == (("max,sme=off", arm64.SME_OFF) if verdict == "wrong" else ("max", ""))
+    # the other CPUs have no SME to turn off
+    assert arm64.emulated_model(arm64.CPUS["cortex-a53"], environment) == ("cortex-a53", "")
+
+
+def test_the_c_check_of_int8_instructions_judges_smopa_as_the_probe_does(environment, tmp_path):
+    """pocketbert/benchmarks/arm/int8_ops.c, the evidence docs/android.md cites, and the worker's probe agree."""
+    compiler = shutil.which("aarch64-linux-gnu-gcc")
+    if not compiler:
+        pytest.skip("no aarch64 cross compiler (as root: apt-get install -y gcc-aarch64-linux-gnu)")
+    binary = tmp_path / "int8_ops"
+    source = Path(arm64.__file__).with_name("arm") / "int8_ops.c"
+    subprocess.run([compiler, "-O1", "-march=armv8.6-a+sve+i8mm", "-static", "-o", str(binary), str(source)],
+                   check=True, capture_output=True)
+    without_sme = subprocess.run([environment.qemu, "-cpu", "max,sme=off", str(binary)], capture_output=True, text=True)
+    assert without_sme.returncode == 0, without_sme.stdout  # SDOT and SMMLA are right on any QEMU here
+    assert "SVE SMMLA (i8mm)                   ok" in without_sme.stdout, without_sme.stdout
+    with_sme = subprocess.run([environment.qemu, "-cpu", "max", str(binary)], capture_output=True, text=True)
+    smopa = next(line for line in with_sme.stdout.splitlines() if line.startswith("SME SMOPA"))
+    assert ("WRONG" in smopa) == (environment.smopa("max") == "wrong"), with_sme.stdout
+
+
+def test_table_names_the_cpu_it_ran_as_and_why():
+    figures = {"rows": 2, "top1_agreement": 1.0, "min_cosine": 1.0, "max_abs": 0.0, "max_abs_logit": 1.0,
+               "passed": True, "model": "cls", "recipe": "tflite:int8-dynamic", "bucket": 16, "cpu_features": []}
+    text = arm64.table([{**figures, "cpu": "max", "qemu_cpu": "max,sme=off", "note": arm64.SME_OFF},
+                        {**figures, "cpu": "cortex-a53", "qemu_cpu": "cortex-a53", "note": ""},
+                        {**figures, "cpu": "max-nosve"}])  # results written before qemu_cpu was recorded
+    rows = [line.split(" | ")[3] for line in text.splitlines() if line.startswith("| cls |")]
+    assert rows == ["max (-cpu max,sme=off)", "cortex-a53", "max-nosve"]
+    assert text.splitlines()[-1] == f"max (-cpu max,sme=off): {arm64.SME_OFF}."
 
 
 def test_arm64_command_writes_results_and_the_report_shows_parity(environment, tiny_bundle, tmp_path):

@@ -96,6 +96,20 @@ class Environment:
                                        f"remove {self.sysroot.parent} and run again")
         return done.stdout.split()
 
+    def smopa(self, cpu: str) -> str:
+        """Whether the emulated ``cpu`` computes SME's int8 outer product SMOPA right: ok, wrong, or absent.
+
+        QEMU before 8.2.3 and 9.0 (Debian 12's 7.2 included) gets it wrong; XNNPACK runs KleidiAI's SME
+        int8/int4 matmuls, which rest on it, whenever the CPU reports SME (docs/android.md, ARM section).
+        """
+        worker = Path(__file__).resolve().with_name("litert_worker.py")
+        done = subprocess.run([self.qemu, "-L", str(self.sysroot), "-cpu", cpu, str(self.python), "-s", str(worker),
+                               "--smopa"], capture_output=True, text=True, env=self.env(), timeout=600)
+        if done.returncode != 0 or done.stdout.strip() not in ("ok", "wrong", "absent"):
+            raise EmulationUnavailable(f"the SMOPA probe does not run on {cpu}: {done.stderr.strip()[-400:]}",
+                                       f"remove {self.sysroot.parent} and run again")
+        return done.stdout.strip()
+
     def env(self) -> dict:
         """A clean environment: the host's PYTHONPATH/PYTHONHOME would point the guest at x86 packages."""
         return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": str(self.site),

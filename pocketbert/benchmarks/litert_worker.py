@@ -8,7 +8,8 @@ directly, as runtime/backends/tflite.py does: each row padded to a ``seq_<length
 fitted to every bucket (a longer row keeps its first tokens and its final [SEP]), so each bucket's
 signature runs on every sentence.  FEEDS holds ``ids<i>`` and ``types<i>`` per row; OUT holds the
 logits as ``RECIPE|BUCKET|<i>`` and what the process ran on (``machine``, ``cpu_features``).
-``litert_worker.py --hwcaps`` prints the CPU features only.
+``litert_worker.py --hwcaps`` prints the CPU features only; ``litert_worker.py --smopa`` whether this CPU's
+(or emulator's) SME int8 outer product SMOPA computes right: ``ok``, ``wrong`` or ``absent`` (no SME).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def run_model(path: str, rows: list) -> dict:
 #: Linux arm64 HWCAP / HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h) XNNPACK's kernel choice reads
 _HWCAP = {"fp": 0, "asimd": 1, "atomics": 8, "fphp": 9, "asimdhp": 10, "cpuid": 11, "asimdrdm": 12, "asimddp": 20,
           "sve": 22, "asimdfhm": 23}
-_HWCAP2 = {"sve2": 1, "svei8mm": 9, "i8mm": 13, "bf16": 14}
+_HWCAP2 = {"sve2": 1, "svei8mm": 9, "i8mm": 13, "bf16": 14, "sme": 23}
 _AT_HWCAP, _AT_HWCAP2 = 16, 26
 
 
@@ -94,6 +95,37 @@ def cpu_features() -> list[str]:
     hwcap, hwcap2 = aux.get(_AT_HWCAP, 0), aux.get(_AT_HWCAP2, 0)
     return sorted([name for name, bit in _HWCAP.items() if hwcap >> bit & 1]
                   + [name for name, bit in _HWCAP2.items() if hwcap2 >> bit & 1])
+
+
+#: probe(a, b, out) -> SVL/32, assembled from (armv9-a+sme):
+#:   smstart; zero {za}; ptrue p0.b; ld1b {z0.b}, p0/z, [x0]; ld1b {z1.b}, p0/z, [x1]
+#:   smopa za0.s, p0/m, p0/m, z0.b, z1.b; ptrue p1.s; cntw x9; mov w12, #0
+#:   1: st1w {za0h.s[w12, 0]}, p1, [x2]; add x2, x2, x9, lsl #2; add w12, w12, #1; cmp x12, x9; b.lt 1b
+#:   smstop; mov x0, x9; ret
+#: KleidiAI's int8 and int4 SME matmuls, which XNNPACK picks when the CPU reports SME, rest on SMOPA;
+#: pocketbert/benchmarks/arm/int8_ops.c checks the same, and its siblings, in C
+_SMOPA_PROBE = (0xd503477f, 0xc00800ff, 0x2518e3e0, 0xa400a000, 0xa400a021, 0xa0810000, 0x2598e3e1, 0x04a0e3e9,
+                0x5280000c, 0xe0bf0440, 0x8b090842, 0x1100058c, 0xeb09019f, 0x54ffff8b, 0xd503467f, 0xaa0903e0,
+                0xd65f03c0)
+
+
+def smopa_check() -> str:
+    """Run SMOPA once on random bytes at this CPU's streaming vector length and compare with numpy."""
+    if "sme" not in cpu_features():
+        return "absent"
+    import ctypes
+    import mmap
+
+    code = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    code.write(np.array(_SMOPA_PROBE, dtype="<u4").tobytes())
+    address = ctypes.addressof(ctypes.c_char.from_buffer(code))
+    probe = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-128, 128, 256, dtype=np.int8) for _ in range(2))  # 256 bytes: the largest SVL
+    out = np.zeros(64 * 64, dtype=np.int32)
+    tiles = probe(a.ctypes.data, b.ctypes.data, out.ctypes.data)
+    want = a[:4 * tiles].reshape(tiles, 4).astype(np.int32) @ b[:4 * tiles].reshape(tiles, 4).astype(np.int32).T
+    return "ok" if np.array_equal(out[:tiles * tiles].reshape(tiles, tiles), want) else "wrong"
 
 
 def main(feeds_path: str, out_path: str, *models: str) -> None:
@@ -110,5 +142,7 @@ def main(feeds_path: str, out_path: str, *models: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--hwcaps"]:
         print(" ".join(cpu_features()))
+    elif sys.argv[1:] == ["--smopa"]:
+        print(smopa_check())
     else:
         main(*sys.argv[1:])
