@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
 from pocketbert.converter.backends import get
-from pocketbert.converter.backends.tflite_compact import compact
+from pocketbert.converter.backends.tflite_compact import compact, table_count
 from pocketbert.converter.backends.tflite_recipes import nonpositive_scales
 from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.pipeline import convert
@@ -32,20 +31,6 @@ def _logits_per_signature(path) -> list[np.ndarray]:
         feeds["input_ids"] = rng.integers(5, 90, (1, length)).astype(np.int32)
         out.append(runner(**feeds)["logits"])
     return out
-
-
-def _tables(path) -> tuple[int, int]:
-    """(tensors with a per-channel quantisation table, distinct tables among them) over every subgraph."""
-    model = schema.Model.GetRootAs(path.read_bytes(), 0)
-    positions, count = set(), 0
-    for s in range(model.SubgraphsLength()):
-        subgraph = model.Subgraphs(s)
-        for t in range(subgraph.TensorsLength()):
-            q = subgraph.Tensors(t).Quantization()
-            if q is not None and q.ScaleLength() > 1:
-                count += 1
-                positions.add(q._tab.Pos)
-    return count, len(positions)
 
 
 def test_int4_file_is_verified_int4_and_a_little_over_half_the_int8_one(checkpoints, options):
@@ -104,12 +89,12 @@ def test_compaction_is_lossless_and_writes_each_quantisation_table_once(checkpoi
     get("tflite")._convert(spec, float_path)
     quantize_file(float_path, path, "int4-dynamic", [])
     before = _logits_per_signature(path)
-    tables_before = _tables(path)
+    tables_before = table_count(path)
     size_before, size_after = compact(path)
     assert size_after == path.stat().st_size < size_before
     for a, b in zip(before, _logits_per_signature(path), strict=True):
         np.testing.assert_array_equal(a, b)  # bit for bit
-    tables_after = _tables(path)
+    tables_after = table_count(path)
     assert tables_after[0] == tables_before[0]  # every tensor still has its table...
     assert tables_after[1] <= tables_before[1] // 3 + 1  # ...shared between the three signatures
     interpreter = Interpreter(model_path=str(path))
@@ -124,5 +109,5 @@ def test_compacted_file_keeps_its_tables_shared_through_the_metadata_writer(prec
                              buckets=[16, 32]))
     art = read_manifest(result.bundle)["artifacts"][1]
     assert art["details"]["metadata"]  # written by the metadata stage
-    count, distinct = _tables(result.bundle / art["file"])
+    count, distinct = table_count(result.bundle / art["file"])
     assert distinct <= count // 2 + 1

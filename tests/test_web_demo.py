@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from pocketbert.converter.backends.tflite_compact import table_count
 from pocketbert.converter.cut import cut
 
 from .conftest import DATA
@@ -244,22 +245,6 @@ def test_entities_and_labels_of_real_texts_equal_the_runtime_fp32(browser, bundl
         assert _close(got["labels"], expected, SCORE_TOLERANCE), text
 
 
-def _shared_tables(path: Path) -> tuple[int, int]:
-    """(tensors with a per-channel quantisation table, distinct tables among them) of a TFLite file."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    model = schema.Model.GetRootAs(path.read_bytes(), 0)
-    positions, count = set(), 0
-    for s in range(model.SubgraphsLength()):
-        subgraph = model.Subgraphs(s)
-        for t in range(subgraph.TensorsLength()):
-            q = subgraph.Tensors(t).Quantization()
-            if q is not None and q.ScaleLength() > 1:
-                count += 1
-                positions.add(q._tab.Pos)
-    return count, len(positions)
-
-
 def test_the_int4_file_with_shared_tables_gives_the_runtimes_answers_in_the_browser(browser, bundles):
     """LiteRT.js loads tflite:int4-dynamic (int4 FULLY_CONNECTED and EMBEDDING_LOOKUP, quantisation tables
     shared between the bucket signatures), the page picks it by default over fp32, and on real texts it gives
@@ -272,7 +257,7 @@ def test_the_int4_file_with_shared_tables_gives_the_runtimes_answers_in_the_brow
 
     bundle = bundles["classification"]
     path = bundle / "model.int4-dynamic.tflite"
-    count, distinct = _shared_tables(path)
+    count, distinct = table_count(path)
     assert count and distinct <= count // 2 + 1, (count, distinct)  # two signatures, one table each
     page = browser["int4"]
     assert "error" not in page, f"the page did not load the int4 file: {page}"

@@ -47,6 +47,26 @@ def compact(path: Path) -> tuple[int, int]:
     return len(data), len(out)
 
 
+def quantised_tensors(path: Path):
+    """(name, quantisation table) of every tensor with a scale, over every subgraph, read without unpacking."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAs(Path(path).read_bytes(), 0)
+    for s in range(model.SubgraphsLength()):
+        subgraph = model.Subgraphs(s)
+        for t in range(subgraph.TensorsLength()):
+            q = subgraph.Tensors(t).Quantization()
+            if q is not None and q.ScaleLength():
+                yield subgraph.Tensors(t).Name().decode(), q
+
+
+def table_count(path: Path) -> tuple[int, int]:
+    """(tensors with a per-channel quantisation table, distinct tables among them): equal after compaction
+    only when every table is written once."""
+    positions = [q._tab.Pos for _, q in quantised_tensors(path) if q.ScaleLength() > 1]
+    return len(positions), len(set(positions))
+
+
 def _inline_buffers(model, data: bytes) -> None:
     for buffer in model.buffers:
         if buffer.offset and buffer.offset > 1:  # offset 1 with size 0 marks an empty buffer

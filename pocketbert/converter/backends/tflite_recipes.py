@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ..quiet import root_handlers_kept
+from .tflite_compact import quantised_tensors
 from .tflite_graph import model_bytes
 
 #: our precision -> the ai-edge-quantizer recipe it starts from
@@ -90,14 +91,4 @@ def quantize_file(float_path: Path, dest: Path, precision: str, float_scopes: li
 
 def nonpositive_scales(path: Path) -> list[str]:
     """Tensors whose quantisation scales are not all positive and finite (a file no runtime should trust)."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    model = schema.Model.GetRootAs(Path(path).read_bytes(), 0)
-    bad = []
-    for s in range(model.SubgraphsLength()):
-        subgraph = model.Subgraphs(s)
-        for t in range(subgraph.TensorsLength()):
-            q = subgraph.Tensors(t).Quantization()
-            if q is not None and q.ScaleLength() and not (q.ScaleAsNumpy() > 0).all():
-                bad.append(subgraph.Tensors(t).Name().decode())
-    return bad
+    return [name for name, q in quantised_tensors(path) if not (q.ScaleAsNumpy() > 0).all()]
