@@ -295,7 +295,7 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     good = {"a": 0.9, "b": 0.8, "c": 0.7}  # the cosine each role reaches alone: a first, then b, then c
     written = []
 
-    def attempt(float_roles, final):
+    def attempt(float_roles, final, how="ship"):
         if final:
             written.append(list(float_roles))
         cosine = good[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
@@ -306,7 +306,40 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     assert result["roles"] == ["a", "b"] and result["linears_in_float"] == 4
     assert written == [[], ["a"], ["a", "b"], ["a", "b", "c"], ["a", "b"]]  # the last write is the one shipped
 
-    def never(float_roles, final):
+    def never(float_roles, final, how="ship"):
         return False, {"cosine": 0.1, "meets_bar": False}
 
     assert not float_fallback_search(roles, never)["accepted"]
+
+
+def test_float_fallback_search_ranks_by_screening_and_accepts_only_full_judgements():
+    """Roles are ranked on the judge's cheap screen; a step is accepted only by a full judgement: one the
+    screen rejects is never judged in full, and a screened step meeting the bar is judged in full first."""
+    from pocketbert.converter.backends.base import float_fallback_search, judge_file
+
+    class Judge:
+        def __init__(self, screen_ok, full_ok):
+            self.screen_ok, self.full_ok, self.calls = screen_ok, full_ok, []
+
+        def screen(self, roles):
+            self.calls.append(("screen", roles))
+            return False, {"cosine": 0.9 - 0.1 * ("ab".index(roles[0]) if roles else 0), "meets_bar": self.screen_ok,
+                           "screened": True}
+
+        def full(self, roles):
+            self.calls.append(("full", roles))
+            return self.full_ok, {"cosine": 0.99, "meets_bar": self.full_ok}
+
+        def __call__(self, roles):  # screened, then judged in full only if the screen passes (it never does)
+            return self.screen(roles)
+
+    roles = {"a": [1], "b": [2]}
+    judge = Judge(screen_ok=False, full_ok=True)
+    result = float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))
+    assert not result["accepted"] and all(kind == "screen" for kind, _ in judge.calls)
+    judge = Judge(screen_ok=True, full_ok=True)  # the screen misses the target but meets the bar
+    result = float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))
+    assert result["accepted"] and not result["target_met"] and result["roles"] == []
+    assert judge.calls[-1] == ("full", ())  # the cheapest step, all-int8, confirmed in full
+    judge = Judge(screen_ok=True, full_ok=False)  # ... which the full judgement then refuses
+    assert not float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))["accepted"]

@@ -7,6 +7,7 @@ unseen by every choice made here (equalisation, smoothing, float fallback, which
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,79 @@ class Judged:
     batches: list[dict[str, np.ndarray]]
     reference: list[np.ndarray]  # PyTorch logits on them
     entities: verify.EntityView | None = None  # token classification: how to read their entities
+
+    def head(self, count: int) -> Judged:
+        """The first ``count`` batches and what they are judged against."""
+        entities = self.entities and verify.EntityView(self.entities.word_starts[:count], self.entities.labels)
+        return Judged(self.batches[:count], self.reference[:count], entities)
+
+
+#: calibration texts a screening judgement reads (the first length only): enough to rank Linear roles and to
+#: reject a candidate that is clearly short of the target, at an eighth of the full judgement's cost
+SCREEN_TEXTS = 128
+
+
+@dataclass
+class CalibrationJudge:
+    """accept(path) -> (meets the int8 target on the calibration text?, figures).
+
+    Judging a candidate file means running it on all the calibration text at every length a fixed-shape
+    file has, which was most of a conversion's time.  So a candidate is first *screened* on
+    ``SCREEN_TEXTS`` texts at the first length; only one that passes the screen is judged in full, and
+    only a full judgement accepts a file.  The float-fallback search ranks roles by screening alone.
+
+    ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the ladder
+    reaches the target; the float-fallback search then keeps the cheapest such attempt.
+    ``figures["judged_texts"]``: how many calibration texts the figures come from; ``figures["screened"]``:
+    they come from the screen alone.
+    """
+
+    load: Callable[[Path], Callable]
+    lengths: list[Judged]
+    bars: verify.Bars
+
+    def __call__(self, path: Path) -> tuple[bool, dict]:
+        screen = self._screen_set()
+        if screen is None:
+            return self.full(path)
+        ok, figures = self._judge(path, screen)
+        return self.full(path) if ok else (ok, {**figures, "screened": True})
+
+    def screen(self, path: Path) -> tuple[bool, dict]:
+        screen = self._screen_set()
+        if screen is None:
+            return self.full(path)
+        ok, figures = self._judge(path, screen)
+        return ok, {**figures, "screened": True}
+
+    def full(self, path: Path) -> tuple[bool, dict]:
+        return self._judge(path, self.lengths)
+
+    def _screen_set(self) -> list[Judged] | None:
+        """The first length's first texts, or None when that is (nearly) all there is to judge."""
+        first = self.lengths[0]
+        size = first.batches[0]["input_ids"].shape[0]
+        count = max(1, SCREEN_TEXTS // size)
+        if len(self.lengths) == 1 and count * 2 >= len(first.batches):
+            return None
+        return [first.head(count)]
+
+    def _judge(self, path: Path, lengths: list[Judged]) -> tuple[bool, dict]:
+        runner, bars = self.load(path), self.bars
+        found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
+                                [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
+        meets_bar = all(c.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is None
+                        for c in found)
+        # the target holds for what the task reports: for NER its entities as well as its tokens
+        reported = min(c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
+                       for c in found)
+        # the worst length's figures: a file is as good as its worst signature
+        figures = {"cosine": round(min(c.cosine for c in found), 5),
+                   "top1_agreement": round(min(c.top1_agreement for c in found), 4)}
+        if found[0].entity_f1 is not None:
+            figures["entity_f1"] = round(min(c.entity_f1 for c in found), 4)
+        figures["judged_texts"] = sum(b["input_ids"].shape[0] for j in lengths for b in j.batches)
+        return meets_bar and reported >= bars.target_agreement, {**figures, "meets_bar": meets_bar}
 
 
 @dataclass
@@ -54,34 +128,12 @@ class Quantizer:
     def _load(self, backend, path: Path, precision: str):
         return backend.load(path, self.spec.input_names, precision, threads=self.threads)
 
-    def judge(self, backend, precision: str):
-        """accept(path) -> (meets the int8 target on the calibration text?, figures).
-
-        ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the
-        ladder reaches the target; the float-fallback search then keeps the cheapest such attempt.
-        """
+    def judge(self, backend, precision: str) -> CalibrationJudge:
+        """The ladder's judge of a candidate file on the calibration text (see :class:`CalibrationJudge`)."""
         lengths = self.judged if backend.fixed_lengths else self.judged[:1]
         bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement, self.target_agreement,
                                    self.min_entity_f1)
-
-        def accept(path: Path) -> tuple[bool, dict]:
-            runner = self._load(backend, path, precision)
-            found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
-                                    [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
-            meets_bar = all(c.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is None
-                            for c in found)
-            # the target holds for what the task reports: for NER its entities as well as its tokens
-            reported = min(c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
-                           for c in found)
-            ok = meets_bar and reported >= bars.target_agreement
-            # the worst length's figures: a file is as good as its worst signature
-            figures = {"cosine": round(min(c.cosine for c in found), 5),
-                       "top1_agreement": round(min(c.top1_agreement for c in found), 4)}
-            if found[0].entity_f1 is not None:
-                figures["entity_f1"] = round(min(c.entity_f1 for c in found), 4)
-            return ok, {**figures, "meets_bar": meets_bar}
-
-        return accept
+        return CalibrationJudge(lambda path: self._load(backend, path, precision), lengths, bars)
 
     def plain(self, recipe: Recipe, dest: Path) -> Artifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm

@@ -97,17 +97,30 @@ class Backend(ABC):
         quantised file is the size it is."""
 
 
-def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], bool], tuple[bool, dict]],
+#: how ``float_fallback_search`` asks for a candidate to be judged: ``screen`` cheaply (enough to rank roles
+#: and to reject, never to accept), ``ship`` (screened, then in full if the screen passes), ``full``
+JUDGEMENTS = ("screen", "ship", "full")
+
+
+def judge_file(accept: Callable | None, path: Path, how: str = "ship") -> tuple[bool, dict]:
+    """Judge ``path`` with ``accept`` (``accept.screen``/``accept.full`` when the judge has them, as
+    ``quantization.CalibrationJudge`` has); no judge accepts everything."""
+    if accept is None:
+        return True, {}
+    return (getattr(accept, how, accept) if how != "ship" else accept)(path)
+
+
+def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[bool, dict]],
                           enabled: bool = True, kept_as: str = "float") -> dict:
     """The accuracy-driven float-fallback search both backends share.
 
     ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
-    projection) to its ops; ``attempt(float_roles, final)`` quantises with those roles kept in float
-    and judges the result (``final``: write it to the destination, else to a scratch file).
-    All-int8 first; if it fails, each role's sensitivity is measured alone, then roles go back to
-    float, most helpful first, until the result passes.  If none passes, the cheapest step whose
-    figures say ``meets_bar`` (good enough to ship, short of the target) is written and accepted,
-    with ``target_met`` False.  Returns ``details["float_fallback"]``.
+    projection) to its ops; ``attempt(float_roles, final, how="ship")`` quantises with those roles kept in
+    float and judges the result (``final``: write it to the destination, else to a scratch file; ``how``:
+    one of ``JUDGEMENTS``).  All-int8 first; if it fails, each role's sensitivity is screened alone, then
+    roles go back to float, most helpful first, until the result passes.  If none passes, the cheapest
+    step whose figures say ``meets_bar`` (good enough to ship, short of the target) is written and
+    accepted once a full judgement agrees, with ``target_met`` False.  Returns ``details["float_fallback"]``.
 
     ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
     file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.
@@ -119,7 +132,7 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
     if not ok and roles and enabled:
         sensitivity = {}
         for role in roles:
-            sensitivity[role] = attempt([role], False)[1]
+            sensitivity[role] = attempt([role], False, how="screen")[1]
             search.append({"float_roles": [role], **sensitivity[role]})
         for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
             excluded.append(role)
@@ -130,14 +143,27 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[[list[str], 
                 break
     target_met = ok
     if not ok:
-        good_enough = next((roles_ for roles_, s in steps if s.get("meets_bar")), None)
-        if good_enough is not None:
-            if good_enough != steps[-1][0]:  # the destination holds the last step: write the chosen one
-                attempt(good_enough, True)
-            excluded, ok = good_enough, True
+        excluded, ok = _good_enough(steps, attempt, search)
     return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search}
+
+
+def _good_enough(steps: list[tuple[list[str], dict]], attempt: Callable, search: list[dict]) -> tuple[list[str], bool]:
+    """Short of the target: the cheapest step meeting the bar, in the destination (which holds the last
+    step).  A step whose figures come from its screen alone is judged in full before it is accepted."""
+    written = steps[-1][0]
+    for roles_, score in steps:
+        if not score.get("meets_bar"):
+            continue
+        if roles_ == written and not score.get("screened"):
+            return roles_, True
+        _, again = attempt(roles_, True, how="full")
+        search.append({"float_roles": list(roles_), **again})
+        written = roles_
+        if again.get("meets_bar"):
+            return roles_, True
+    return written, False
 
 
 def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:

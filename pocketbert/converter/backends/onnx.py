@@ -47,7 +47,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, float_fallback_search
+from .base import Artifact, Backend, ExportSpec, float_fallback_search, judge_file
 from .onnx_fusion import fusable, fuse, is_fused
 
 OPSET = 20
@@ -134,14 +134,14 @@ class OnnxBackend(Backend):
                 source = prepared
             roles = _roles(onnx.load(str(source)))
 
-            def attempt(excluded_roles: list[str], final: bool) -> tuple[bool, dict]:
+            def attempt(excluded_roles: list[str], final: bool, how: str = "ship") -> tuple[bool, dict]:
                 out = dest if final else tmp / "candidate.onnx"
                 nodes = [n for role in excluded_roles for n in roles[role]]
                 if precision == "int8-dynamic":
                     _quantize_dynamic(source, out, nodes)
                 else:
                     _quantize_static(source, out, calibration, nodes, tmp / "calibration-cache.json")
-                return accept(out) if accept else (True, {})
+                return judge_file(accept, out, how)
 
             fallback = float_fallback_search(roles, attempt, float_fallback)
         details = {

@@ -35,7 +35,7 @@ from pocketbert.runtime.contract import signature_name
 
 from ..errors import InputError, VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, float_fallback_search
+from .base import Artifact, Backend, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
 from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, quiet as _quiet, recipe_for
@@ -207,11 +207,11 @@ class TfliteBackend(Backend):
 
             clipping: dict[bool, str] = {}
 
-            def attempt(float_roles: list[str], final: bool) -> tuple[bool, dict]:
+            def attempt(float_roles: list[str], final: bool, how: str = "ship") -> tuple[bool, dict]:
                 out = dest if final else candidate
                 scopes = [scope for role in float_roles for scope in roles[role]]
                 clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated, float_ops)
-                return accept(out) if accept else (True, {})
+                return judge_file(accept, out, how)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
                                              kept_as="int8" if precision == "int4-dynamic" else "float")

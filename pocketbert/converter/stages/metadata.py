@@ -22,7 +22,8 @@ class MetadataStage(Stage):
     def run(self, c: Conversion) -> None:
         for built in c.built:
             if built.recipe.backend == "tflite":
-                built.artifact.details["metadata"] = embed(c, built.artifact.path)
+                with c.step(self.name, f"Embedding metadata in {built.recipe.name}"):
+                    built.artifact.details["metadata"] = embed(c, built.artifact.path)
                 _check_size(built)
 
 
