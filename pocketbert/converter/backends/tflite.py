@@ -38,7 +38,8 @@ from . import register
 from .base import Artifact, Backend, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
-from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, quiet as _quiet, recipe_for
+from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, recipe_for
+from .tflite_recipes import quiet as _quiet
 
 
 class _Int32Signature(torch.nn.Module):
