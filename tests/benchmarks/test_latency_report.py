@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import schema
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 
 RUNNERS = {"onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic", "peer:torch-eager-fp32",
            "peer:ort-optimum-fp32", "peer:ort-optimum-int8-dynamic", "peer:tflite-plain-fp32"}
