@@ -125,11 +125,13 @@ def glue(fast, out, **kwargs):
     from pocketbert.converter.errors import ConverterError
 
     from .. import glue as job
+    from ..glue_options import parse_options
+    from ..glue_report import summary
 
     quiet_transformers()
     try:
-        options = job.parse_options(fast, **kwargs)
+        options = parse_options(fast, **kwargs)
         data = job.run(options, out or RESULTS / ("glue-fast.json" if fast else "glue.json"), log=log)
     except ConverterError as exc:
         fail(exc.problem, exc.fix or "see the message above")
-    click.echo(job.summary(data))
+    click.echo(summary(data))
