@@ -70,7 +70,9 @@ def test_report_from_results(results, bench_root, tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "Fast mode results present" in text and "## Headline" in text and "tflite:int8-dynamic" in text
-    assert "Intel" in text or "CPU:" in text
+    # the provenance line names the run's CPU and its load at start and end
+    [line] = [line for line in text.splitlines() if line.startswith("- `latency-fast.json`: latency; ")]
+    assert results["machine"]["cpu"] in line and " → " in line and "FAST MODE" in line
     for png in ("latency_by_variant.png", "accuracy_vs_speedup.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"({png})" in text
 
