@@ -6,14 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import (
-    RESULTS,
-    bundles_argument,
-    fail,
-    ints,
-    log,
-    results_file_option,
-)
+from .common import RESULTS, bundles_argument, fail, ints, log, results_file_option
 from .group import cli
 
 
