@@ -147,8 +147,8 @@ def test_refused_conversion_is_reported_and_skipped(tmp_path, monkeypatch, tiny_
     """A variant the converter refuses (full-integer int8 missing the bar) leaves no bundle and no row."""
     import shutil
 
-    from pocketbert.converter import pipeline as converter_pipeline
     from pocketbert.benchmarks import models
+    from pocketbert.converter import pipeline as converter_pipeline
     from pocketbert.converter.errors import VerificationError
 
     def refuse(options, reporter=None):
