@@ -5,4 +5,5 @@ runtime/     the torch-free runtime that reads bundles (python -m runtime, pocke
 benchmarks/  latency, accuracy and gates (python -m benchmarks, pocketbert-bench)
 demo_models/ the two built-in demo checkpoints (sst2-demo, ner-demo)
 locations.py default places for data, results and caches: a source checkout vs an installed wheel
+cli_options.py command-line options the converter and the benchmarks share
 """

@@ -117,7 +117,7 @@ def test_gates_never_score_the_training_file_as_dev(ner_files):
 
 
 def test_accuracy_help_documents_file_tasks_and_split():
-    from pocketbert.benchmarks.__main__ import cli
+    from pocketbert.benchmarks.cli import cli
 
     text = " ".join(CliRunner().invoke(cli, ["accuracy", "--help"]).output.split())
     assert "CoNLL file" in text and "GLUE-format TSV" in text

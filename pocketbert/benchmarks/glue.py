@@ -18,60 +18,20 @@ Checkpoints, bundles and scores are cached under ``~/.cache/pocketbert/glue`` (`
 ``$POCKETBERT_CACHE/glue``), one directory per base model and task: a re-run skips every finished step and
 resumes an interrupted fine-tuning.  ``--fast`` runs the same steps on a tiny random BERT with budgets of a
 few steps, to test the harness (its figures are not results).
+
+glue_options.py holds what a run does (tasks, recipes, budgets); glue_scoring.py how its models are scored;
+glue_report.py renders the results (the report section and the command's summary).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import schema
-from .gates import INT8_EXTRA, MAX_DROP
-
-BENCHMARK_TASKS = ("glue:sst2", "glue:mrpc", "glue:cola", "glue:stsb", "conll2003")
-EXTRA_SPLITS = {"conll2003": ("test",)}  # labelled test sets (GLUE's are not)
-RECIPES = ("onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static", "tflite:fp32", "tflite:int8-dynamic",
-           "tflite:int8-static")
-CHANGING = ["nonorm", "relu"]
-FAST_BASE = "tiny-bert"
-
-
-def default_cache() -> Path:
-    from pocketbert.locations import cache_dir
-
-    return cache_dir() / "glue"
-
-
-@dataclass
-class GlueOptions:
-    tasks: tuple[str, ...] = BENCHMARK_TASKS
-    base: str = "minilm"
-    cache: Path = field(default_factory=default_cache)
-    finetune_budget: str = "3epochs,30m"
-    recover_budget: str = "20m"
-    recipes: tuple[str, ...] = RECIPES
-    buckets: tuple[int, ...] = (128,)
-    calibration_samples: int = 128
-    verify_samples: int = 300
-    threads: int = 1
-    data_dir: Path | None = None
-    train_limit: int | None = None
-    # as the demo models: the word-embedding table stays the base's (half the weights out of the optimiser)
-    freeze_word_embeddings: bool = True
-    fast: bool = False
-
-    def settings(self) -> dict:
-        return {"base": self.base, "tasks": list(self.tasks), "finetune_budget": self.finetune_budget,
-                "recover_budget": self.recover_budget, "recipes": list(self.recipes), "buckets": list(self.buckets),
-                "calibration_samples": self.calibration_samples, "verify_samples": self.verify_samples,
-                "threads": self.threads, "train_limit": self.train_limit, "cache": str(self.cache),
-                "freeze_word_embeddings": self.freeze_word_embeddings}
-
-
-def _task_dir(options: GlueOptions, task: str) -> Path:
-    return options.cache / options.base / task.replace(":", "-")
+from .glue_options import CHANGING, EXTRA_SPLITS, GlueOptions, task_dir
+from .glue_scoring import score_task, stage_summary, teacher_row, torch_rows
 
 
 def base_checkpoint(options: GlueOptions) -> str:
@@ -97,7 +57,7 @@ def teacher(options: GlueOptions, task: str, log) -> Path:
     from pocketbert.converter.training.finetune import FinetuneOptions, finetune
     from pocketbert.converter.training.loop import parse_budget
 
-    out = _task_dir(options, task) / "teacher"
+    out = task_dir(options, task) / "teacher"
     if (out / "training.json").is_file():
         log(f"{task}: teacher cached ({out})")
         return out
@@ -114,7 +74,7 @@ def recovered(options: GlueOptions, task: str, teacher_dir: Path, log) -> Path:
     from pocketbert.converter.training.loop import parse_budget
     from pocketbert.converter.training.recovery import RecoverOptions, recover_checkpoint
 
-    out = _task_dir(options, task) / "recovered"
+    out = task_dir(options, task) / "recovered"
     if (out / "training.json").is_file():
         log(f"{task}: recovered checkpoint cached ({out})")
         return out
@@ -171,7 +131,7 @@ def bundles(options: GlueOptions, task: str, teacher_dir: Path, recovered_dir: P
     from pocketbert.converter.data import resolve_task
 
     _, train_file = resolve_task(task, "train", options.data_dir)
-    root = _task_dir(options, task) / "bundles"
+    root = task_dir(options, task) / "bundles"
     made, refused = {}, {}
     floats = [r for r in ("onnx:fp32", "tflite:fp32") if r in options.recipes] or ["onnx:fp32"]
     log(f"{task}: converting the teacher ({', '.join(floats)})")
@@ -187,122 +147,19 @@ def bundles(options: GlueOptions, task: str, teacher_dir: Path, recovered_dir: P
     return made, refused
 
 
-def pytorch_scores(teacher_dir: Path, recovered_dir: Path, task: str, split: str, data_dir, threads: int) -> dict:
-    """Teacher, nonorm/relu without recovery and recovered, scored in PyTorch on ``split`` (the recovery record
-    holds them for dev only)."""
-    import copy
-
-    import torch
-
-    from pocketbert.converter import loading
-    from pocketbert.converter.data import load_task
-    from pocketbert.converter.training.evaluate import evaluate
-    from pocketbert.converter.training.finetune import eval_length
-    from pocketbert.converter.transforms import TRANSFORMS
-
-    torch.set_num_threads(threads)
-    data = load_task(task, split, data_dir)
-    out = {}
-    for stage, directory in (("teacher", teacher_dir), ("recovered", recovered_dir)):
-        loaded = loading.load(str(directory))
-        features = data.encode(loaded.tokenizer, eval_length(loaded), loaded.labels)
-        out[stage] = evaluate(loaded.model, features, input_names=loaded.family.input_names)
-        if stage == "teacher":
-            student = copy.deepcopy(loaded.model)
-            for name in CHANGING:
-                TRANSFORMS[name](student, loaded.family)
-            out["without_recovery"] = evaluate(student, features, input_names=loaded.family.input_names)
-    return out
-
-
-def _latency(bundle: Path) -> dict[str, float]:
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    return {a["recipe"]: a["latency_ms"]["median"] for a in manifest["artifacts"] if a.get("latency_ms")}
-
-
-def _sizes(bundle: Path) -> dict[str, int]:
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    return {a["recipe"]: (bundle / a["file"]).stat().st_size for a in manifest["artifacts"]}
-
-
-def torch_rows(options: GlueOptions, task: str, split: str, teacher_dir: Path, recovered_dir: Path) -> list[dict]:
-    """Teacher, without recovery and recovered in PyTorch: from the recovery record (dev), else measured."""
-    record = json.loads((recovered_dir / "training.json").read_text())
-    metric = record["metric"]
-    torch_scores = record["dev_scores"] if split == "dev" else pytorch_scores(
-        teacher_dir, recovered_dir, task, split, options.data_dir, options.threads)
-    model = f"{Path(options.base).name}-{task.replace(':', '-')}"
-    return [{"model": model, "task": task, "split": split, "metric": metric, "stage": stage, "runner": "pytorch:fp32",
-             "opts": "" if stage == "teacher" else "nonorm,relu", "score": scores[metric], "scores": scores}
-            for stage, scores in torch_scores.items()]
-
-
-def _teacher_row(options: GlueOptions, task: str, teacher_dir: Path) -> dict:
-    """The teacher's dev score from its fine-tuning record: what a run stopped during recovery keeps."""
-    record = json.loads((teacher_dir / "training.json").read_text())
-    metric = record["metric"]
-    return {"model": f"{Path(options.base).name}-{task.replace(':', '-')}", "task": task, "split": "dev",
-            "metric": metric, "stage": "teacher", "runner": "pytorch:fp32", "opts": "",
-            "score": record["dev_scores"][metric], "scores": record["dev_scores"],
-            "training": {"finetune": _stage_summary(record)}}
-
-
-def score_task(options: GlueOptions, task: str, split: str, made: dict, refused: dict, teacher_dir: Path,
-               recovered_dir: Path, log) -> list[dict]:
-    """Every artifact on ``split`` through the runtime, with the PyTorch rows and the gates."""
-    from .accuracy import evaluate
-
-    rows = torch_rows(options, task, split, teacher_dir, recovered_dir)
-    model, metric = rows[0]["model"], rows[0]["metric"]
-    teacher_score = next(r["score"] for r in rows if r["stage"] == "teacher")
-    reference = _latency(made["teacher"]).get("tflite:fp32")
-    for variant, bundle in made.items():
-        data = evaluate([bundle], task, split, threads=options.threads, data_dir=options.data_dir,
-                        model_name=model, variant=variant if variant == "teacher" else "recovered",
-                        fast=options.fast, progress=log)
-        latency, sizes = _latency(bundle), _sizes(bundle)
-        for r in data["results"]:
-            ms = latency.get(r["runner"])
-            rows.append({**r, "stage": "teacher-artifact" if variant == "teacher" else "artifact",
-                         "teacher_score": teacher_score, "delta_vs_teacher": r["score"] - teacher_score,
-                         "size_bytes": sizes.get(r["runner"]), "latency_ms": ms,
-                         "speedup_vs_teacher_tflite_fp32": reference / ms if ms and reference else None})
-    rows += [{"model": model, "task": task, "split": split, "metric": metric, "stage": "artifact", "runner": recipe,
-              "opts": "nonorm,relu,fold", "score": None, "refused": why} for recipe, why in refused.items()]
-    return _gates(rows)
-
-
-def _gates(rows: list[dict]) -> list[dict]:
-    """Recovered artifacts: float ≤ MAX_DROP below the teacher; int8 ≤ INT8_EXTRA below its backend's fp32."""
-    floats = {r["runner"].split(":")[0]: r["score"] for r in rows
-              if r["stage"] == "artifact" and r["runner"].endswith(":fp32") and r.get("score") is not None}
-    for r in rows:
-        if r["stage"] != "artifact" or r.get("score") is None:
-            continue
-        backend, precision = r["runner"].split(":")
-        if precision.startswith("int8") and backend in floats:
-            r["delta_vs_float"] = r["score"] - floats[backend]
-            r["gate"] = {"rule": f"≤ {INT8_EXTRA:g} below {backend}:fp32",
-                         "passed": r["delta_vs_float"] >= -INT8_EXTRA - 1e-9}
-        else:
-            r["gate"] = {"rule": f"≤ {MAX_DROP:g} below the teacher",
-                         "passed": r["delta_vs_teacher"] >= -MAX_DROP - 1e-9}
-    return rows
-
-
 def run_task(options: GlueOptions, task: str, log, save=lambda rows: None) -> list[dict]:
     """Every step of one task, each skipped when its result is cached; scores cached per bundle set.  ``save``
     gets the PyTorch dev rows as soon as recovery is done, so a run stopped while converting keeps them."""
     start = time.perf_counter()
     teacher_dir = teacher(options, task, log)
-    save([_teacher_row(options, task, teacher_dir)])
+    save([teacher_row(options, task, teacher_dir)])
     recovered_dir = recovered(options, task, teacher_dir, log)
     partial = torch_rows(options, task, "dev", teacher_dir, recovered_dir)
     for r in partial:
         r["training"] = _training_summary(teacher_dir, recovered_dir)
     save(partial)
     made, refused = bundles(options, task, teacher_dir, recovered_dir, log)
-    cache = _task_dir(options, task) / "scores.json"
+    cache = task_dir(options, task) / "scores.json"
     key = {name: _manifest_sha(path) for name, path in made.items()}
     if cache.is_file():
         cached = json.loads(cache.read_text())
@@ -327,13 +184,8 @@ def _manifest_sha(bundle: Path) -> str:
 
 def _training_summary(teacher_dir: Path, recovered_dir: Path) -> dict:
     """Steps, seconds and budgets of the teacher's fine-tuning and the recovery (from their training.json)."""
-    return {stage: _stage_summary(json.loads((directory / "training.json").read_text()))
+    return {stage: stage_summary(json.loads((directory / "training.json").read_text()))
             for stage, directory in (("finetune", teacher_dir), ("recover", recovered_dir))}
-
-
-def _stage_summary(record: dict) -> dict:
-    return {"steps": record["training"]["steps"], "seconds": record["training"]["seconds"],
-            "budget": record["recipe"]["budget"], "train_examples": record["train_examples"]}
 
 
 def run(options: GlueOptions, out: Path, log=print) -> dict:
@@ -355,48 +207,3 @@ def run(options: GlueOptions, out: Path, log=print) -> dict:
         finished += run_task(options, task, log, save)
         save([])
     return data
-
-
-def parse_options(fast: bool, tasks: str | None, recipes: str | None, **kwargs) -> GlueOptions:
-    from pocketbert.converter.data.tasks import TASKS as KNOWN
-    from pocketbert.converter.errors import InputError
-
-    names = tuple(t.strip().lower() for t in (tasks or ",".join(BENCHMARK_TASKS)).split(",") if t.strip())
-    wanted = tuple(r.strip().lower() for r in (recipes or ",".join(RECIPES)).split(",") if r.strip())
-    if not names or any(t not in KNOWN for t in names):
-        raise InputError(f"--tasks {tasks!r}: not a list of known tasks", f"use some of {', '.join(BENCHMARK_TASKS)}")
-    if not wanted or any(r not in RECIPES for r in wanted):
-        raise InputError(f"--recipes {recipes!r}: not a list of recipes", f"use some of {', '.join(RECIPES)}")
-    options = GlueOptions(tasks=names, recipes=wanted, fast=fast, **{k: v for k, v in kwargs.items() if v is not None})
-    if fast:  # a tiny random model, budgets of a few steps, one small bucket: tests the harness, not a result
-        options.base, options.buckets = FAST_BASE, (32,)
-        options.calibration_samples, options.verify_samples = 32, 32
-        if kwargs.get("finetune_budget") is None:
-            options.finetune_budget = "30steps"
-        if kwargs.get("recover_budget") is None:
-            options.recover_budget = "20steps"
-    return options
-
-
-def summary(data: dict) -> str:
-    """One line per task and split: teacher, recovered, and each artifact's Δ and gate."""
-    lines = []
-    keyed: dict[tuple, list[dict]] = {}
-    for r in data["results"]:
-        keyed.setdefault((r["task"], r["split"]), []).append(r)
-    for (task, split), rows in keyed.items():
-        by_stage = {r["stage"]: r for r in rows if r["runner"] == "pytorch:fp32"}
-        head = ", ".join(f"{s} {by_stage[s]['score']:.2f}" for s in ("teacher", "without_recovery", "recovered")
-                         if s in by_stage)
-        lines.append(f"{task} {split} ({rows[0]['metric']}): {head}")
-        for r in rows:
-            if r["stage"] != "artifact":
-                continue
-            if r.get("refused"):
-                lines.append(f"  {r['runner']}: refused by the converter ({r['refused']})")
-                continue
-            gate = r.get("gate") or {}
-            lines.append(f"  {r['runner']}: {r['score']:.2f} ({r['delta_vs_teacher']:+.2f} vs teacher) "
-                         f"{'pass' if gate.get('passed') else 'FAIL'}: {gate.get('rule', '')}")
-    lines.append(f"wall time {data.get('wall_seconds', 0) / 60:.1f} min")
-    return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""REPORT.md's GLUE and CoNLL-2003 section, from ``python -m benchmarks glue`` results files.
+"""REPORT.md's GLUE and CoNLL-2003 section, from ``python -m benchmarks glue`` results files (and the command's
+own summary of a run, :func:`summary`).
 
 One GLUE table (SST-2, MRPC, CoLA, STS-B dev): the teacher, nonorm,relu without recovery and recovered
 (PyTorch), then every artifact as the runtime runs it, each with its delta to the teacher of its task, and
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from .accuracy import GLUE_TASKS
 from .gates import INT8_EXTRA, MAX_DROP
-from .glue import RECIPES
+from .glue_options import RECIPES
 
 PAPER_GLUE_DELTA = -0.8  # MobileBERT (Sun et al., 2020), Table 5: GLUE 78.5 without the OPT changes, 77.7 with
 SHORT = {"glue:sst2": "SST-2 acc", "glue:mrpc": "MRPC F1", "glue:cola": "CoLA MCC", "glue:stsb": "STS-B Pearson"}
@@ -160,3 +161,27 @@ def plot_points(files: list[dict]) -> list[tuple[str, float, float]]:
 
 def _mean(rows: list[dict], key: str) -> float:
     return sum(r[key] for r in rows) / len(rows)
+
+
+def summary(data: dict) -> str:
+    """One line per task and split: teacher, recovered, and each artifact's Δ and gate."""
+    lines = []
+    keyed: dict[tuple, list[dict]] = {}
+    for r in data["results"]:
+        keyed.setdefault((r["task"], r["split"]), []).append(r)
+    for (task, split), rows in keyed.items():
+        by_stage = {r["stage"]: r for r in rows if r["runner"] == "pytorch:fp32"}
+        head = ", ".join(f"{s} {by_stage[s]['score']:.2f}" for s in ("teacher", "without_recovery", "recovered")
+                         if s in by_stage)
+        lines.append(f"{task} {split} ({rows[0]['metric']}): {head}")
+        for r in rows:
+            if r["stage"] != "artifact":
+                continue
+            if r.get("refused"):
+                lines.append(f"  {r['runner']}: refused by the converter ({r['refused']})")
+                continue
+            gate = r.get("gate") or {}
+            lines.append(f"  {r['runner']}: {r['score']:.2f} ({r['delta_vs_teacher']:+.2f} vs teacher) "
+                         f"{'pass' if gate.get('passed') else 'FAIL'}: {gate.get('rule', '')}")
+    lines.append(f"wall time {data.get('wall_seconds', 0) / 60:.1f} min")
+    return "\n".join(lines)

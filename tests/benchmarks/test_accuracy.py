@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import accuracy, schema
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 
 
 @pytest.fixture(scope="module")

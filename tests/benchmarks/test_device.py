@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import device, schema
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from pocketbert.benchmarks import glue, glue_report, schema
+from pocketbert.benchmarks.glue_options import parse_options
 
 from ..conftest import REPO
 
@@ -39,7 +40,7 @@ def tiny_data(root):
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("glue")
     data = tiny_data(root / "data")
-    options = glue.parse_options(True, tasks="glue:sst2,conll2003", recipes=RECIPES, cache=root / "cache",
+    options = parse_options(True, tasks="glue:sst2,conll2003", recipes=RECIPES, cache=root / "cache",
                                  data_dir=data)
     log = []
     results = glue.run(options, root / "glue-fast.json", log=log.append)
@@ -108,9 +109,9 @@ def test_bad_task_or_recipe_names_are_refused(tmp_path):
     from pocketbert.converter.errors import InputError
 
     with pytest.raises(InputError, match="known tasks"):
-        glue.parse_options(True, tasks="glue:mnli", recipes=None)
+        parse_options(True, tasks="glue:mnli", recipes=None)
     with pytest.raises(InputError, match="recipes"):
-        glue.parse_options(True, tasks=None, recipes="onnx:fp8")
+        parse_options(True, tasks=None, recipes="onnx:fp8")
 
 
 def _stopped_at(step: str, options, out, monkeypatch) -> list[dict]:

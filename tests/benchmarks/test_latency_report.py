@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import schema
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 
 RUNNERS = {"onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic", "peer:torch-eager-fp32",
            "peer:ort-optimum-fp32", "peer:ort-optimum-int8-dynamic", "peer:tflite-plain-fp32"}
@@ -70,7 +70,9 @@ def test_report_from_results(results, bench_root, tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "Fast mode results present" in text and "## Headline" in text and "tflite:int8-dynamic" in text
-    assert "Intel" in text or "CPU:" in text
+    # the provenance line names the run's CPU and its load at start and end
+    [line] = [line for line in text.splitlines() if line.startswith("- `latency-fast.json`: latency; ")]
+    assert results["machine"]["cpu"] in line and " → " in line and "FAST MODE" in line
     for png in ("latency_by_variant.png", "accuracy_vs_speedup.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"({png})" in text
 
@@ -145,8 +147,8 @@ def test_refused_conversion_is_reported_and_skipped(tmp_path, monkeypatch, tiny_
     """A variant the converter refuses (full-integer int8 missing the bar) leaves no bundle and no row."""
     import shutil
 
-    from pocketbert.converter import pipeline as converter_pipeline
     from pocketbert.benchmarks import models
+    from pocketbert.converter import pipeline as converter_pipeline
     from pocketbert.converter.errors import VerificationError
 
     def refuse(options, reporter=None):

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import report, schema, size_frontier_report
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 
 
 def _row(bundle, task, metric, recipe, mb, value, teacher, ms, fp32_ms):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.benchmarks import report, schema
-from pocketbert.benchmarks.__main__ import cli
+from pocketbert.benchmarks.cli import cli
 from pocketbert.benchmarks.throughput import _Timed
 
 from ..conftest import DATA

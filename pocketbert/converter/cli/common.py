@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from pocketbert.cli_options import threads_option
 from pocketbert.locations import DATA_DIR_DEFAULT
-from pocketbert.runtime import MAX_THREADS
 from pocketbert.runtime.terminal import plain
 
 from .. import errors
@@ -106,12 +106,6 @@ train_limit_option = click.option("--train-limit", type=click.IntRange(1), defau
 overwrite_checkpoint_option = click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT "
                                            "wrote at --out (never any other directory).")
 fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in float16 (half the size).")
-
-
-def threads_option(default: int | None = 2):
-    return click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=default,
-                        show_default=default is not None,
-                        help=None if default else "PyTorch threads [default: all cores].")
 
 
 def seed_option(help: str | None = None):

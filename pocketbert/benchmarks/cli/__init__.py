@@ -1,0 +1,29 @@
+"""``python -m benchmarks``: the benchmark harness (latency, device, accuracy, report, bundles).
+
+    python -m benchmarks bundles  [--models …] [--variants …] [--fast]      # convert the models measured
+    python -m benchmarks latency  BUNDLE… [--backend onnx,tflite] [--threads 1,2] [--seq-len 32,64,128,256]
+                                  [--batch 1,8] [--runs N] [--peers] [--fast]
+    python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
+                                  [--use-nnapi] BUNDLE…
+    python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
+    python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
+    python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
+    python -m benchmarks report   [--results DIR] [--out pocketbert/benchmarks/REPORT.md]
+
+Results are JSON files in one schema (pocketbert/benchmarks/schema.py) under pocketbert/benchmarks/results/
+unless --out says otherwise; ``report`` turns every results file there into REPORT.md and PNG plots.  That
+is in a checkout of the repository; an installed package (pocketbert-bench) writes results and REPORT.md under
+./pocketbert-benchmarks/ and its work files under $POCKETBERT_CACHE or ~/.cache/pocketbert/benchmarks.
+
+group.py holds the command group, common.py what the commands share; one module per family of commands:
+building.py ``bundles``; speed.py ``latency``, ``throughput``, ``corpus``; phone.py ``device``; scores.py
+``accuracy``, ``gates``, ``glue``; quantised.py ``size-frontier``, ``full-integer``, ``full-integer-levers``;
+emulation.py ``cpus``, ``arm64``; reporting.py ``report``.
+"""
+
+from __future__ import annotations
+
+from . import building, emulation, phone, quantised, reporting, scores, speed  # noqa: F401  (registers the commands)
+from .group import cli
+
+__all__ = ["cli"]

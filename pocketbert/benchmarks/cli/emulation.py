@@ -1,0 +1,90 @@
+"""Results on CPUs this machine is not, under QEMU: ``cpus`` (x86 models), ``arm64`` (LiteRT's aarch64 build)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+
+from pocketbert.runtime.errors import Error
+
+from .. import arm64, emulated_cpus
+from .common import RESULTS, bundles_argument, cpu_names, data_dir_option, fail, log, results_file_option
+from .group import cli
+
+
+@cli.command(help="Every verified artifact of each BUNDLE on emulated x86 CPUs (QEMU user mode: Haswell = AVX2 "
+             "without VNNI, SandyBridge = no AVX2), compared with this machine's run. Results, never timings. "
+             "Exit code 1 when an artifact differs beyond its tolerance.")
+@bundles_argument()
+@click.option("--cpus", default=",".join(emulated_cpus.CPUS), show_default=True, help="comma-separated CPU models")
+@click.option("--samples", type=click.IntRange(min=1), default=50, show_default=True,
+              help="verification sentences of the bundle's task (data directory), else built-in English text")
+@data_dir_option()
+def cpus(bundle_dirs, cpus, samples, data_dir):
+    from pocketbert.converter.errors import ConverterError
+
+    names = cpu_names(cpus, emulated_cpus.CPUS, "CPU")
+    try:
+        emulated_cpus.qemu()
+    except emulated_cpus.EmulationUnavailable as exc:
+        fail(exc.problem, exc.fix)
+    failed = False
+    for bundle in bundle_dirs:
+        try:
+            texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)
+            log(f"{bundle}: {len(texts)} sentences on {', '.join(names)} (emulated) and this CPU")
+            rows = emulated_cpus.check(bundle, texts, names)
+        except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
+            fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
+                 "written by python -m converter")
+        click.echo(emulated_cpus.table(rows))
+        failed |= not all(r["passed"] for r in rows)
+    sys.exit(1 if failed else 0)
+
+
+@cli.command("arm64", help="Every verified TFLite artifact of each BUNDLE, at every bucket, on LiteRT's aarch64 "
+             "build (the ARM kernels phones run) under QEMU user-mode emulation, compared with this machine's "
+             "LiteRT. Prepares the aarch64 Python once, cached outside the repository. Results, never timings. "
+             "Exit code 1 when an artifact differs beyond its tolerance.")
+@bundles_argument()
+@click.option("--cpus", default=",".join(arm64.DEFAULT_CPUS), show_default=True,
+              help=f"comma-separated QEMU ARM CPU models ({', '.join(arm64.CPUS)})")
+@click.option("--samples", type=click.IntRange(min=1), default=24, show_default=True,
+              help="verification sentences of the bundle's task, each run at every bucket")
+@click.option("--recipes", default=None, help="comma-separated TFLite recipes to check (default: every verified one)")
+@data_dir_option()
+@results_file_option(default=RESULTS / "arm64.json", help="results file")
+def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+    from pocketbert.runtime import machine
+
+    from .. import aarch64_env, schema
+
+    names = cpu_names(cpus, arm64.CPUS, "ARM CPU")
+    try:
+        environment = aarch64_env.prepare(log=log)
+    except aarch64_env.EmulationUnavailable as exc:
+        fail(exc.problem, exc.fix)
+    device = {"kind": arm64.DEVICE_KIND, "emulator": _qemu_version(environment.qemu),
+              "python": aarch64_env.PYTHON + " (Debian arm64)", "versions": environment.versions}
+    data = schema.new_file("arm64", fast=False, machine=machine.describe(), device=device,
+                           settings={"cpus": names, "samples": samples, "recipes": recipes or "all"})
+    for bundle in bundle_dirs:
+        try:
+            texts = emulated_cpus.bundle_texts(bundle, samples, data_dir)
+            data["results"] += arm64.check(bundle, texts, names, environment, log=log,
+                                           recipes=[r.strip() for r in recipes.split(",")] if recipes else None)
+        except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
+            fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
+                 "written by python -m converter")
+    click.echo(arm64.table(data["results"]))
+    schema.write(data, out)
+    click.echo(str(out))
+    sys.exit(0 if all(r["passed"] for r in data["results"]) else 1)
+
+
+def _qemu_version(qemu: str) -> str:
+    done = subprocess.run([qemu, "--version"], capture_output=True, text=True)
+    return (done.stdout.splitlines() or ["qemu-aarch64 (version unknown)"])[0]

@@ -1,0 +1,64 @@
+"""``python -m benchmarks device``: TFLite artifacts on an Android phone (adb, benchmark_model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import RESULTS, bundles_argument, fail, ints, log, results_file_option
+from .group import cli
+
+
+@cli.command(help="TFLite artifacts of each BUNDLE on an Android phone via adb and benchmark_model.")
+@bundles_argument()
+@click.option("--serial", required=True, help="the phone's serial (adb devices)")
+@click.option("--benchmark-binary", type=click.Path(path_type=Path), default=None,
+              help="benchmark_model built for the phone (android_aarch64); omitted: already pushed")
+@click.option("--adb", default=None, help="adb executable (default: adb on PATH)")
+@click.option("--taskset", default=None, help="hex CPU mask to pin to (big cores), e.g. f0 or c0")
+@click.option("--threads", default=None, help="comma-separated (default 1,4; fast: 1)")
+@click.option("--seq-len", default=None, help="comma-separated buckets (default 128; fast: 32)")
+@click.option("--runs", type=click.IntRange(min=1), default=None, help="--num_runs (default 50)")
+@click.option("--warmup", type=click.IntRange(min=0), default=None, help="--warmup_runs (default 10)")
+@click.option("--use-gpu", is_flag=True, help="also run with the GPU delegate")
+@click.option("--use-nnapi", is_flag=True, help="also run with the NNAPI delegate")
+@click.option("--fast", is_flag=True, help="few runs, one thread, bucket 32")
+@click.option("--dry-run", is_flag=True, help="print the adb commands instead of running them")
+@results_file_option(help=f"results file (default {RESULTS}/device-SERIAL.json)")
+def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len, runs, warmup, use_gpu, use_nnapi,
+           fast, dry_run, out):
+    from .. import device as dev
+    from .. import schema
+
+    if taskset is not None:
+        try:
+            int(taskset, 16)
+        except ValueError:
+            fail(f"--taskset {taskset!r} is not a hex CPU mask", "pass e.g. f0 (CPUs 4-7) or c0 (CPUs 6-7)", 2)
+    settings = dev.DeviceSettings(serial=serial, binary=benchmark_binary, taskset=taskset, use_gpu=use_gpu,
+                                  use_nnapi=use_nnapi, fast=fast)
+    if fast:
+        settings.threads, settings.seq_lens, settings.runs, settings.warmup = [1], [32], 5, 1
+    settings.threads = ints(threads, "--threads") if threads else settings.threads
+    settings.seq_lens = ints(seq_len, "--seq-len") if seq_len else settings.seq_lens
+    settings.runs = runs or settings.runs
+    settings.warmup = settings.warmup if warmup is None else warmup
+    runner = dev.run_process
+    if dry_run:
+        settings.adb = adb or "adb"
+
+        def runner(argv):  # noqa: F811 - prints instead of running; getprop answers "dry-run"
+            click.echo(" ".join(argv))
+            return 0, "dry-run" if "getprop" in argv else "", ""
+    try:
+        if not dry_run:
+            settings.adb = dev.find_adb(adb)
+        data = dev.run(list(bundle_dirs), settings, runner, progress=log)
+    except dev.DeviceError as exc:
+        fail(exc.problem, exc.fix)
+    if dry_run:
+        return
+    out = out or RESULTS / f"device-{serial}.json"
+    schema.write(data, out)
+    click.echo(str(out))
