@@ -1,4 +1,4 @@
-"""Recovery distillation (converter.training.distill): loss terms by hand, PKT freezing, gap reduction per family, errors."""
+"""Recovery distillation (training/distill/): loss terms by hand, PKT freezing, gap reduction per family, errors."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pocketbert.locations import DATA_DIR_DEFAULT, cache_dir, checkout
 from pocketbert.runtime.errors import Error
-from pocketbert.runtime.terminal import plain, styled
+from pocketbert.runtime.terminal import command_name, plain, styled
 
 from . import arm64, emulated_cpus
 
@@ -639,4 +639,4 @@ def report(results_dir, out):
 
 
 if __name__ == "__main__":
-    cli(prog_name="python -m benchmarks")
+    cli(prog_name=command_name())

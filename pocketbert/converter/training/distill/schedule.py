@@ -1,4 +1,4 @@
-"""Training schedules as data: a list of :class:`Stage` that :func:`converter.training.distill.recover` runs in order."""
+"""Training schedules as data: a list of :class:`Stage` that :func:`.recover.recover` runs in order."""
 
 from __future__ import annotations
 
