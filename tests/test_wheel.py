@@ -114,7 +114,9 @@ def test_the_docs_commands_run_from_any_folder(venv, tmp_path):
             typed = script if len(form) == 1 else f"python -m {module}"
             out = _run([*form, "--help"], cwd=tmp_path, env=_env(venv)).stdout
             assert out.startswith(f"Usage: {typed} "), out[:200]
-        unknown = sorted(word for word in used[script] if not _is_argument(script, word, _subcommands(out)))
+        subcommands = _subcommands(out)
+        assert bool(subcommands) == (script != "pocketbert-run"), f"{script}'s commands not read from:\n{out}"
+        unknown = sorted(word for word in used[script] if not _is_argument(script, word, subcommands))
         assert unknown == [], f"the docs give {script} commands it does not have"
     # installed, the benchmarks write under the current directory, never into site-packages
     done = _run([venv / "bin" / "pocketbert-bench", "report", "--help"], cwd=tmp_path, env=_env(venv))
