@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from pocketbert.converter import loading
-from pocketbert.converter.builtin import BUILTIN, PACKAGE
+from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.data import load_task
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.training.evaluate import evaluate
+from pocketbert.locations import demo_models
 
 from .conftest import DATA
 
@@ -19,7 +20,7 @@ DEMOS = {"sst2-demo": ("glue:sst2", "accuracy"), "ner-demo": ("conll2003", "f1")
 
 
 def test_demo_models_fit_the_size_budget():
-    total = sum(p.stat().st_size for p in (PACKAGE / "demo_models").rglob("*") if p.is_file())
+    total = sum(p.stat().st_size for p in demo_models().rglob("*") if p.is_file())
     assert total <= 60e6, f"demo_models/ holds {total / 1e6:.1f} MB, the budget is 60 MB"
 
 

@@ -1,4 +1,4 @@
-"""Recovery distillation (converter.distill): loss terms by hand, PKT freezing, gap reduction per family, errors."""
+"""Recovery distillation (training/distill/): loss terms by hand, PKT freezing, gap reduction per family, errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, BertConfig
 
 from pocketbert.converter.data.tasks import load_task
-from pocketbert.converter.distill import (
+from pocketbert.converter.errors import InputError
+from pocketbert.converter.families import families
+from pocketbert.converter.training.distill import (
     attention_kl,
     calibrate_nonorm,
     hard_label_loss,
@@ -25,9 +27,7 @@ from pocketbert.converter.distill import (
     recover,
     stream_range,
 )
-from pocketbert.converter.distill.pairing import eager_attention, no_dropout, truncated
-from pocketbert.converter.errors import InputError
-from pocketbert.converter.families import families
+from pocketbert.converter.training.distill.pairing import eager_attention, no_dropout, truncated
 from pocketbert.converter.training.loop import Budget, train
 from pocketbert.converter.transforms import nonorm, relu
 

@@ -9,7 +9,7 @@ import torch
 
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite import float_op_histogram
-from pocketbert.converter.distill.fake_quant import FakeQuant, calibrate
+from pocketbert.converter.training.distill.fake_quant import FakeQuant, calibrate
 
 from .conftest import DATA, FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN, build_checkpoint, nonorm_model
 

@@ -1,9 +1,15 @@
-"""No import cycles between the project's modules, counting imports inside functions too.
+"""No import cycles in the package: between modules, and between the folders (and modules) side by side in a folder.
 
-An import placed inside a function to dodge a cycle still ties the two modules together; the cure is
-to move the shared piece into a module of its own.  Two kinds of import are not edges: a module's
-import of its own parent package (the registries: a package imports its members, which register
-themselves with it), and imports under ``if TYPE_CHECKING`` (never executed)."""
+Every import counts, wherever it stands: inside a function (placed there to dodge a cycle, it still ties
+the two modules together) and under ``if TYPE_CHECKING`` (a type a module needs is a dependency too).  The
+cure for a cycle is to move the shared piece to the one place both sides can import.  One kind of import
+is not an edge: a module's import of a package it lives in (the registries: a package imports its
+members, which register themselves with it).
+
+Folders: an import ``a -> b`` is seen from the deepest package holding both, as an edge between the entries
+of that package (a subfolder or a module) on each side's path.  ``converter/training/recovery.py ->
+converter/loading.py`` is the edge ``training/ -> loading.py`` inside ``converter/``; a cycle among the
+entries of any one folder means two parts of the code each need the other."""
 
 from __future__ import annotations
 
@@ -14,28 +20,18 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("pocketbert",)
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     modules = {}
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            parts = path.relative_to(REPO).with_suffix("").parts
+    for package in packages:
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
             modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return modules
 
 
-def _imports(tree: ast.AST):
-    """Every Import/ImportFrom node, except those inside ``if TYPE_CHECKING:``."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in _imports_of(child))
-            continue
-        yield from _imports_of(node)
-
-
-def _imports_of(node: ast.AST):
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield node
-    yield from _imports(node)
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement in the module: top level, in functions, under ``if TYPE_CHECKING``."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _edges(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -53,8 +49,24 @@ def _edges(modules: dict[str, Path]) -> dict[str, set[str]]:
     return edges
 
 
-def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
+def _folder_edges(edges: dict[str, set[str]]) -> dict[str, dict[str, list[str]]]:
+    """``{entry: {entry: [the imports behind the edge]}}`` between the entries (subfolders and modules) of
+    each folder; a package importing its own members (``__init__.py`` re-exports) is inside its entry."""
+    folders: dict[str, dict[str, list[str]]] = {}
+    for a, targets in edges.items():
+        for b in targets:
+            pa, pb = a.split("."), b.split(".")
+            depth = next((i for i, (x, y) in enumerate(zip(pa, pb)) if x != y), None)
+            if depth is None:  # one contains the other: a package and its own members
+                continue
+            entry_a, entry_b = ".".join(pa[:depth + 1]), ".".join(pb[:depth + 1])
+            folders.setdefault(entry_b, {})
+            folders.setdefault(entry_a, {}).setdefault(entry_b, []).append(f"{a} -> {b}")
+    return folders
+
+
+def _cycles(edges: dict[str, set[str]] | dict[str, dict]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -63,7 +75,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
-        for nxt in sorted(edges[node]):
+        for nxt in sorted(edges.get(node, ())):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -85,15 +97,45 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles():
+def _folder_cycles(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each cycle between entries of a folder (``"a <-> b"``) with the module imports that make it."""
+    folders = _folder_edges(edges)
+    return {" <-> ".join(cycle): sorted(i for a in cycle for b in cycle for i in folders[a].get(b, ()))
+            for cycle in _cycles(folders)}
+
+
+def test_no_import_cycles_between_modules():
     assert _cycles(_edges(_modules())) == []
 
 
-def test_the_check_sees_a_cycle_hidden_in_a_function(tmp_path):
-    edges = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
-    assert _cycles(edges) == [["a", "b"]]
-    module = ast.parse("def f():\n    from .b import x\nif TYPE_CHECKING:\n    from .c import y\n")
-    assert [n.module for n in _imports(module)] == ["b"]
+def test_no_import_cycles_between_folders():
+    assert _folder_cycles(_edges(_modules())) == {}
+
+
+def test_the_checks_see_planted_cycles(tmp_path):
+    """A package with a module cycle made only of a TYPE_CHECKING import and one inside a function, and a
+    folder cycle between two subpackages whose modules never import each other directly."""
+    files = {
+        "pkg/__init__.py": "from . import a\n",  # a package importing its member: no cycle
+        "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
+        "pkg/b.py": "def f():\n    from . import a\n",
+        "pkg/left/__init__.py": "",
+        "pkg/left/one.py": "from ..right.two import x\n",
+        "pkg/left/three.py": "import pkg\n",  # a package it lives in: the registry pattern, no edge
+        "pkg/right/__init__.py": "",
+        "pkg/right/two.py": "x = 1\n",
+        "pkg/right/four.py": "from pkg.left import three\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = _edges(_modules(tmp_path, ("pkg",)))
+    assert _cycles(edges) == [["pkg.a", "pkg.b"]]
+    assert _folder_cycles(edges) == {
+        "pkg.a <-> pkg.b": ["pkg.a -> pkg.b", "pkg.b -> pkg.a"],
+        "pkg.left <-> pkg.right": ["pkg.left.one -> pkg.right.two", "pkg.right.four -> pkg.left",
+                                   "pkg.right.four -> pkg.left.three"],
+    }
 
 
 def test_the_runtime_imports_nothing_of_the_converter_or_benchmarks():

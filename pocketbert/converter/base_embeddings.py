@@ -16,11 +16,11 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint_job as job
 from . import loading
-from .distill.retokenized import LOSS, distill_retokenized
 from .errors import InputError
 from .shared_table import KEY, base_table, digest, is_table_key
+from .training import checkpoint_job as job
+from .training.distill.retokenized import LOSS, distill_retokenized
 from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import parse_budget

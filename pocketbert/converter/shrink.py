@@ -28,11 +28,11 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint_job as job
 from . import loading
 from .errors import InputError
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import digest
+from .training import checkpoint_job as job
 from .training import loop
 from .training.finetune import eval_length, source_name
 from .training.recovery import RecoverOptions, prepare, run

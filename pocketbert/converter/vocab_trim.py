@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from . import checkpoint_job as job
 from . import loading
-from .distill.retokenized import LOSS, distill_retokenized
 from .errors import InputError
+from .training import checkpoint_job as job
+from .training.distill.retokenized import LOSS, distill_retokenized
 from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import parse_budget

@@ -1,3 +1,4 @@
 from .cli import main
+from .terminal import command_name
 
-main(prog_name="python -m runtime")
+main(prog_name=command_name())

@@ -6,9 +6,14 @@ crash the print with MarkupError.  The command lines therefore keep markup to th
 words (``[red]error:[/]``) and pass everything else through :func:`plain`, which makes a rich
 ``Text``: printed exactly as given, except that control characters (a terminal's own escape
 sequences, carriage returns) are shown as ``\\x1b`` instead of acting on the terminal.
+
+:func:`command_name` is the command as the user typed it, for usage lines they copy.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from rich.text import Text
 
@@ -24,3 +29,14 @@ def plain(value: object, style: str = "") -> Text:
 def styled(markup: str, *values: object) -> Text:
     """Our own ``markup`` (a fixed label such as ``[red]error:[/] ``) followed by ``values``, verbatim."""
     return Text.assemble(Text.from_markup(markup), *(plain(v) for v in values))
+
+
+def command_name() -> str:
+    """How this command line was started: ``python -m pocketbert.converter`` (or, in a checkout, the
+    forwarding ``python -m converter``) as typed, else the console script's name (``pocketbert-convert``)."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    if Path(sys.argv[0]).name == "__main__.py" and "-m" in argv[1:]:
+        module = argv[argv.index("-m", 1) + 1:][:1]
+        if module:
+            return f"python -m {module[0]}"
+    return Path(sys.argv[0]).name

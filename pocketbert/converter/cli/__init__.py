@@ -1,4 +1,4 @@
-"""Command line: ``python -m converter CHECKPOINT --opt nonorm,relu,int8`` and the checkpoint commands.
+"""Command line: ``pocketbert-convert CHECKPOINT --opt nonorm,relu,int8`` and the checkpoint commands.
 
 group.py holds the command group; convert.py the default command (render.py draws its screen);
 checkpoints.py finetune, recover, trim-vocab and share-embeddings; listing.py ``list``; cut.py ``cut``
@@ -14,7 +14,7 @@ import warnings
 
 import click
 
-from pocketbert.runtime.terminal import styled
+from pocketbert.runtime.terminal import command_name, styled
 
 from .. import errors, quiet
 from . import checkpoints, convert, cut, listing  # noqa: F401  (importing registers the commands)
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         with quiet.silenced(), errors.disk_errors_as_output_errors():
-            cli.main(args=argv, prog_name="python -m converter", standalone_mode=False)
+            cli.main(args=argv, prog_name=command_name(), standalone_mode=False)
     except errors.ConverterError as exc:
         console.print(styled("[bold red]error:[/] ", exc.problem))
         if exc.fix:

@@ -5,11 +5,12 @@
     task = load_task("my/train.tsv", "train")        # or a file a user gives
     features = task.encode(tokenizer, max_length=128)
 
-One module per idea: :mod:`.tasks` (short names, the :class:`TaskData` container), :mod:`.glue` and
-:mod:`.conll` (readers), :mod:`.features` (tokenisation, NER label alignment, batching) and
+One module per idea: :mod:`.tasks` (short names, loading), :mod:`.glue` and :mod:`.conll` (readers),
+:mod:`.features` (the :class:`TaskData` container, tokenisation, NER label alignment, batching) and
 :mod:`.metrics` (GLUE's metric per task, seqeval entity F1).
 """
 
-from .tasks import TASK_NAMES, TaskData, load_task, resolve_task
+from .features import TaskData
+from .tasks import TASK_NAMES, load_task, resolve_task
 
 __all__ = ["TASK_NAMES", "TaskData", "load_task", "resolve_task"]

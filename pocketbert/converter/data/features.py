@@ -1,4 +1,7 @@
-"""Tokenised features and batches for training and evaluation.
+"""Labelled examples (:class:`TaskData`), their tokenised features and batches for training and evaluation.
+
+The examples live here rather than with the task readers (tasks.py) because features keep a reference to
+the examples they were made from and examples encode themselves: one module, no import cycle.
 
 NER labels are aligned to word pieces the standard way (Devlin et al. 2019, §5.3): the first piece of
 each word carries the word's tag, the other pieces and the special tokens carry -100, which the loss
@@ -9,8 +12,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -18,10 +21,41 @@ from pocketbert.runtime.contract import INPUT_NAMES
 
 from ..errors import InputError
 
-if TYPE_CHECKING:  # a type only: tasks.py imports this module
-    from .tasks import TaskData
-
 IGNORE = -100
+
+
+@dataclass
+class TaskData:
+    """Labelled examples of one split.  ``labels`` are ids into ``label_names`` (class tasks), floats
+    (regression) or per-word IOB2 tag lists (NER); ``texts`` are strings, pairs or word lists (NER)."""
+
+    name: str
+    kind: str
+    split: str
+    path: Path
+    texts: list
+    labels: list | None
+    label_names: list[str]
+    metric: str = ""
+    details: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def pairs(self) -> bool:
+        return bool(self.texts) and isinstance(self.texts[0], tuple)
+
+    def encode(self, tokenizer, max_length: int = 128, label_names: list[str] | None = None) -> Features:
+        """Token features for training/evaluation (:func:`encode`)."""
+        return encode(self, tokenizer, max_length=max_length, label_names=label_names)
+
+    def subset(self, count: int | None) -> TaskData:
+        if count is None or count >= len(self):
+            return self
+        return TaskData(self.name, self.kind, self.split, self.path, self.texts[:count],
+                        None if self.labels is None else self.labels[:count], self.label_names, self.metric,
+                        dict(self.details, subset=count))
 
 
 @dataclass

@@ -1,15 +1,15 @@
-"""Task short names (``glue:sst2``, ``conll2003``, …), file resolution and the labelled-data container."""
+"""Task short names (``glue:sst2``, ``conll2003``, …), file resolution and loading into a :class:`TaskData`."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..texts import data_dir as default_data_dir
 from . import conll, formats, glue
-from .features import encode
+from .features import TaskData
 
 
 @dataclass(frozen=True)
@@ -40,40 +40,6 @@ TASKS: dict[str, TaskSpec] = {spec.name: spec for spec in [
              CONLL_LABELS, "f1", "CoNLL-2003 English NER (IOB2)"),
 ]}
 TASK_NAMES = tuple(TASKS)
-
-
-@dataclass
-class TaskData:
-    """Labelled examples of one split.  ``labels`` are ids into ``label_names`` (class tasks), floats
-    (regression) or per-word IOB2 tag lists (NER); ``texts`` are strings, pairs or word lists (NER)."""
-
-    name: str
-    kind: str
-    split: str
-    path: Path
-    texts: list
-    labels: list | None
-    label_names: list[str]
-    metric: str = ""
-    details: dict = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    @property
-    def pairs(self) -> bool:
-        return bool(self.texts) and isinstance(self.texts[0], tuple)
-
-    def encode(self, tokenizer, max_length: int = 128, label_names: list[str] | None = None):
-        """Token features for training/evaluation (see :mod:`converter.data.features`)."""
-        return encode(self, tokenizer, max_length=max_length, label_names=label_names)
-
-    def subset(self, count: int | None) -> TaskData:
-        if count is None or count >= len(self):
-            return self
-        return TaskData(self.name, self.kind, self.split, self.path, self.texts[:count],
-                        None if self.labels is None else self.labels[:count], self.label_names, self.metric,
-                        dict(self.details, subset=count))
 
 
 def resolve_task(spec: str, split: str, data_dir: str | os.PathLike | None = None) -> tuple[TaskSpec | None, Path]:

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import checkpoint_job as job
 from .. import loading
 from ..data import TaskData, load_task
 from ..errors import InputError
 from . import chance, loop
+from . import checkpoint_job as job
 from .evaluate import evaluate
 
 

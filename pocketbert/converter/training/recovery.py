@@ -1,7 +1,7 @@
 """Recovery as a job: task data in, a distilled nonorm/relu student out, with dev scores measured.
 
 Shared by ``python -m converter recover`` (writes the recovered checkpoint) and ``convert --recover``
-(recovers in memory, then exports).  The distillation itself is :func:`converter.distill.recover`;
+(recovers in memory, then exports).  The distillation itself is :func:`converter.training.distill.recover`;
 this module adds the task data, the checks that must fail before any training starts, and the
 teacher / without-recovery / recovered scores on the dev split that the manifest and model card report.
 """
@@ -30,7 +30,7 @@ class RecoverOptions:
     task: str  # short name or training file
     budget: loop.Budget
     dev: str | None = None
-    schedule: str = "joint"  # measured better than progressive at CPU budgets (converter.distill.recover)
+    schedule: str = "joint"  # measured better than progressive at CPU budgets (converter.training.distill.recover)
     lr: float = 1e-4
     temperature: float = 1.0
     hard_weight: float = 0.0  # weight of the hard-label loss (0: pure distillation)
@@ -49,7 +49,7 @@ class RecoverOptions:
     # keep the word-embedding table as the teacher's (= the base model's when the teacher was fine-tuned with it
     # frozen), so the result can ship without it (python -m converter share-embeddings)
     freeze_word_embeddings: bool = False
-    # quantization-aware: train through the simulated full-integer export (converter.distill.fake_quant)
+    # quantization-aware: train through the simulated full-integer export (converter.training.distill.fake_quant)
     qat: bool = False
 
 
@@ -92,7 +92,7 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
 
 def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print) -> dict:
     """Distil ``teacher`` into ``student`` (in place); returns the JSON record for manifest and card."""
-    from ..distill import recover
+    from .distill import recover
 
     options = prepared.options
     start = time.perf_counter()
@@ -140,9 +140,9 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     """``python -m converter recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
     import copy
 
-    from .. import checkpoint_job as job
     from .. import loading
     from ..transforms import TRANSFORMS
+    from . import checkpoint_job as job
     from .finetune import eval_length, source_name
 
     opts = Opts(opts)

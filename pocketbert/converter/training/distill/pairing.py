@@ -10,8 +10,8 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from ..errors import InputError
-from ..families import Family
+from ...errors import InputError
+from ...families import Family
 
 
 @dataclass

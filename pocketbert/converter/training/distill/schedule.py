@@ -1,4 +1,4 @@
-"""Training schedules as data: a list of :class:`Stage` that :func:`converter.distill.recover` runs in order."""
+"""Training schedules as data: a list of :class:`Stage` that :func:`.recover.recover` runs in order."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from torch import nn
 from transformers import PreTrainedModel
 
-from ..errors import InputError
-from ..families import Family
+from ...errors import InputError
+from ...families import Family
 
-#: weight of each loss term (see :data:`converter.distill.losses.TERMS`) when the caller gives none
+#: weight of each loss term (see :data:`converter.training.distill.losses.TERMS`) when the caller gives none
 DEFAULT_WEIGHTS = {"logits": 1.0, "hidden": 1.0, "attention": 1.0, "hard": 0.0, "stream": 0.0}
 
 

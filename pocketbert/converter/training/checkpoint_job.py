@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
-from .data import load_task
-from .loading import SAVED_TRANSFORMS_KEY
-from .training.card import model_card
-from .training.save import check_output, save_trained
+from ..data import load_task
+from ..loading import SAVED_TRANSFORMS_KEY
+from .card import model_card
+from .save import check_output, save_trained
 
 
 def begin(out: Path, overwrite: bool, threads: int | None) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..data.features import Features
-from ..errors import InputError
-from ..training.loop import Budget, TrainLog, train
+from ...data.features import Features
+from ...errors import InputError
+from ..loop import Budget, TrainLog, train
 from . import losses
 from .pairing import no_dropout
 

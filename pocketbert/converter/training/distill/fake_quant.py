@@ -36,7 +36,7 @@ from torch.overrides import TorchFunctionMode
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
-from ..families import Family, is_nonorm
+from ...families import Family, is_nonorm
 
 SMOOTHING = 0.95  # ai-edge-quantizer's moving-average factor (utils/qsv_utils.moving_average_update)
 ATTENTION = "pocketbert_fake_quant"

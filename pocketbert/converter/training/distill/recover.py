@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedModel
 
-from ..errors import InputError
-from ..families import Family, is_nonorm
+from ...errors import InputError
+from ...families import Family, is_nonorm
 from . import losses
 from .nonorm_init import METHODS as INIT_METHODS
 from .nonorm_init import calibrate_nonorm
@@ -148,7 +148,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     * ``weights``: loss term -> weight, merged over :data:`DEFAULT_WEIGHTS` (``hard`` is 0 unless set).
     * ``temperature``: of the logit distillation; ``lr``, ``seed``: for the loop (stage i uses seed + i).
     * ``init``: NoNorm initialisation before training, on ``init_batches`` training batches:
-      ``teacher`` (default), ``lstsq``, ``moments`` or None (see :mod:`converter.distill.nonorm_init`).
+      ``teacher`` (default), ``lstsq``, ``moments`` or None (see :mod:`converter.training.distill.nonorm_init`).
     * ``eval_batches``: if given, the gap is measured on up to ``eval_max_batches`` of them before,
       after the initialisation and after training (``RecoveryReport.gap_before``/``init``/``gap_after``).
     * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``.
@@ -296,7 +296,7 @@ def _as_dict(budget) -> dict:
 
 
 def _default_loop() -> Callable:
-    from ..training.loop import train
+    from ..loop import train
 
     return train
 

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..families import Family, is_nonorm
+from ...families import Family, is_nonorm
 
 METHODS = ("moments", "lstsq", "teacher")
 
