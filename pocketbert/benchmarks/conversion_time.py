@@ -1,7 +1,7 @@
 """Where a conversion's time goes: every stage and every step of it (each recipe's export, quantisation,
 metadata and verification), with the accuracy ladder's judgements, on the machine it runs on.
 
-    python -m benchmarks conversion-time sst2-demo --opt nonorm,relu,fold \
+    pocketbert-bench conversion-time sst2-demo --opt nonorm,relu,fold \
         --recipe onnx:int8-dynamic,onnx:int8-static,tflite:int8-dynamic [--cprofile 15]
 
 It runs the real conversion (into a temporary directory unless ``--out``), so its figures are the
@@ -16,6 +16,7 @@ import io
 import pstats
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,10 +30,13 @@ class Timeline:
 
     steps: list[StageFinished] = field(default_factory=list)
     ladders: dict[str, list[dict]] = field(default_factory=dict)  # recipe -> the float-fallback judgements
+    tell: Callable[[str], None] | None = None  # progress: one line per finished step
 
     def __call__(self, event) -> None:
         if isinstance(event, StageFinished):
             self.steps.append(event)
+            if self.tell:
+                self.tell(f"  {event.description} {event.seconds:.1f} s")
         elif isinstance(event, ArtifactBuilt):
             self.ladders[event.recipe] = _judgements(event.details)
 
@@ -46,10 +50,10 @@ def _judgements(details: dict) -> list[dict]:
     return found
 
 
-def measure(options: ConvertOptions, profile_rows: int = 0) -> dict:
+def measure(options: ConvertOptions, profile_rows: int = 0, tell: Callable[[str], None] | None = None) -> dict:
     """Convert with ``options`` and return the figures: stages, steps, ladders, total and (optionally) the
-    cProfile top functions."""
-    timeline = Timeline()
+    cProfile top functions.  ``tell`` hears each step as it finishes."""
+    timeline = Timeline(tell=tell)
     profiler = cProfile.Profile() if profile_rows else None
     start = time.perf_counter()
     if profiler:
@@ -78,12 +82,13 @@ def top_functions(profiler: cProfile.Profile, rows: int) -> list[dict]:
              "calls": timing[1]} for (file, line, name), timing in entries[:rows]]
 
 
-def run(checkpoint: str, out: Path | None, profile_rows: int = 0, **options) -> dict:
+def run(checkpoint: str, out: Path | None, profile_rows: int = 0, tell: Callable[[str], None] | None = None,
+        **options) -> dict:
     """The conversion of ``checkpoint`` (into a temporary directory unless ``out``), measured."""
     with tempfile.TemporaryDirectory(prefix="pocketbert-conversion-time-") as tmp:
         destination = out or Path(tmp) / "bundle"
         return measure(ConvertOptions(checkpoint=checkpoint, out=destination, overwrite=True, **options),
-                       profile_rows)
+                       profile_rows, tell)
 
 
 def results_file(checkpoint: str, figures: dict, command_line: str) -> dict:

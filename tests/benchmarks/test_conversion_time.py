@@ -29,3 +29,14 @@ def test_the_profile_accounts_for_every_stage_and_step(checkpoints, options, tmp
                and "candidates judged" in line for line in lines)
     data = conversion_time.results_file("tiny", figures, "conversion-time tiny")
     assert data["command"] == "conversion-time" and data["machine"]["cpu"] and data["results"][0]["stages"] == stages
+
+
+def test_the_command_reports_a_missing_checkpoint_as_problem_and_fix(tmp_path):
+    from click.testing import CliRunner
+
+    from pocketbert.benchmarks.cli import cli
+
+    out = tmp_path / "timing.json"
+    result = CliRunner().invoke(cli, ["conversion-time", str(tmp_path / "nowhere"), "--out", str(out)])
+    assert result.exit_code == 3 and "Traceback" not in result.output
+    assert "error:" in result.output and "fix:" in result.output and not out.exists()

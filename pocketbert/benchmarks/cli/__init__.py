@@ -8,6 +8,7 @@
     python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
     python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
     python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
+    python -m benchmarks conversion-time CHECKPOINT [--opt …] [--recipe …] [--cprofile N]  # a conversion's stages
     python -m benchmarks report   [--results DIR] [--out pocketbert/benchmarks/REPORT.md]
 
 Results are JSON files in one schema (pocketbert/benchmarks/schema.py) under pocketbert/benchmarks/results/
@@ -16,9 +17,9 @@ is in a checkout of the repository; an installed package (pocketbert-bench) writ
 ./pocketbert-benchmarks/ and its work files under $POCKETBERT_CACHE or ~/.cache/pocketbert/benchmarks.
 
 group.py holds the command group, common.py what the commands share; one module per family of commands:
-building.py ``bundles``; speed.py ``latency``, ``throughput``, ``corpus``; phone.py ``device``; scores.py
-``accuracy``, ``gates``, ``glue``; quantised.py ``size-frontier``, ``full-integer``, ``full-integer-levers``;
-emulation.py ``cpus``, ``arm64``; reporting.py ``report``.
+building.py ``bundles``, ``conversion-time``; speed.py ``latency``, ``throughput``, ``corpus``; phone.py
+``device``; scores.py ``accuracy``, ``gates``, ``glue``; quantised.py ``size-frontier``, ``full-integer``,
+``full-integer-levers``; emulation.py ``cpus``, ``arm64``; reporting.py ``report``.
 """
 
 from __future__ import annotations

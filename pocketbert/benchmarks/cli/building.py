@@ -1,10 +1,16 @@
-"""``python -m benchmarks bundles``: convert the models the other commands measure."""
+"""``python -m benchmarks bundles``: convert the models the other commands measure; ``conversion-time``: what a
+conversion costs, stage by stage."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
-from .common import fail, ints, log, quiet_transformers, work_dir_option
+from pocketbert.cli_options import threads_option
+
+from .common import RESULTS, data_dir_option, fail, ints, log, quiet_transformers, results_file_option, work_dir_option
 from .group import cli
 
 
@@ -36,3 +42,39 @@ def bundles(models, variants, buckets, work_dir, fast):
         fail(str(exc.args[0]), "pass NAME=DIR with the directory the fine-tuning wrote (config.json, weights)", 2)
     for path in made:
         click.echo(str(path))
+
+
+@cli.command("conversion-time", help="Where one conversion's time goes on this machine: every stage and step "
+             "(each recipe's export, quantisation, metadata, verification) and the int8 ladders' judgements.")
+@click.argument("checkpoint")
+@click.option("--opt", "opts", default=None, help="the converter's --opt (e.g. nonorm,relu,fold)")
+@click.option("--recipe", "recipes", default=None, help="the converter's --recipe (e.g. onnx:int8-dynamic,"
+              "tflite:int8-dynamic)")
+@click.option("--format", "formats", default=None, help="the converter's --format (default: onnx,tflite)")
+@click.option("--cprofile", "profile_rows", type=click.IntRange(min=0), default=0, show_default=True,
+              help="also list the N functions with the most cumulative time (cProfile)")
+@threads_option()
+@data_dir_option()
+@results_file_option(help="results file (default results/conversion-time-<checkpoint>.json)")
+def conversion_time(checkpoint, opts, recipes, formats, profile_rows, threads, data_dir, out):
+    import shlex
+
+    from pocketbert.converter.errors import ConverterError
+
+    from .. import conversion_time as timing
+    from .. import schema
+
+    quiet_transformers()
+    chosen = {k: v for k, v in dict(opts=opts, recipes=recipes, formats=formats, data_dir=data_dir).items()
+              if v is not None}
+    settings = ", ".join(f"{k} {v}" for k, v in chosen.items()) or "defaults"
+    log(f"converting {checkpoint} ({settings}), {threads} threads")
+    try:
+        figures = timing.run(checkpoint, None, profile_rows, tell=log, threads=threads, **chosen)
+    except ConverterError as exc:
+        fail(exc.problem, exc.fix or "")
+    for line in timing.table_lines(checkpoint, figures):
+        log(line)
+    data = timing.results_file(checkpoint, figures, shlex.join(sys.argv[1:]))
+    name = Path(checkpoint).name or "checkpoint"
+    click.echo(str(schema.write(data, out or RESULTS / f"conversion-time-{name}.json")))
