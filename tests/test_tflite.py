@@ -295,7 +295,7 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     good = {"a": 0.9, "b": 0.8, "c": 0.7}  # the cosine each role reaches alone: a first, then b, then c
     written = []
 
-    def attempt(float_roles, final, how="ship"):
+    def attempt(float_roles, final, screen=False):
         if final:
             written.append(list(float_roles))
         cosine = good[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
@@ -306,40 +306,32 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     assert result["roles"] == ["a", "b"] and result["linears_in_float"] == 4
     assert written == [[], ["a"], ["a", "b"], ["a", "b", "c"], ["a", "b"]]  # the last write is the one shipped
 
-    def never(float_roles, final, how="ship"):
+    def never(float_roles, final, screen=False):
         return False, {"cosine": 0.1, "meets_bar": False}
 
     assert not float_fallback_search(roles, never)["accepted"]
 
 
-def test_float_fallback_search_ranks_by_screening_and_accepts_only_full_judgements():
-    """Roles are ranked on the judge's cheap screen; a step is accepted only by a full judgement: one the
-    screen rejects is never judged in full, and a screened step meeting the bar is judged in full first."""
+def test_float_fallback_search_ranks_roles_by_screening_and_accepts_only_full_judgements():
+    """Each role alone is judged by the judge's cheap screen, to rank the roles; every step that could ship
+    is judged in full, and the ranking is the screen's."""
     from pocketbert.converter.backends.base import float_fallback_search, judge_file
 
     class Judge:
-        def __init__(self, screen_ok, full_ok):
-            self.screen_ok, self.full_ok, self.calls = screen_ok, full_ok, []
+        calls: list = []
 
         def screen(self, roles):
             self.calls.append(("screen", roles))
-            return False, {"cosine": 0.9 - 0.1 * ("ab".index(roles[0]) if roles else 0), "meets_bar": self.screen_ok,
-                           "screened": True}
+            return False, {"cosine": {("a",): 0.5, ("b",): 0.9}[roles], "screened": True}
 
-        def full(self, roles):
+        def __call__(self, roles):
             self.calls.append(("full", roles))
-            return self.full_ok, {"cosine": 0.99, "meets_bar": self.full_ok}
+            return len(roles) == 1, {"cosine": 0.99, "meets_bar": True}
 
-        def __call__(self, roles):  # screened, then judged in full only if the screen passes (it never does)
-            return self.screen(roles)
+    judge = Judge()
+    def attempt(roles, final, screen=False):
+        return judge_file(judge, tuple(roles), screen)
 
-    roles = {"a": [1], "b": [2]}
-    judge = Judge(screen_ok=False, full_ok=True)
-    result = float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))
-    assert not result["accepted"] and all(kind == "screen" for kind, _ in judge.calls)
-    judge = Judge(screen_ok=True, full_ok=True)  # the screen misses the target but meets the bar
-    result = float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))
-    assert result["accepted"] and not result["target_met"] and result["roles"] == []
-    assert judge.calls[-1] == ("full", ())  # the cheapest step, all-int8, confirmed in full
-    judge = Judge(screen_ok=True, full_ok=False)  # ... which the full judgement then refuses
-    assert not float_fallback_search(roles, lambda r, final, how="ship": judge_file(judge, tuple(r), how))["accepted"]
+    result = float_fallback_search({"a": [1], "b": [2]}, attempt)
+    assert result["accepted"] and result["target_met"] and result["roles"] == ["b"]  # b helps most alone
+    assert judge.calls == [("full", ()), ("screen", ("a",)), ("screen", ("b",)), ("full", ("b",))]

@@ -97,17 +97,12 @@ class Backend(ABC):
         quantised file is the size it is."""
 
 
-#: how ``float_fallback_search`` asks for a candidate to be judged: ``screen`` cheaply (enough to rank roles
-#: and to reject, never to accept), ``ship`` (screened, then in full if the screen passes), ``full``
-JUDGEMENTS = ("screen", "ship", "full")
-
-
-def judge_file(accept: Callable | None, path: Path, how: str = "ship") -> tuple[bool, dict]:
-    """Judge ``path`` with ``accept`` (``accept.screen``/``accept.full`` when the judge has them, as
-    ``quantization.CalibrationJudge`` has); no judge accepts everything."""
+def judge_file(accept: Callable | None, path: Path, screen: bool = False) -> tuple[bool, dict]:
+    """``accept(path)``, or its cheaper ``accept.screen(path)`` (``quantization.CalibrationJudge`` has one) when
+    ``screen``: figures to rank candidates by, never to accept one.  No judge accepts everything."""
     if accept is None:
         return True, {}
-    return (getattr(accept, how, accept) if how != "ship" else accept)(path)
+    return getattr(accept, "screen", accept)(path) if screen else accept(path)
 
 
 def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[bool, dict]],
@@ -115,12 +110,13 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     """The accuracy-driven float-fallback search both backends share.
 
     ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
-    projection) to its ops; ``attempt(float_roles, final, how="ship")`` quantises with those roles kept in
-    float and judges the result (``final``: write it to the destination, else to a scratch file; ``how``:
-    one of ``JUDGEMENTS``).  All-int8 first; if it fails, each role's sensitivity is screened alone, then
-    roles go back to float, most helpful first, until the result passes.  If none passes, the cheapest
-    step whose figures say ``meets_bar`` (good enough to ship, short of the target) is written and
-    accepted once a full judgement agrees, with ``target_met`` False.  Returns ``details["float_fallback"]``.
+    projection) to its ops; ``attempt(float_roles, final, screen=False)`` quantises with those roles kept in
+    float and judges the result (``final``: write it to the destination, else to a scratch file; ``screen``:
+    a cheap judgement to rank by, see ``judge_file``).  All-int8 first; if it fails, each role's
+    sensitivity is screened alone, then roles go back to float, most helpful first, each step judged in
+    full, until the result passes.  If none passes, the cheapest step whose figures say ``meets_bar``
+    (good enough to ship, short of the target) is written and accepted, with ``target_met`` False.
+    Returns ``details["float_fallback"]``.
 
     ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
     file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.
@@ -132,7 +128,7 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     if not ok and roles and enabled:
         sensitivity = {}
         for role in roles:
-            sensitivity[role] = attempt([role], False, how="screen")[1]
+            sensitivity[role] = attempt([role], False, screen=True)[1]
             search.append({"float_roles": [role], **sensitivity[role]})
         for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
             excluded.append(role)
@@ -143,27 +139,21 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
                 break
     target_met = ok
     if not ok:
-        excluded, ok = _good_enough(steps, attempt, search)
+        excluded, ok = _good_enough(steps, attempt)
     return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search}
 
 
-def _good_enough(steps: list[tuple[list[str], dict]], attempt: Callable, search: list[dict]) -> tuple[list[str], bool]:
-    """Short of the target: the cheapest step meeting the bar, in the destination (which holds the last
-    step).  A step whose figures come from its screen alone is judged in full before it is accepted."""
-    written = steps[-1][0]
-    for roles_, score in steps:
-        if not score.get("meets_bar"):
-            continue
-        if roles_ == written and not score.get("screened"):
-            return roles_, True
-        _, again = attempt(roles_, True, how="full")
-        search.append({"float_roles": list(roles_), **again})
-        written = roles_
-        if again.get("meets_bar"):
-            return roles_, True
-    return written, False
+def _good_enough(steps: list[tuple[list[str], dict]], attempt: Callable) -> tuple[list[str], bool]:
+    """Short of the target: the cheapest step meeting the bar, written again unless it is the last step
+    (the destination holds the last one)."""
+    good_enough = next((roles_ for roles_, score in steps if score.get("meets_bar")), None)
+    if good_enough is None:
+        return steps[-1][0], False
+    if good_enough != steps[-1][0]:
+        attempt(good_enough, True)
+    return good_enough, True
 
 
 def interleaved_latency_ms(runners: list[Runner], feeds: dict[str, np.ndarray], rounds: int = 30) -> list[float]:

@@ -134,14 +134,14 @@ class OnnxBackend(Backend):
                 source = prepared
             roles = _roles(onnx.load(str(source)))
 
-            def attempt(excluded_roles: list[str], final: bool, how: str = "ship") -> tuple[bool, dict]:
+            def attempt(excluded_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
                 out = dest if final else tmp / "candidate.onnx"
                 nodes = [n for role in excluded_roles for n in roles[role]]
                 if precision == "int8-dynamic":
                     _quantize_dynamic(source, out, nodes)
                 else:
                     _quantize_static(source, out, calibration, nodes, tmp / "calibration-cache.json")
-                return judge_file(accept, out, how)
+                return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback)
         details = {

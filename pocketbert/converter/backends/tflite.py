@@ -208,11 +208,11 @@ class TfliteBackend(Backend):
 
             clipping: dict[bool, str] = {}
 
-            def attempt(float_roles: list[str], final: bool, how: str = "ship") -> tuple[bool, dict]:
+            def attempt(float_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
                 out = dest if final else candidate
                 scopes = [scope for role in float_roles for scope in roles[role]]
                 clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated, float_ops)
-                return judge_file(accept, out, how)
+                return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
                                              kept_as="int8" if precision == "int4-dynamic" else "float")
