@@ -103,6 +103,30 @@ def test_a_ladder_short_of_its_target_ships_plain_int8_when_plain_meets_the_bar(
     assert int8["details"]["float_fallback"]["roles"] == [] and not int8["details"]["float_fallback"]["target_met"]
 
 
+def test_static_int8_starts_smoothed_when_plain_dynamic_missed_the_target(checkpoints, options, monkeypatch):
+    """The plain dynamic file missing the target predicts the plain static one does: static starts at the
+    smoothed rung, and builds plain (beside the bundle's files, then moved in) only when the ladder falls short
+    and plain is the cheapest step meeting the bar."""
+    from pocketbert.converter.quantization import Quantizer
+
+    built = []
+    original = Quantizer.plain
+
+    def plain(self, recipe, dest):
+        built.append((recipe.precision, dest.name))
+        return original(self, recipe, dest)
+
+    monkeypatch.setattr(Quantizer, "plain", plain)
+    result = convert(options(checkpoints["bert"]["classification"], recipes="onnx:int8-dynamic,onnx:int8-static",
+                             int8_min_cosine=0.0, int8_min_agreement=0.0, int8_target_agreement=1.01))
+    # dynamic plain, dynamic plain again (the ladder fell short), static plain once: after its ladder
+    assert [precision for precision, _ in built] == ["int8-dynamic", "int8-dynamic", "int8-static"]
+    assert built[-1][1].startswith(".plain-")
+    static = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-static"]
+    assert static["details"]["smoothing"] is None and static["details"]["float_fallback"]["roles"] == []
+    assert not any(p.name.startswith(".plain-") for p in result.bundle.iterdir())
+
+
 def test_verification_failure_writes_nothing(checkpoints, options, tmp_path):
     # An impossible int8 bar must fail the conversion, with exit code 4 semantics and no bundle.
     opts = options(checkpoints["bert"]["classification"], opts="int8", int8_min_cosine=1.0, int8_min_agreement=1.0)

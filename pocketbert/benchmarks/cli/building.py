@@ -60,6 +60,7 @@ def conversion_time(checkpoint, opts, recipes, formats, profile_rows, threads, d
     import shlex
 
     from pocketbert.converter.errors import ConverterError
+    from pocketbert.converter.quiet import silenced
 
     from .. import conversion_time as timing
     from .. import schema
@@ -70,7 +71,8 @@ def conversion_time(checkpoint, opts, recipes, formats, profile_rows, threads, d
     settings = ", ".join(f"{k} {v}" for k, v in chosen.items()) or "defaults"
     log(f"converting {checkpoint} ({settings}), {threads} threads")
     try:
-        figures = timing.run(checkpoint, None, profile_rows, tell=log, threads=threads, **chosen)
+        with silenced():  # the exporters' C++ logs; our own lines still show
+            figures = timing.run(checkpoint, None, profile_rows, tell=log, threads=threads, **chosen)
     except ConverterError as exc:
         fail(exc.problem, exc.fix or "")
     for line in timing.table_lines(checkpoint, figures):
