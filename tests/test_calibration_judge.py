@@ -50,3 +50,32 @@ def test_little_calibration_text_is_judged_in_full_even_when_screened():
     judge, ran = _judge([_judged(2 * SCREEN_TEXTS // 16, 64, rng)], flip_after=10_000)
     ok, figures = judge.screen(None)
     assert ok and sum(ran) == 2 * SCREEN_TEXTS and "screened" not in figures
+
+
+def test_the_judges_reference_runs_only_the_columns_a_batch_uses(checkpoints):
+    """The float reference the judge compares with, computed on trimmed batches, equals the padded one (the model
+    masks padding out) for sentence and token logits; a batch the same once trimmed runs once for all lengths."""
+    from pocketbert.converter import loading
+    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.logits_model import LogitsModel
+
+    texts = ["a short one", "a somewhat longer sentence, with more pieces in it than the first"] * 8
+    for head in ("classification", "ner"):
+        loaded = loading.load(str(checkpoints["bert"][head]))
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        model = LogitsModel(loaded.model, names).eval()
+        calls = []
+        model.register_forward_pre_hook(lambda _m, args: calls.append(args[0].shape[1]))
+        batches = {length: [encode(loaded.tokenizer, texts, input_names=names, max_length=length, pad_to=length)]
+                   for length in (32, 64)}
+        computed: dict = {}
+        for length, padded in batches.items():
+            trimmed = verify.unpadded_logits(model, padded, computed)
+            calls_before = len(calls)
+            full = verify.torch_logits(model, padded)
+            assert trimmed[0].shape == full[0].shape
+            real = padded[0]["attention_mask"].astype(bool) if full[0].ndim == 3 else slice(None)
+            np.testing.assert_allclose(trimmed[0][real], full[0][real], atol=1e-5)  # padding is never compared
+            del calls[calls_before:]
+        longest = int(batches[32][0]["attention_mask"].sum(1).max())
+        assert calls == [longest] and longest < 32  # one run, at the longest text's length, for both lengths

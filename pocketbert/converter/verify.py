@@ -155,6 +155,33 @@ def torch_logits(model: torch.nn.Module, batches: Sequence[dict[str, np.ndarray]
     return [model(*[torch.from_numpy(b[name]) for name in model.input_names]).numpy() for b in batches]
 
 
+@torch.no_grad()
+def unpadded_logits(model: torch.nn.Module, batches: Sequence[dict[str, np.ndarray]],
+                    computed: dict[bytes, np.ndarray] | None = None) -> list[np.ndarray]:
+    """``torch_logits`` without the padding columns no row of a batch uses: each batch runs at its longest
+    text's length and token logits are padded back with zeros (masked rows, never compared).
+
+    The float model masks padding out of attention, so a text's logits do not depend on how far it is
+    padded (up to float summation order, 1e-6): a reference for judging int8 files, which pad calibration
+    text to 64 and to every TFLite bucket, costs a fraction of running every padding column.  ``computed``
+    (content -> logits) shares the work between lengths: a batch whose texts all fit in two buckets is the
+    same batch once trimmed.  Parity references keep ``torch_logits``, on exactly the exported files' inputs."""
+    computed = {} if computed is None else computed
+    out = []
+    for batch in batches:
+        used = np.flatnonzero(batch["attention_mask"].any(0))
+        width = int(used[-1]) + 1 if used.size else 1
+        trimmed = [np.ascontiguousarray(batch[name][:, :width]) for name in model.input_names]
+        key = b"|".join(t.tobytes() for t in trimmed) + repr(trimmed[0].shape).encode()
+        if key not in computed:
+            computed[key] = model(*[torch.from_numpy(t) for t in trimmed]).numpy()
+        logits = computed[key]
+        if logits.ndim == 3 and logits.shape[1] < batch["input_ids"].shape[1]:
+            logits = np.pad(logits, ((0, 0), (0, batch["input_ids"].shape[1] - logits.shape[1]), (0, 0)))
+        out.append(logits)
+    return out
+
+
 def runner_logits(runner: Callable, batches: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
     return [runner(b) for b in batches]
 

@@ -76,7 +76,9 @@ def _quantizer(c: Conversion) -> Quantizer:
     # the judge also reads every other bucket a fixed-shape file has (each TFLite signature is its own graph)
     fixed = any(backends.get(name).fixed_lengths for name in c.plan.backends)
     others = sorted({b for b in c.spec.buckets or [] if b != pad_to and b <= c.verify_length}) if fixed else []
-    judged = [_judged(c, texts, pad_to, calibration)] + [_judged(c, texts, length) for length in others]
+    computed: dict = {}  # the float model's logits per trimmed batch, shared by the lengths
+    judged = [_judged(c, texts, pad_to, computed, calibration)] + [_judged(c, texts, length, computed)
+                                                                   for length in others]
     options = c.options
     return Quantizer(c.loaded, c.spec, calibration, judged, options.threads,
                      options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
@@ -85,7 +87,7 @@ def _quantizer(c: Conversion) -> Quantizer:
                      equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None)
 
 
-def _judged(c: Conversion, texts: list, length: int, batches: list | None = None) -> Judged:
+def _judged(c: Conversion, texts: list, length: int, computed: dict, batches: list | None = None) -> Judged:
     batches = batches or c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=length)
-    return Judged(batches, verify.torch_logits(c.model, batches),
+    return Judged(batches, verify.unpadded_logits(c.model, batches, computed),
                   c.entity_view(texts, batch_size=CALIBRATION_BATCH, pad_to=length))
