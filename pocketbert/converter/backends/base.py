@@ -33,7 +33,7 @@ class ExportSpec:
 
 
 @dataclass
-class Artifact:
+class ExportedArtifact:
     """One exported model file and how it was made."""
 
     recipe: str
@@ -53,7 +53,7 @@ class Runner:
         return self.backend.run(feeds)
 
 
-class Backend(ABC):
+class ExportBackend(ABC):
     name: str
     #: precisions this backend can produce, in recipe order
     precisions: tuple[str, ...]
@@ -61,14 +61,14 @@ class Backend(ABC):
     fixed_lengths: bool = False
 
     @abstractmethod
-    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+    def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
         """Export the float model to ``dest``."""
 
     @abstractmethod
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
                  calibration: list[dict[str, np.ndarray]] | None,
                  accept: Callable[[Path], tuple[bool, dict]] | None = None,
-                 float_fallback: bool = True, float_export: Path | None = None) -> Artifact:
+                 float_fallback: bool = True, float_export: Path | None = None) -> ExportedArtifact:
         """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
 
         ``float_export``, when given, is a plain float export of exactly ``spec.model`` by this

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..texts import data_dir as default_data_dir
 from . import conll, formats, glue
 from .features import encode
@@ -79,21 +79,21 @@ class TaskData:
 def resolve_task(spec: str, split: str, data_dir: str | os.PathLike | None = None) -> tuple[TaskSpec | None, Path]:
     """A short name (``glue:sst2``) and split -> its file under the data directory; a path -> itself."""
     if split not in SPLITS:
-        raise InputError(f"unknown split {split!r}", f"use one of {', '.join(SPLITS)}")
+        raise ConverterInputError(f"unknown split {split!r}", f"use one of {', '.join(SPLITS)}")
     key = spec.lower()
     if key in TASKS:
         task = TASKS[key]
         root = default_data_dir(data_dir)
         if root is None:
-            raise InputError(f"task {spec!r} needs a data directory, and none was found",
+            raise ConverterInputError(f"task {spec!r} needs a data directory, and none was found",
                              "pass --data-dir DIR (holding glue/ and conll2003/) or set $POCKETBERT_DATA")
         path = Path(root) / task.directory / task.files[split]
         if not path.is_file():
-            raise InputError(f"task {spec!r}: {str(path)!r} does not exist",
+            raise ConverterInputError(f"task {spec!r}: {str(path)!r} does not exist",
                              f"check --data-dir / $POCKETBERT_DATA ({root}): it should hold {task.directory}/")
         return task, path
     if ":" in spec and not Path(spec).exists() and not spec.startswith(("/", ".")):
-        raise InputError(f"unknown task {spec!r}", f"use one of {', '.join(TASK_NAMES)}, or a path to a "
+        raise ConverterInputError(f"unknown task {spec!r}", f"use one of {', '.join(TASK_NAMES)}, or a path to a "
                          "GLUE-format .tsv or a CoNLL file")
     return None, Path(spec)
 
@@ -106,7 +106,7 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         values = None
     if names and len(names) == 1:  # regression
         if values is None:
-            raise InputError(f"{str(path)!r}: non-numeric scores",
+            raise ConverterInputError(f"{str(path)!r}: non-numeric scores",
                              "a regression task needs numbers in its score column")
         return values, list(names), "regression"
     if values is not None and all(v.is_integer() for v in values):
@@ -114,7 +114,7 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         count = len(names) if names else max(ids) + 1
         bad = [i for i in set(ids) if not 0 <= i < count]
         if bad:
-            raise InputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
+            raise ConverterInputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
                              "fix the labels, or give a file of the right task")
         return ids, list(names) if names else [str(i) for i in range(count)], "classification"
     if values is not None:  # fractional scores without a declared task: regression
@@ -134,7 +134,7 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         names = list(task.label_names) if task else _conll_labels(sentences.tags)
         unknown = sorted({t for s in sentences.tags for t in s} - set(names))
         if unknown:
-            raise InputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
+            raise ConverterInputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
                              "give the matching file, or the file as a path so its own tags are used")
         data = TaskData(task.name if task else str(path), "ner", split, path, sentences.words, sentences.tags, names,
                         "f1", {"scheme": sentences.scheme})

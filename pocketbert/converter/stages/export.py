@@ -6,7 +6,7 @@ import time
 
 from .. import backends
 from ..conversion import Built, Conversion
-from ..recipes import Choice
+from ..recipes import RecipeChoice
 from ..tokenizer_files import tokenizer_settings, write_tokenizer
 from .base import Stage
 
@@ -24,7 +24,7 @@ class ExportStage(Stage):
         c.tokenizer_settings = tokenizer_settings(c.loaded.tokenizer, c.max_length)
         (directory / "labels.txt").write_text("".join(f"{label}\n" for label in c.loaded.labels), encoding="utf-8")
         c.staging.reserve(*space_estimate(c))
-        for recipe in (r for r in c.plan.recipes if not isinstance(r, Choice) and not r.quantized):
+        for recipe in (r for r in c.plan.recipes if not isinstance(r, RecipeChoice) and not r.quantized):
             backend = backends.get(recipe.backend)
             start = time.perf_counter()
             with c.step(self.name, f"Exporting {recipe.name}"):
@@ -38,7 +38,7 @@ def space_estimate(c: Conversion) -> tuple[int, str]:
     """Bytes the model files take, roughly: every int8 candidate is built, then one kept."""
     weights = sum(p.numel() * 4 for p in c.loaded.model.parameters())
     built = [r for planned in c.plan.recipes
-             for r in (planned.candidates if isinstance(planned, Choice) else [planned])]
+             for r in (planned.candidates if isinstance(planned, RecipeChoice) else [planned])]
     fraction = sum(SIZE_VS_FP32.get(r.precision, 0.5) for r in built)
     return int(weights * fraction), (f"{len(built)} model file(s) made from {weights / 1e6:.1f} MB of float32 "
                                      "weights")

@@ -10,7 +10,7 @@ from .. import texts as textdata
 from ..conversion import Built, Conversion
 from ..events import ArtifactBuilt
 from ..quantization import Judged, Quantizer
-from ..recipes import Choice, Fit
+from ..recipes import Fit, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
 
@@ -21,7 +21,7 @@ class QuantizeStage(Stage):
     name = "quantize"
 
     def run(self, c: Conversion) -> None:
-        planned = [r for r in c.plan.recipes if isinstance(r, Choice) or r.quantized]
+        planned = [r for r in c.plan.recipes if isinstance(r, RecipeChoice) or r.quantized]
         if not planned:
             return
         quantizer = _quantizer(c)
@@ -33,7 +33,7 @@ class QuantizeStage(Stage):
                     recipe, artifact = size_fit.fit(
                         quantizer, recipe, c.staging.path, reserve=_metadata_reserve(c),
                         float_bytes=_float_bytes(c, recipe.candidates[0].backend), shape=_shape(c))
-            elif isinstance(recipe, Choice):
+            elif isinstance(recipe, RecipeChoice):
                 with c.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
                     recipe, artifact = quantizer.choose(recipe, c.staging.path, c.latency_feeds)
             else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..families import Family, is_nonorm
 from . import TransformReport
 
@@ -53,7 +53,7 @@ def apply(model: nn.Module, family: Family) -> TransformReport:
     sites = family.fold_sites(model)
     nonorm_sites = [s for s in sites if is_nonorm(s.norm)]
     if sites and not nonorm_sites and any(isinstance(s.norm, nn.LayerNorm) for s in sites):
-        raise InputError("--opt fold needs NoNorm layers, but this model uses LayerNorm",
+        raise ConverterInputError("--opt fold needs NoNorm layers, but this model uses LayerNorm",
                          "add nonorm to --opt (e.g. --opt nonorm,fold), or drop fold")
     for site in nonorm_sites:
         _fold_site(site)
