@@ -26,7 +26,7 @@ from pocketbert.converter.errors import (
     OutputError,
 )
 from pocketbert.converter.families import families
-from pocketbert.converter.opts import NAMES as OPTS
+from pocketbert.converter.transforms import OPTS
 from pocketbert.converter.pipeline import convert
 
 from .conftest import FAMILY_NAMES, copy_checkpoint
@@ -150,7 +150,7 @@ def test_unsupported_architecture(options, tmp_path, checkpoints):
 
 def test_unknown_opt(options, checkpoints):
     exc = expect_failure(options(checkpoints["bert"]["classification"], opts="nonorm,turbo"), ConverterInputError,
-                         "turbo", in_fix=OPTS)
+                         "turbo", in_fix=OPTS.names())
     assert "nonorm" not in exc.problem  # only the bad name is blamed
 
 

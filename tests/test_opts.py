@@ -7,8 +7,8 @@ import json
 import pytest
 
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.opts import REGISTRY, Opts, parse_opts
-from pocketbert.converter.transforms import TRANSFORMS
+from pocketbert.converter.opts import Opts, parse_opts
+from pocketbert.converter.transforms import OPTS
 
 
 def test_parsed_once_into_canonical_order():
@@ -27,7 +27,7 @@ def test_properties_decide_what_each_stage_does():
     assert not Opts([]).only_structural and not Opts(["fold"]).quantizes
 
 
-def test_every_model_edit_is_a_registered_transform():
-    edits = [o.name for o in REGISTRY if not o.quantization]
-    assert edits == list(TRANSFORMS)  # same names, same order of application
-    assert all(o.action and o.compared for o in REGISTRY if o.exact)
+def test_every_opt_is_a_model_edit_or_a_quantisation():
+    assert OPTS.names() == ("nonorm", "relu", "fold", "int8")  # the order of application
+    assert [o.name for o in OPTS if o.apply is not None] == [o.name for o in OPTS if not o.quantization]
+    assert all(o.action and o.compared for o in OPTS if o.exact)

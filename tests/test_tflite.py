@@ -149,10 +149,10 @@ def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options
     ckpt = checkpoints["bert"]["classification"]
     result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))
     loaded = loading.load(str(ckpt))
-    from pocketbert.converter.transforms import TRANSFORMS
+    from pocketbert.converter.transforms import OPTS
 
     for name in ("nonorm", "relu"):
-        TRANSFORMS[name](loaded.model, loaded.family)
+        OPTS[name].apply(loaded.model, loaded.family)
     roles = linear_roles(result.bundle / "model.tflite", LogitsModel(loaded.model, ["input_ids"]))
     per_layer = ["query", "key", "value"]
     expected = {f"bert.encoder.layer.*.attention.self.{n}" for n in per_layer} | {

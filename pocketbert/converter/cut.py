@@ -73,7 +73,7 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
         written = write_manifest(staging.path, manifest)
         if _read_files(written) != manifest["files"]:
             raise ConverterInputError(f"a file of {str(bundle.path)!r} changed while it was being copied",
-                             "cut again once nothing is writing to the source bundle")
+                                      "cut again once nothing is writing to the source bundle")
         path = staging.commit()
     sizes = {name: listed[name] for name in names} | {MANIFEST: (path / MANIFEST).stat().st_size}
     return CutResult(path, kept, record["dropped"], sizes,
@@ -90,10 +90,10 @@ def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
         match = [a for a in bundle.artifacts if a.recipe == recipe]
         if not match:
             raise ConverterInputError(f"{str(bundle.path)!r} has no artifact {recipe!r} (it has: {have})",
-                             "pass one of those to --recipe, or convert with --recipe " + recipe)
+                                      "pass one of those to --recipe, or convert with --recipe " + recipe)
         if not match[0].passed:
             raise ConverterInputError(f"{recipe} in {str(bundle.path)!r} failed verification, so it is not shipped",
-                             "choose a verified --recipe, or convert the model again")
+                                      "choose a verified --recipe, or convert the model again")
         _fits(match[0], target, spec)
         return match[:1]
     usable = [a for a in bundle.artifacts if a.backend == spec.backend and a.passed
@@ -102,21 +102,19 @@ def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
         runs = f"a verified {spec.backend} artifact" + (f" other than {', '.join(spec.cannot_run)}"
                                                         if spec.cannot_run else "")
         raise ConverterInputError(f"--target {target} needs {runs}, and {str(bundle.path)!r} has none (it has: {have})",
-                         f"convert with --format {spec.backend} (the default builds tflite and onnx), or choose "
-                         "another --target")
+                                  f"convert with --format {spec.backend} (the default builds tflite and onnx), or "
+                                  "choose another --target")
     return [preferred(usable)] if spec.single else usable
 
 
 def _fits(artifact: Artifact, target: str, spec: Target) -> None:
     if artifact.backend != spec.backend:
         raise ConverterInputError(f"--recipe {artifact.recipe} is not a {spec.backend} artifact, and --target {target} "
-                                  f"runs "
-                         f"{spec.backend} only ({spec.reader})",
-                         f"choose a {spec.backend}:… recipe, or the --target that runs {artifact.backend}")
+                                  f"runs {spec.backend} only ({spec.reader})",
+                                  f"choose a {spec.backend}:… recipe, or the --target that runs {artifact.backend}")
     if artifact.precision in spec.cannot_run:
         raise ConverterInputError(f"{spec.reader} cannot run {artifact.recipe}: LiteRT.js exposes no scale and zero "
-                                  f"point "
-                         "for its int8 logits", "choose another --recipe, or --target phone")
+                                  "point for its int8 logits", "choose another --recipe, or --target phone")
 
 
 def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
@@ -131,8 +129,7 @@ def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
     nested = [n for n in names if "/" in n]
     if nested:  # the manifest writer lists a flat directory, as the converter writes it
         raise ConverterInputError(f"{str(bundle.path)!r} keeps {nested[0]!r} in a sub-folder; a cut copies flat "
-                                  f"bundles only",
-                         "cut a bundle as the converter wrote it")
+                                  "bundles only", "cut a bundle as the converter wrote it")
     return list(dict.fromkeys(names))
 
 

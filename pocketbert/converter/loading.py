@@ -25,10 +25,11 @@ from transformers import (
 from .builtin import BUILTIN
 from .errors import ConverterInputError
 from .families import Family, family_for, supported_summary
-from .opts import STRUCTURAL
+from .opts import structural_names
 from .recipes import TASKS
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import is_table_key, restore
+from .transforms import OPTS
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
 _HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}
@@ -65,14 +66,15 @@ def _check_directory(path: Path) -> dict:
     names = ", ".join(BUILTIN)
     if not path.exists():
         raise ConverterInputError(f"checkpoint {str(path)!r} does not exist",
-                         f"give a local Hugging Face model directory, or a built-in model name ({names})")
+                                  f"give a local Hugging Face model directory, or a built-in model name ({names})")
     if not path.is_dir():
         raise ConverterInputError(f"checkpoint {str(path)!r} is a file, not a directory",
-                         "give the directory that holds config.json, the weights and the tokenizer files")
+                                  "give the directory that holds config.json, the weights and the tokenizer files")
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ConverterInputError(f"{str(path)!r} has no config.json, so it is not a Hugging Face checkpoint",
-                         "point at the directory written by `save_pretrained` (config.json, weights, tokenizer)")
+                                  "point at the directory written by `save_pretrained` (config.json, weights, "
+                                  "tokenizer)")
     try:
         raw = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -83,11 +85,11 @@ def _check_directory(path: Path) -> dict:
     _check_config_fields(raw, config_file)
     if not any((path / name).is_file() for name in _WEIGHT_FILES):
         raise ConverterInputError(f"{str(path)!r} has no weights ({' or '.join(_WEIGHT_FILES[::2])})",
-                         "copy the weights file into the checkpoint directory")
+                                  "copy the weights file into the checkpoint directory")
     if not any((path / name).is_file() for name in _TOKENIZER_FILES):
         raise ConverterInputError(f"{str(path)!r} has no tokenizer (tokenizer.json or vocab.txt); the bundle must "
-                                  f"carry it",
-                         "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
+                                  "carry it",
+                                  "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
     return raw
 
 
@@ -98,7 +100,7 @@ def _check_config_fields(raw: dict, config_file: Path) -> None:
         if not ok:
             shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
             raise ConverterInputError(f"{config_file}: '{field}' must be {rule}, not {shown}",
-                             "fix that field, or re-save the checkpoint with save_pretrained")
+                                      "fix that field, or re-save the checkpoint with save_pretrained")
 
     model_type, id2label, num_labels = raw.get("model_type"), raw.get("id2label"), raw.get("num_labels")
     need(model_type is None or isinstance(model_type, str), "model_type", "a string such as 'bert'", model_type)
@@ -134,7 +136,7 @@ def _family(raw: dict) -> Family:
     if family is None:
         arch = ", ".join(raw.get("architectures") or []) or "unknown architecture"
         raise ConverterInputError(f"unsupported architecture: model_type {model_type!r} ({arch})",
-                         f"supported model types: {supported_summary()}")
+                                  f"supported model types: {supported_summary()}")
     return family
 
 
@@ -182,7 +184,7 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     if vocab > model.config.vocab_size:
         raise ConverterInputError(f"the tokenizer has {vocab} tokens but the model's embedding has "
                                   f"{model.config.vocab_size}",
-                         "the tokenizer does not belong to this model; copy the matching tokenizer files")
+                                  "the tokenizer does not belong to this model; copy the matching tokenizer files")
     model.eval()
     return Loaded(checkpoint=path, builtin=builtin_name, model=model, tokenizer=tokenizer, family=family,
                   task=task, labels=final_labels, head_initialized=not head_task or bool(head_missing),
@@ -195,7 +197,7 @@ def _task(task: str | None, head_task: str | None, builtin_name: str | None) -> 
         raise ConverterInputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
     if head_task and task and task != head_task:
         raise ConverterInputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
-                         f"drop --task, or pass --task {head_task}")
+                                  f"drop --task, or pass --task {head_task}")
     if builtin_name and not task and not head_task:
         task = BUILTIN[builtin_name].default_task
     return task or head_task or "classification"
@@ -204,7 +206,7 @@ def _task(task: str | None, head_task: str | None, builtin_name: str | None) -> 
 def _check_label_options(labels: list[str] | None, num_labels: int | None) -> None:
     if labels is not None and num_labels is not None and len(labels) != num_labels:
         raise ConverterInputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
-                         "give only one of them, or make them agree")
+                                  "give only one of them, or make them agree")
     if labels is not None and not labels:
         raise ConverterInputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
     if labels is not None and len(set(labels)) != len(labels):
@@ -221,7 +223,8 @@ def _head_labels(raw: dict, path: Path, task: str, head_task: str | None, labels
         wanted = len(labels) if labels is not None else num_labels
         if wanted is not None and count and wanted != count:
             raise ConverterInputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
-                             "drop --labels/--num-labels to keep the trained head, or convert the bare encoder")
+                                      "drop --labels/--num-labels to keep the trained head, or convert the bare "
+                                      "encoder")
         final_labels = labels or saved_labels or [f"LABEL_{i}" for i in range(count or 2)]
     else:
         if labels is None and num_labels is None and builtin_name:
@@ -229,7 +232,7 @@ def _head_labels(raw: dict, path: Path, task: str, head_task: str | None, labels
         if labels is None and num_labels is None:
             arch = ", ".join(raw.get("architectures") or []) or "no head"
             raise ConverterInputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
-                             "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
+                                      "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
         final_labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
     if task == "classification" and len(final_labels) < 1 or task == "ner" and len(final_labels) < 2:
         raise ConverterInputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
@@ -241,10 +244,10 @@ def _tokenizer(path: Path) -> PreTrainedTokenizerFast:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as exc:  # transformers raises many types for broken tokenizer files
         raise ConverterInputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
-                         "re-save it with tokenizer.save_pretrained(directory)") from exc
+                                  "re-save it with tokenizer.save_pretrained(directory)") from exc
     if not getattr(tokenizer, "is_fast", False):
         raise ConverterInputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
-                         "save a tokenizer.json with a fast tokenizer")
+                                  "save a tokenizer.json with a fast tokenizer")
     return tokenizer
 
 
@@ -257,16 +260,16 @@ def _model(path: Path, task: str, labels: list[str], seed: int) -> tuple[PreTrai
         config = AutoConfig.from_pretrained(path, **head)
     except Exception as exc:
         raise ConverterInputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
-                         "re-save the checkpoint with save_pretrained") from exc
+                                  "re-save the checkpoint with save_pretrained") from exc
     try:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         return _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
                                                  dtype=torch.float32)
     except Exception as exc:
         raise ConverterInputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
-                         f"{type(exc).__name__}: {str(exc)[:300]}",
-                         "the weights file is corrupt or truncated, or config.json does not describe a valid "
-                         "model; re-download or re-save the checkpoint") from exc
+                                  f"{type(exc).__name__}: {str(exc)[:300]}",
+                                  "the weights file is corrupt or truncated, or config.json does not describe a valid "
+                                  "model; re-download or re-save the checkpoint") from exc
 
 
 def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -> list[str]:
@@ -280,12 +283,11 @@ def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -
     if missing:
         raise ConverterInputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. "
                                   f"{missing[0]}",
-                         "the weights do not belong to this config.json; use the matching pair")
+                                  "the weights do not belong to this config.json; use the matching pair")
     mismatched = info.get("mismatched_keys") or []
     if mismatched:
         raise ConverterInputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. "
-                                  f"{mismatched[0][0]}",
-                         "use the config.json saved with these weights")
+                                  f"{mismatched[0][0]}", "use the config.json saved with these weights")
     return [k for k in info.get("missing_keys", []) if _is_head_key(k)]
 
 
@@ -294,20 +296,17 @@ def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -
 #: with NoNorm/ReLU stores γ/β in the LayerNorm slots and needs the structure put back to compute
 #: what it was trained to compute.
 SAVED_TRANSFORMS_KEY = "pocketbert"
-STRUCTURAL_TRANSFORMS = STRUCTURAL  # nonorm, relu (converter.opts)
 
 
 def _saved_transforms(raw: dict) -> list[str]:
     saved = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("transforms") or []
-    unknown = [t for t in saved if t not in STRUCTURAL_TRANSFORMS]
+    unknown = [t for t in saved if t not in structural_names()]
     if unknown:
         raise ConverterInputError(f"config.json '{SAVED_TRANSFORMS_KEY}' names unknown transform(s) {unknown}",
-                         "the checkpoint was written by a newer PocketBERT; upgrade pocketbert")
-    return [t for t in STRUCTURAL_TRANSFORMS if t in saved]
+                                  "the checkpoint was written by a newer PocketBERT; upgrade pocketbert")
+    return [t for t in structural_names() if t in saved]
 
 
 def _reapply(model, family: Family, names: list[str]) -> None:
-    from .transforms import TRANSFORMS
-
     for name in names:
-        TRANSFORMS[name](model, family)
+        OPTS[name].apply(model, family)

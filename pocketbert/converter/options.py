@@ -81,12 +81,10 @@ def plan(options: ConvertOptions) -> Plan:
     int8_planned = any(isinstance(r, RecipeChoice) or r.kind == "int8" for r in recipes)
     if options.buckets and "tflite" not in chosen.backends:
         raise ConverterInputError("--buckets was given but nothing is exported to tflite; only TFLite has static "
-                                  "sequence "
-                         "buckets", "add tflite to --format, or drop --buckets")
+                                  "sequence buckets", "add tflite to --format, or drop --buckets")
     if options.calibration is not None and not int8_planned:
         raise ConverterInputError("--calibration was given but no int8 recipe is built; only int8 uses calibration "
-                                  "text",
-                         "add int8 to --opt (or an int8 --recipe), or drop --calibration")
+                                  "text", "add int8 to --opt (or an int8 --recipe), or drop --calibration")
     checkpoint_dir, _ = loading.resolve(options.checkpoint)
     if int8_planned:
         # default: the training split of the checkpoint's own task (text like the model's inputs calibrates
@@ -119,7 +117,7 @@ def _check_scalars(options: ConvertOptions, opts: Opts) -> None:
     samples = options.calibration_samples
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
         raise ConverterInputError(f"--calibration-samples {samples!r}: it must be a whole number ≥ 1",
-                         "pass e.g. --calibration-samples 256, or leave it out for the default")
+                                  "pass e.g. --calibration-samples 256, or leave it out for the default")
     textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
     if options.int8 not in INT8_CHOICES:
         raise ConverterInputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
@@ -151,10 +149,11 @@ def _max_bytes(options: ConvertOptions) -> int | None:
         raise ConverterInputError(f"--max-size {options.max_size!r} is not a size", "write it as e.g. --max-size 8MB")
     if options.recipes:
         raise ConverterInputError("--max-size and --recipe both choose what to build",
-                         "give --max-size with --format tflite (it picks the recipe), or name recipes with --recipe")
+                                  "give --max-size with --format tflite (it picks the recipe), or name recipes with "
+                                  "--recipe")
     if "tflite" not in parse_formats(options.formats):
         raise ConverterInputError("--max-size chooses the TFLite file, and nothing is exported to tflite",
-                         "add tflite to --format (e.g. --format tflite --max-size 8MB)")
+                                  "add tflite to --format (e.g. --format tflite --max-size 8MB)")
     return size
 
 
@@ -167,7 +166,7 @@ def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:
         clash = [flag for flag, present in given.items() if present]
         if clash:
             raise ConverterInputError(f"--recipe and {' and '.join(clash)} both choose what to build",
-                             "name every recipe with --recipe (e.g. --recipe tflite:int8-static,onnx:int8-dynamic), "
-                             "or use --opt int8 --int8 … --format …")
+                                      "name every recipe with --recipe (e.g. --recipe "
+                                      "tflite:int8-static,onnx:int8-dynamic), or use --opt int8 --int8 … --format …")
     return named
 

@@ -97,7 +97,7 @@ def parse_formats(text: str | None) -> list[str]:
     unknown = [n for n in names if n not in FORMATS]
     if unknown or not names:
         raise ConverterInputError(f"unknown --format {', '.join(repr(n) for n in unknown) or repr(text)}",
-                         f"valid formats: {', '.join(FORMATS)} (comma-separated, e.g. --format tflite,onnx)")
+                                  f"valid formats: {', '.join(FORMATS)} (comma-separated, e.g. --format tflite,onnx)")
     return [f for f in FORMATS if f in names]
 
 
@@ -107,10 +107,10 @@ def parse_recipes(text: str | None) -> list[Recipe]:
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
         raise ConverterInputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
-                         f"valid recipes: {', '.join(RECIPES)} (see python -m converter list)")
+                                  f"valid recipes: {', '.join(RECIPES)} (see python -m converter list)")
     if text is not None and not names:  # `--recipe ,` would otherwise quietly build the defaults
         raise ConverterInputError(f"--recipe {text!r} names no recipe",
-                         f"name at least one of: {', '.join(RECIPES)}; or leave --recipe out for the defaults")
+                                  f"name at least one of: {', '.join(RECIPES)}; or leave --recipe out for the defaults")
     return [r for name, r in RECIPES.items() if name in names]
 
 

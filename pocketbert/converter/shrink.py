@@ -43,8 +43,7 @@ def kept_blocks(total: int, keep: int) -> list[int]:
     whose output the TinyBERT layer map trains it to reproduce (the last block always kept)."""
     if not 1 <= keep < total:
         raise ConverterInputError(f"--layers {keep} is not between 1 and {total - 1}: the checkpoint has {total} "
-                                  f"blocks "
-                         "and the student must have fewer", f"give --layers from 1 to {total - 1}")
+                                  "blocks and the student must have fewer", f"give --layers from 1 to {total - 1}")
     return [m * total // keep - 1 for m in range(1, keep + 1)]
 
 
@@ -73,7 +72,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     if teacher.head_initialized:
         raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
-                         f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
+                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
     total = teacher.family.num_layers(teacher.config)
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,

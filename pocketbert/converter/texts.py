@@ -31,8 +31,8 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
         if not path.is_dir():
             problem = "is not a directory" if path.exists() else "does not exist"
             raise ConverterInputError(f"--data-dir {str(path)!r} {problem}",
-                             "give the directory holding glue/ and conll2003/, or leave --data-dir out "
-                             f"(then ${DATA_ENV}, else ../shared/data beside a checkout of the repository)")
+                                      "give the directory holding glue/ and conll2003/, or leave --data-dir out (then "
+                                      f"${DATA_ENV}, else ../shared/data beside a checkout of the repository)")
         return path
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
@@ -79,7 +79,7 @@ def _read_tsv(lines: list[str]) -> list[Text]:
     if len(header) == 4:  # CoLA: source, label, original label, sentence; no header row
         return [r[3].strip() for r in (line.split("\t") for line in lines) if len(r) == 4]
     raise ConverterInputError("unrecognised TSV layout: no 'sentence', 'sentence1/sentence2' or '#1 String' column",
-                     "give a GLUE-format TSV, a CoNLL file, or a plain text file with one text per line")
+                              "give a GLUE-format TSV, a CoNLL file, or a plain text file with one text per line")
 
 
 def read_texts(path: str | os.PathLike, *, what: str = "calibration") -> list[Text]:
@@ -87,14 +87,14 @@ def read_texts(path: str | os.PathLike, *, what: str = "calibration") -> list[Te
     path = Path(path)
     if not path.is_file():
         raise ConverterInputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
-                         else f"{what} path {str(path)!r} is not a file",
-                         "give a text file (one text per line), a GLUE .tsv or a CoNLL file")
+                                  else f"{what} path {str(path)!r} is not a file",
+                                  "give a text file (one text per line), a GLUE .tsv or a CoNLL file")
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConverterInputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         "convert it to UTF-8") from exc
+                                  "convert it to UTF-8") from exc
     except OSError as exc:
         raise ConverterInputError(f"cannot read {what} file {str(path)!r}: {exc.strerror}",
                                   "check its permissions") from exc

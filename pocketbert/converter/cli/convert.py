@@ -9,7 +9,7 @@ import click
 from pocketbert.locations import DATA_DIR_DEFAULT
 
 from ..builtin import BUILTIN
-from ..opts import HELP as OPT_HELP
+from ..opts import help_texts
 from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
 from .common import (
     EXIT_CODES,
@@ -36,7 +36,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
               "else classification.")
 @click.option("--opt", "opts", metavar="LIST", callback=opt_list, help="Comma-separated: " + "; ".join(
-    f"{k} = {v}" for k, v in OPT_HELP.items()) + ".")
+    f"{k} = {v}" for k, v in help_texts().items()) + ".")
 @click.option("--labels", callback=split_labels, metavar="A,B,…",
               help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
 @click.option("--num-labels", type=click.IntRange(1, 10_000), help="Head size for a bare encoder, without names.")

@@ -85,18 +85,16 @@ def read_conll(path: Path, scheme: str = "auto", what: str = "data") -> Sentence
         cols = line.split()
         if len(cols) < 2:
             raise ConverterInputError(f"{str(path)!r} line {number}: one column ({line.strip()!r}); CoNLL lines need "
-                                      f"the "
-                             "word first and the tag last", "give a CoNLL file (word … tag per line)")
+                                      "the word first and the tag last", "give a CoNLL file (word … tag per line)")
         if width is None:
             width = len(cols)
         elif len(cols) != width:
             raise ConverterInputError(f"{str(path)!r} line {number}: {len(cols)} columns where earlier lines have "
-                                      f"{width}",
-                             "fix that line; every token line needs the same columns")
+                                      f"{width}", "fix that line; every token line needs the same columns")
         if tag_prefix(cols[-1]) not in TAG_PREFIXES:
-            raise ConverterInputError(f"{str(path)!r} line {number}: tag {cols[-1]!r} is not in a known scheme "
-                             "(O, B-X, I-X, or IOBES E-X/S-X)", "give a CoNLL file with IOB1, IOB2 or IOBES tags "
-                             "in the last column")
+            raise ConverterInputError(f"{str(path)!r} line {number}: tag {cols[-1]!r} is not in a known scheme (O, "
+                                      "B-X, I-X, or IOBES E-X/S-X)",
+                                      "give a CoNLL file with IOB1, IOB2 or IOBES tags in the last column")
         sentence_words.append(cols[0])
         sentence_tags.append(cols[-1])
     if not words:
@@ -106,5 +104,5 @@ def read_conll(path: Path, scheme: str = "auto", what: str = "data") -> Sentence
     declared = found if scheme == "auto" else scheme
     if scheme == "iob2" and found == "iob1":
         raise ConverterInputError(f"{str(path)!r} was declared IOB2 but has entities opened by I- (IOB1)",
-                         "pass --tag-scheme iob1 (or auto)")
+                                  "pass --tag-scheme iob1 (or auto)")
     return Sentences(words, [to_iob2(t, declared) for t in tags], declared)

@@ -72,8 +72,7 @@ def detect(path: Path, what: str = "data") -> str:
     if conll is None and tsv is None:
         return "tsv" if path.suffix.lower() in (".tsv", ".csv") else "conll"
     raise ConverterInputError(f"{what} file {str(path)!r} is neither a CoNLL file nor a GLUE-format TSV: as CoNLL, "
-                              f"{conll}; "
-                     f"as a GLUE TSV, {tsv}",
-                     "give a CoNLL file (one token per line: the word first, the tag last; a blank line between "
-                     "sentences) or a GLUE-format TSV (a header row with a 'sentence' column, or "
-                     "'sentence1'/'sentence2', and a 'label' column)")
+                              f"{conll}; as a GLUE TSV, {tsv}",
+                              "give a CoNLL file (one token per line: the word first, the tag last; a blank line "
+                              "between sentences) or a GLUE-format TSV (a header row with a 'sentence' column, or "
+                              "'sentence1'/'sentence2', and a 'label' column)")

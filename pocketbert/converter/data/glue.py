@@ -33,13 +33,13 @@ class Rows:
 def read_lines(path: Path, what: str) -> list[str]:
     if not path.is_file():
         raise ConverterInputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
-                         else f"{what} path {str(path)!r} is not a file",
-                         "check the path, or use a short name (glue:sst2, conll2003) with --data-dir")
+                                  else f"{what} path {str(path)!r} is not a file",
+                                  "check the path, or use a short name (glue:sst2, conll2003) with --data-dir")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConverterInputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         "convert it to UTF-8") from exc
+                                  "convert it to UTF-8") from exc
     lines = text.splitlines()
     if not any(line.strip() for line in lines):
         raise ConverterInputError(f"{what} file {str(path)!r} is empty", "give a file with at least one example")
@@ -48,7 +48,7 @@ def read_lines(path: Path, what: str) -> list[str]:
 
 def _column_error(path: Path, number: int, found: int, wanted: int) -> ConverterInputError:
     return ConverterInputError(f"{str(path)!r} line {number}: {found} tab-separated column(s), the header has {wanted}",
-                      "fix that line (a stray tab or a missing field) or give a well-formed GLUE TSV")
+                               "fix that line (a stray tab or a missing field) or give a well-formed GLUE TSV")
 
 
 def read_tsv(path: Path, what: str = "data") -> Rows:
@@ -75,7 +75,8 @@ def read_tsv(path: Path, what: str = "data") -> Rows:
         columns = (header.index("sentence"),)
     if columns is None:
         raise ConverterInputError(f"{what} file {str(path)!r}: unrecognised TSV header {first!r}: no 'sentence' or "
-                         "'sentence1'/'sentence2' column", "give a GLUE-format TSV (header row with those columns)")
+                                  "'sentence1'/'sentence2' column",
+                                  "give a GLUE-format TSV (header row with those columns)")
     label_column = next((header.index(c) for c in LABEL_COLUMNS if c in header), None)
     texts: list[Text] = []
     labels: list[str] = []

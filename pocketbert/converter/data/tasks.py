@@ -86,15 +86,16 @@ def resolve_task(spec: str, split: str, data_dir: str | os.PathLike | None = Non
         root = default_data_dir(data_dir)
         if root is None:
             raise ConverterInputError(f"task {spec!r} needs a data directory, and none was found",
-                             "pass --data-dir DIR (holding glue/ and conll2003/) or set $POCKETBERT_DATA")
+                                      "pass --data-dir DIR (holding glue/ and conll2003/) or set $POCKETBERT_DATA")
         path = Path(root) / task.directory / task.files[split]
         if not path.is_file():
             raise ConverterInputError(f"task {spec!r}: {str(path)!r} does not exist",
-                             f"check --data-dir / $POCKETBERT_DATA ({root}): it should hold {task.directory}/")
+                                      f"check --data-dir / $POCKETBERT_DATA ({root}): it should hold {task.directory}/")
         return task, path
     if ":" in spec and not Path(spec).exists() and not spec.startswith(("/", ".")):
-        raise ConverterInputError(f"unknown task {spec!r}", f"use one of {', '.join(TASK_NAMES)}, or a path to a "
-                         "GLUE-format .tsv or a CoNLL file")
+        raise ConverterInputError(f"unknown task {spec!r}",
+                                  f"use one of {', '.join(TASK_NAMES)}, or a path to a GLUE-format .tsv or a CoNLL "
+                                  "file")
     return None, Path(spec)
 
 
@@ -107,7 +108,7 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
     if names and len(names) == 1:  # regression
         if values is None:
             raise ConverterInputError(f"{str(path)!r}: non-numeric scores",
-                             "a regression task needs numbers in its score column")
+                                      "a regression task needs numbers in its score column")
         return values, list(names), "regression"
     if values is not None and all(v.is_integer() for v in values):
         ids = [int(v) for v in values]
@@ -115,7 +116,7 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         bad = [i for i in set(ids) if not 0 <= i < count]
         if bad:
             raise ConverterInputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
-                             "fix the labels, or give a file of the right task")
+                                      "fix the labels, or give a file of the right task")
         return ids, list(names) if names else [str(i) for i in range(count)], "classification"
     if values is not None:  # fractional scores without a declared task: regression
         return values, ["score"], "regression"
@@ -135,7 +136,7 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         unknown = sorted({t for s in sentences.tags for t in s} - set(names))
         if unknown:
             raise ConverterInputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
-                             "give the matching file, or the file as a path so its own tags are used")
+                                      "give the matching file, or the file as a path so its own tags are used")
         data = TaskData(task.name if task else str(path), "ner", split, path, sentences.words, sentences.tags, names,
                         "f1", {"scheme": sentences.scheme})
     else:

@@ -48,29 +48,30 @@ def pair(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, *, 
     t_type, s_type = teacher.config.model_type, student.config.model_type
     if t_type != s_type or t_type not in family.model_types:
         raise ConverterInputError(f"teacher ({t_type}) and student ({s_type}) must both be of the {family.name} family "
-                         f"({', '.join(family.model_types)})",
-                         "distil a student made from the teacher itself (a copy with --opt nonorm,relu applied)")
+                                  f"({', '.join(family.model_types)})",
+                                  "distil a student made from the teacher itself (a copy with --opt nonorm,relu "
+                                  "applied)")
     t_width, s_width = family.hidden_size(teacher.config), family.hidden_size(student.config)
     if t_width != s_width:
         raise ConverterInputError(f"teacher hidden size {t_width} differs from student hidden size {s_width}: "
-                         "feature-map transfer compares hidden states directly",
-                         "use a student of the teacher's width (a transformed copy of the teacher)")
+                                  "feature-map transfer compares hidden states directly",
+                                  "use a student of the teacher's width (a transformed copy of the teacher)")
     t_layers, s_layers = family.num_layers(teacher.config), family.num_layers(student.config)
     if s_layers > t_layers:
         raise ConverterInputError(f"the student has more layers ({s_layers}) than the teacher ({t_layers})",
-                         "use a student with at most as many layers as the teacher")
+                                  "use a student with at most as many layers as the teacher")
     if attention and family.num_heads(teacher.config) != family.num_heads(student.config):
         raise ConverterInputError(f"teacher has {family.num_heads(teacher.config)} attention heads, student "
-                         f"{family.num_heads(student.config)}: attention transfer compares them head by head",
-                         "set the attention weight to 0, or use a student with the teacher's heads")
+                                  f"{family.num_heads(student.config)}: attention transfer compares them head by head",
+                                  "set the attention weight to 0, or use a student with the teacher's heads")
     if type(teacher).__name__ != type(student).__name__:
         raise ConverterInputError(f"teacher is a {type(teacher).__name__}, student a {type(student).__name__}: their "
-                                  f"outputs "
-                         "cannot be compared", "give the student the teacher's task head (a copy of the teacher)")
+                                  "outputs cannot be compared",
+                                  "give the student the teacher's task head (a copy of the teacher)")
     if teacher.config.num_labels != student.config.num_labels:
         raise ConverterInputError(f"teacher has {teacher.config.num_labels} outputs, student "
                                   f"{student.config.num_labels}",
-                         "give the student the teacher's labels (a copy of the teacher with its head)")
+                                  "give the student the teacher's labels (a copy of the teacher with its head)")
     layer_map = [m * t_layers // s_layers for m in range(s_layers + 1)]
     return Pair(teacher, student, family, layer_map)
 

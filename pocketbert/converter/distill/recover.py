@@ -221,7 +221,7 @@ def _plan(teacher, student, family: Family, batches, weights: dict, *, schedule:
         raise ConverterInputError("no training batches for recovery", "give training data with at least one example")
     if any(stage.weights.get("hard") for stage in stages) and "labels" not in first[0]:
         raise ConverterInputError("the hard-label loss needs labelled training data, and the batches have no labels",
-                         "give labelled data, or set the hard-label weight to 0")
+                                  "give labelled data, or set the hard-label weight to 0")
     return pair_, stages, budgets
 
 
@@ -235,7 +235,7 @@ def _checked_weights(schedule, init, weights, temperature, budget) -> dict[str, 
     unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
     if unknown:
         raise ConverterInputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
-                         f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
+                                  f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
     if temperature <= 0:
         raise ConverterInputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
     if all(getattr(budget, f, None) is None for f in ("steps", "seconds", "epochs")):

@@ -106,7 +106,7 @@ def distill_retokenized(teacher, student, teacher_features: Features, student_fe
     rare word has to rebuild).  The teacher is frozen and in eval mode."""
     if len(teacher_features) != len(student_features) or teacher_features.task is not student_features.task:
         raise ConverterInputError("teacher and student features must encode the same examples",
-                         "encode one task's data with each model's tokenizer")
+                                  "encode one task's data with each model's tokenizer")
     ner = student_features.word_ids is not None
     if ner != (teacher_features.word_ids is not None):
         raise ConverterInputError("one model is token classification and the other is not", "pair models of one task")

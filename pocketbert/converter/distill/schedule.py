@@ -98,9 +98,9 @@ def split_budget(budget, stages: list[TrainingStage]) -> list:
             counts[i] += 1
         if any(count < 1 for count in counts):
             raise ConverterInputError(f"a budget of {steps} steps leaves some of the {len(stages)} stages "
-                             f"({', '.join(s.name for s in stages)}) without a step",
-                             f"give at least {math.ceil(1 / min(s.share for s in stages))} steps, or use the "
-                             "joint schedule")
+                                      f"({', '.join(s.name for s in stages)}) without a step",
+                                      f"give at least {math.ceil(1 / min(s.share for s in stages))} steps, or use the "
+                                      "joint schedule")
     out = []
     for i, stage in enumerate(stages):
         changes = {}

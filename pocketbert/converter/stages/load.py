@@ -42,8 +42,7 @@ def max_length(loaded: loading.Loaded, requested: int | None) -> int:
         return natural
     if requested < 8 or requested > positions:
         raise ConverterInputError(f"--max-length {requested} is outside 8..{positions} (the model's position "
-                                  f"embeddings)",
-                         f"choose a value between 8 and {positions}")
+                                  "embeddings)", f"choose a value between 8 and {positions}")
     return requested
 
 
@@ -52,8 +51,8 @@ def buckets(requested: list[int] | None, max_length: int) -> list[int]:
     if requested:
         too_long = [b for b in requested if b > max_length or b < 2]
         if too_long:
-            raise ConverterInputError(f"--buckets {','.join(map(str, too_long))} outside 2..{max_length} "
-                             "(the model's maximum sequence length)", f"use buckets up to {max_length}")
+            raise ConverterInputError(f"--buckets {','.join(map(str, too_long))} outside 2..{max_length} (the model's "
+                                      "maximum sequence length)", f"use buckets up to {max_length}")
         return sorted(set(requested))
     return [b for b in DEFAULT_BUCKETS if b <= max_length] or [max_length]
 
@@ -84,13 +83,12 @@ def _prepare_recovery(c: Conversion):
         return None
     if not c.plan.opts.changing:
         raise ConverterInputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to "
-                                  "recover",
-                         "add nonorm,relu to --opt, or drop --recover")
+                                  "recover", "add nonorm,relu to --opt, or drop --recover")
     if loaded.head_initialized:
         raise ConverterInputError("--recover needs a trained task head to recover towards; this checkpoint's head is "
                                   "fresh",
-                         f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
-                         f"{options.recover}")
+                                  f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
+                                  f"{options.recover}")
     from ..training import recovery as recovery_job
 
     settings = dict(options.recover_options)

@@ -40,10 +40,10 @@ class Budget:
         if (self.steps is not None and self.steps < 1) or (self.seconds is not None and self.seconds <= 0) or (
                 self.epochs is not None and self.epochs <= 0):
             raise ConverterInputError(f"training budget {self.describe()} is too small to train anything",
-                             "give at least one step (e.g. --budget 10m or --budget 500steps)")
+                                      "give at least one step (e.g. --budget 10m or --budget 500steps)")
         if self.epochs is not None and self.epochs * batches_per_epoch < 1:
             raise ConverterInputError(f"{self.epochs} epoch(s) of {batches_per_epoch} batches is less than one step",
-                             "give a larger budget")
+                                      "give a larger budget")
 
     def fraction(self, step: int, seconds: float, batches_per_epoch: int) -> float:
         parts = [0.0]
