@@ -26,8 +26,8 @@ from pocketbert.converter.errors import (
     OutputError,
 )
 from pocketbert.converter.families import families
-from pocketbert.converter.transforms import OPTS
 from pocketbert.converter.pipeline import convert
+from pocketbert.converter.transforms import OPTS
 
 from .conftest import FAMILY_NAMES, copy_checkpoint
 

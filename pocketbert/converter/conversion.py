@@ -138,7 +138,7 @@ class Conversion:
     @property
     def verify_length(self) -> int:
         """Inputs every artifact can take, the bundle's input length every reader uses (contract.input_length)."""
-        return input_length(self.max_length, [self.buckets] if "tflite" in self.plan.backends else [])
+        return input_length(self.max_length, [self.buckets] if self.plan.fixed_lengths else [])
 
     @contextlib.contextmanager
     def step(self, stage: str, description: str) -> Iterator[None]:

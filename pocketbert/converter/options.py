@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import loading, verify
 from . import texts as textdata
+from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts
 from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, parse_size, select
@@ -66,6 +67,11 @@ class Plan:
         return {r.candidates[0].backend if isinstance(r, RecipeChoice) else r.backend for r in self.recipes}
 
     @property
+    def fixed_lengths(self) -> bool:
+        """Some planned backend runs fixed sequence lengths (TFLite's buckets)."""
+        return any(EXPORT_BACKENDS[name].fixed_lengths for name in self.backends)
+
+    @property
     def quantizes(self) -> bool:
         """Something is made from a float export by a quantiser (int8, or fp16)."""
         return any(isinstance(r, RecipeChoice) or r.quantized for r in self.recipes)
@@ -78,10 +84,12 @@ def plan(options: ConvertOptions) -> Plan:
     recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts),
                      _max_bytes(options))
     chosen = Plan(opts, recipes, None, None)
+    _check_opt_backends(opts, chosen.backends)
     int8_planned = any(isinstance(r, RecipeChoice) or r.kind == "int8" for r in recipes)
-    if options.buckets and "tflite" not in chosen.backends:
-        raise ConverterInputError("--buckets was given but nothing is exported to tflite; only TFLite has static "
-                                  "sequence buckets", "add tflite to --format, or drop --buckets")
+    if options.buckets and not chosen.fixed_lengths:
+        fixed = " or ".join(b.name for b in EXPORT_BACKENDS if b.fixed_lengths)
+        raise ConverterInputError(f"--buckets was given but nothing is exported to {fixed}; only {fixed} files have "
+                                  "static sequence buckets", f"add {fixed} to --format, or drop --buckets")
     if options.calibration is not None and not int8_planned:
         raise ConverterInputError("--calibration was given but no int8 recipe is built; only int8 uses calibration "
                                   "text", "add int8 to --opt (or an int8 --recipe), or drop --calibration")
@@ -100,6 +108,16 @@ def plan(options: ConvertOptions) -> Plan:
         raise OutputError(f"--out {str(options.out)!r} is, or contains, the checkpoint being converted",
                           "choose an --out path outside the checkpoint directory")
     return chosen
+
+
+def _check_opt_backends(opts: Opts, backends: set[str]) -> None:
+    """An --opt that declares the backends it works with refuses the others."""
+    for opt in opts.declared:
+        other = sorted(backends - set(opt.backends)) if opt.backends else []
+        if other:
+            works = ", ".join(opt.backends)
+            raise ConverterInputError(f"--opt {opt.name} works with {works} only, and {', '.join(other)} is also "
+                                      "exported", f"drop {opt.name} from --opt, or export only {works} (--format)")
 
 
 #: torch.manual_seed fails with a traceback beyond 64 bits; 32 bits (numpy's range too) are plenty
@@ -151,9 +169,11 @@ def _max_bytes(options: ConvertOptions) -> int | None:
         raise ConverterInputError("--max-size and --recipe both choose what to build",
                                   "give --max-size with --format tflite (it picks the recipe), or name recipes with "
                                   "--recipe")
-    if "tflite" not in parse_formats(options.formats):
-        raise ConverterInputError("--max-size chooses the TFLite file, and nothing is exported to tflite",
-                                  "add tflite to --format (e.g. --format tflite --max-size 8MB)")
+    laddered = [b.name for b in EXPORT_BACKENDS if b.size_ladder]
+    if not set(laddered) & set(parse_formats(options.formats)):
+        names = " or ".join(laddered)
+        raise ConverterInputError(f"--max-size chooses the {names} file, and nothing is exported to {names}",
+                                  f"add {names} to --format (e.g. --format {laddered[0]} --max-size 8MB)")
     return size
 
 

@@ -19,13 +19,14 @@ every file read (README, "What a bundle guarantees").
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import backends
+from .backends import BACKENDS
 from .bundle_paths import resolve_inside
 from .contract import INPUT_NAMES, MANIFEST, SCHEMA_VERSION, TASKS, bundle_input_length, sha256
 from .errors import BackendUnavailableError, BundleError
@@ -37,8 +38,6 @@ MAX_SEQUENCE_LENGTH = 65536
 #: a manifest is a few kilobytes; reading a larger file whole would let a hostile bundle exhaust memory
 MAX_MANIFEST_BYTES = 16 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-#: backends in ``auto`` order, with the Python package each one needs
-BACKEND_PACKAGES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert", "ai-edge-litert")}
 _REBUILD = "convert the model again with this version of pocketbert (python -m converter …)"
 _DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " + _REBUILD
 
@@ -62,8 +61,8 @@ def preferred(artifacts: list[Artifact]) -> Artifact:
 
 
 def backend_installed(name: str) -> bool:
-    module = BACKEND_PACKAGES.get(name, (None,))[0]
-    return module is not None and importlib.util.find_spec(module) is not None
+    """A runtime backend of that name exists and its package is installed (tests replace this)."""
+    return backends.installed(name)
 
 
 @dataclass(frozen=True)
@@ -173,8 +172,8 @@ class Bundle:
         """The artifact to run; see the module docstring for the default rule."""
         usable = [a for a in self.artifacts if a.passed]
         available = ", ".join(a.recipe for a in usable) or "none"
-        if backend not in ("auto", *BACKEND_PACKAGES):
-            raise BundleError(f"unknown backend {backend!r}", f"use auto, {', '.join(BACKEND_PACKAGES)}")
+        if backend not in ("auto", *BACKENDS.names()):
+            raise BundleError(f"unknown backend {backend!r}", f"use auto, {', '.join(BACKENDS.names())}")
         if recipe is not None:
             match = [a for a in usable if a.recipe == recipe]
             if not match:
@@ -187,10 +186,10 @@ class Bundle:
             self._require_backend(chosen.backend)
             return chosen
         if backend == "auto":
-            names = [b for b in BACKEND_PACKAGES if any(a.backend == b for a in usable)]
+            names = [b for b in BACKENDS.names() if any(a.backend == b for a in usable)]
             if not names:
                 raise BundleError(f"the bundle has no artifact this runtime can run (it has: {available})",
-                                  f"convert with --format {' or '.join(BACKEND_PACKAGES)}")
+                                  f"convert with --format {' or '.join(BACKENDS.names())}")
             installed = [b for b in names if backend_installed(b)
                          and (precision is None or any(a.backend == b and a.precision == precision for a in usable))]
             backend = installed[0] if installed else names[0]
@@ -206,7 +205,7 @@ class Bundle:
     @staticmethod
     def _require_backend(name: str) -> None:
         if not backend_installed(name):
-            module, package = BACKEND_PACKAGES[name]
+            package = BACKENDS[name].pip_package
             raise BackendUnavailableError(f"backend {name!r} needs the Python package {package}, which is not "
                                           "installed", f"pip install {package}, or choose another backend")
 

@@ -25,6 +25,12 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 INPUT_AXES = ("batch", "sequence")
 
 
+def artifact_file(backend: str, precision: str) -> str:
+    """The file name of a ``backend:precision`` artifact: ``model.<backend>`` for fp32, else
+    ``model.<precision>.<backend>`` (``model.tflite``, ``model.int8-dynamic.onnx``)."""
+    return f"model.{backend}" if precision == "fp32" else f"model.{precision}.{backend}"
+
+
 def signature_name(bucket: int) -> str:
     return f"{SIGNATURE_PREFIX}{bucket}"
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
+from pocketbert.runtime.backends import BACKENDS as RUNTIME_BACKENDS
 from pocketbert.runtime.backends.base import Backend as RuntimeBackend
+from pocketbert.runtime.contract import artifact_file
 
 from ..families import Family
 
@@ -54,11 +56,24 @@ class Runner:
 
 
 class ExportBackend(ABC):
+    """Writes one format.  A subclass declares ``name`` (its runtime backend's), the precisions it writes
+    and, if ``--max-size`` may choose among them, the candidates for that."""
+
     name: str
-    #: precisions this backend can produce, in recipe order
-    precisions: tuple[str, ...]
-    #: static shapes: one graph per sequence-length bucket, each quantised on its own
-    fixed_lengths: bool = False
+    #: precision -> what the recipe ``name:precision`` builds, in recipe order (fp32 first: the float export)
+    precisions: dict[str, str]
+    #: ``--max-size``'s candidates, most accurate first (each about half the one before); empty: not offered
+    size_ladder: tuple[str, ...] = ()
+
+    @property
+    def fixed_lengths(self) -> bool:
+        """Static shapes: one graph per sequence-length bucket, each quantised on its own (declared by the
+        runtime backend, which reads them)."""
+        return RUNTIME_BACKENDS[self.name].fixed_lengths
+
+    @property
+    def order(self) -> int:
+        return RUNTIME_BACKENDS[self.name].order
 
     @abstractmethod
     def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
@@ -89,7 +104,7 @@ class ExportBackend(ABC):
         return Runner(open_backend(artifact, list(input_names), threads))
 
     def filename(self, precision: str) -> str:
-        return f"model.{precision}.{self.name}" if precision != "fp32" else f"model.{self.name}"
+        return artifact_file(self.name, precision)
 
     @abstractmethod
     def weight_bytes(self, path: Path) -> dict[str, int]:

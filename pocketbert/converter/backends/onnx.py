@@ -97,7 +97,9 @@ def export_onnx(model: torch.nn.Module, example: dict[str, np.ndarray], input_na
 
 class OnnxExportBackend(ExportBackend):
     name = "onnx"
-    precisions = ("fp32", "int8-dynamic", "int8-static")
+    precisions = {"fp32": "float32 ONNX, dynamic batch and sequence axes",
+                  "int8-dynamic": "int8 per-channel weights, activations quantised at run time",
+                  "int8-static": "int8 weights and calibrated int8 activations (QDQ)"}
 
     # --- export --------------------------------------------------------------------------
     def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:

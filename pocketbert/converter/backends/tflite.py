@@ -35,7 +35,7 @@ from pocketbert.runtime.contract import signature_name
 
 from ..errors import ConverterInputError, VerificationError
 from . import register
-from .base import ExportedArtifact, ExportBackend, ExportSpec, float_fallback_search
+from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
 from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, quiet as _quiet, recipe_for
@@ -134,11 +134,13 @@ def _unconvertible(exc: Exception, spec: ExportSpec) -> ConverterInputError:
 
 class TfliteExportBackend(ExportBackend):
     name = "tflite"
-    precisions = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-dynamic")
-    fixed_lengths = True
-
-    def filename(self, precision):
-        return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
+    precisions = {"fp32": "float32 LiteRT, one signature per sequence-length bucket, batch 1",
+                  "fp16": "float16 weights (half the size), dequantised at load; float arithmetic",
+                  "int8-dynamic": "ai-edge-quantizer dynamic_wi8_afp32: int8 weights, float activations",
+                  "int8-static": "ai-edge-quantizer static_wi8_ai8: full integer, calibrated, int8 logits",
+                  "int4-dynamic": "ai-edge-quantizer dynamic_wi4_afp32 and int4 embedding rows: half int8's size, "
+                                  "for phones"}
+    size_ladder = ("fp16", "int8-dynamic", "int4-dynamic")
 
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         import litert_torch

@@ -10,7 +10,7 @@ from pocketbert.locations import DATA_DIR_DEFAULT
 
 from ..builtin import BUILTIN
 from ..opts import help_texts
-from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
+from ..recipes import INT8_CHOICES, TASKS, default_formats
 from .common import (
     EXIT_CODES,
     TASK_HELP,
@@ -46,7 +46,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               "activations), static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
 @click.option("--format", "formats", metavar="LIST",
               help="Export formats, comma-separated: tflite (LiteRT, batch 1, one signature per --buckets "
-                   f"length), onnx (dynamic shapes) [default: {DEFAULT_FORMATS}].")
+                   f"length), onnx (dynamic shapes) [default: {default_formats()}].")
 @click.option("--recipe", "recipes", metavar="LIST",
               help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
                    "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from ..builtin import BUILTIN, DEFAULT_MODEL
 from ..opts import help_texts
-from ..recipes import RECIPES
+from ..recipes import recipes
 from .common import out_console
 from .group import cli
 
@@ -24,6 +24,6 @@ def list_command():
         table.add_row(family.name, ", ".join(family.model_types), family.description)
     out_console.print(table)
     out_console.print("Optimisations (--opt): " + "; ".join(f"{k}: {v}" for k, v in help_texts().items()))
-    out_console.print("Recipes: " + "; ".join(f"{r.name}: {r.description}" for r in RECIPES.values()))
+    out_console.print("Recipes: " + "; ".join(f"{r.name}: {r.description}" for r in recipes().values()))
     out_console.print("Built-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items())
                       + f" (default: {DEFAULT_MODEL})")
