@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pocketbert.runtime.bundle import Artifact, Bundle, preferred
-from pocketbert.runtime.contract import MANIFEST, sha256, subset_manifest, write_manifest
+from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha256, subset_manifest, write_manifest
 from pocketbert.runtime.errors import BundleError
 
 from . import __version__
 from .errors import ConverterInputError, OutputError
 from .staging import Staging
-
-LABELS = "labels.txt"
 
 
 @dataclass(frozen=True)
@@ -124,7 +122,7 @@ def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
     settings = bundle.tokenizer_settings
     names = [settings["tokenizer_file"]]
     if spec.reads_vocabulary:
-        names += [settings.get("vocab_file", "vocab.txt"), LABELS]
+        names += [settings.get("vocab_file", VOCAB_FILE), LABELS_FILE]
     names += [a.file for a in kept]
     nested = [n for n in names if "/" in n]
     if nested:  # the manifest writer lists a flat directory, as the converter writes it

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from pocketbert.runtime.contract import LABELS_FILE
+
 from .. import backends
 from ..conversion import Built, Conversion
 from ..recipes import RecipeChoice
@@ -22,7 +24,7 @@ class ExportStage(Stage):
         # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
         write_tokenizer(c.loaded.tokenizer, directory, c.verify_length)
         c.tokenizer_settings = tokenizer_settings(c.loaded.tokenizer, c.max_length)
-        (directory / "labels.txt").write_text("".join(f"{label}\n" for label in c.loaded.labels), encoding="utf-8")
+        (directory / LABELS_FILE).write_text("".join(f"{label}\n" for label in c.loaded.labels), encoding="utf-8")
         c.staging.reserve(*space_estimate(c))
         for recipe in (r for r in c.plan.recipes if not isinstance(r, RecipeChoice) and not r.quantized):
             backend = backends.get(recipe.backend)

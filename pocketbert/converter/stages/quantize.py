@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
+
 from .. import backends, size_fit, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion
@@ -50,7 +52,7 @@ class QuantizeStage(Stage):
 
 def _metadata_reserve(c: Conversion) -> int:
     """Bytes the metadata stage will add to a TFLite file: the vocabulary and labels it embeds, and its tables."""
-    files = [c.staging.path / name for name in ("vocab.txt", "labels.txt")]
+    files = [c.staging.path / name for name in (VOCAB_FILE, LABELS_FILE)]
     return sum(f.stat().st_size for f in files if f.exists()) + 8192
 
 
