@@ -204,7 +204,7 @@ def _check_artifacts(artifacts: object, need: Need) -> None:
         for key in ("recipe", "backend", "precision", "file"):
             need(isinstance(a.get(key), str), f"artifacts[{i}].{key}", "a string", a.get(key, _MISSING))
         for key in ("details", "verification"):
-            need(a.get(key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
+            need(a.get(key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a.get(key))
         # a fixed-length artifact's buckets set the input length of the whole bundle (input_length)
         buckets = (a.get("details") or {}).get("buckets") if a["backend"] in fixed_length_backends() else None
         need(buckets is None or isinstance(buckets, list) and len(buckets) > 0 and all(
