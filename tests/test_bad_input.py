@@ -322,7 +322,7 @@ def test_existing_nonempty_output_without_overwrite(options, checkpoints, existi
 @pytest.fixture
 def earlier_bundle(tmp_path) -> Path:
     """What an earlier conversion left: files listed by a manifest.json (all --overwrite may replace)."""
-    from pocketbert.converter.bundle import write_manifest
+    from pocketbert.runtime.contract import write_manifest
 
     out = tmp_path / "bundle"
     out.mkdir()

@@ -12,10 +12,10 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
-from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
+from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import DATA, FAMILY_NAMES, NER_LABELS
 

@@ -432,7 +432,7 @@ def foreign_manifest(out: Path) -> None:
 
 def edited_bundle(out: Path, change: str) -> None:
     """A bundle as PocketBERT writes it, then a listed file edited (same size) or deleted."""
-    from pocketbert.converter.bundle import write_manifest
+    from pocketbert.runtime.contract import write_manifest
 
     out.mkdir()
     (out / "model.onnx").write_bytes(b"\x08\x07 my model")

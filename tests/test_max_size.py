@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.errors import ConverterInputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.recipes import parse_size
+from pocketbert.runtime.bundle import read_manifest
 
 
 @pytest.mark.parametrize("text, size", [("8MB", 8_000_000), ("8.5 MB", 8_500_000), ("750kB", 750_000),

@@ -9,9 +9,9 @@ from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from pocketbert.converter.backends.tflite import op_histogram
-from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import convert
+from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import FAMILY_NAMES
 

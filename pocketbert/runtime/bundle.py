@@ -223,3 +223,8 @@ def _named_files(m: dict):
             yield f"tokenizer.{key}", m["tokenizer"][key]
     for name in m.get("files") or {}:
         yield "files key", name
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """A bundle's manifest as the runtime reads it: paths, fields and schema version checked."""
+    return Bundle.open(directory).manifest

@@ -1,6 +1,6 @@
 """Write a trained model as a Hugging Face checkpoint directory, with its training record and model card.
 
-The directory is staged and renamed into place (converter.bundle.Staging): an error or Ctrl-C leaves
+The directory is staged and renamed into place (converter.staging.Staging): an error or Ctrl-C leaves
 nothing half-written.  Models trained with NoNorm/ReLU record that in config.json (key
 ``pocketbert``) so that PocketBERT's loader rebuilds the same structure (see converter.loading).
 """
