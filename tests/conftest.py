@@ -143,11 +143,11 @@ def nonorm_model(checkpoint: Path, *transforms: str, buckets=(16,)):
     update would not show)."""
     import torch
 
-    from pocketbert.converter.transforms import TRANSFORMS
+    from pocketbert.converter.transforms import OPTS
 
     loaded, spec = export_spec(checkpoint, buckets=list(buckets))
     for name in ("nonorm", "relu", *transforms):
-        TRANSFORMS[name](loaded.model, loaded.family)
+        OPTS[name].apply(loaded.model, loaded.family)
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for _, norm in loaded.family.norms(loaded.model):

@@ -1,4 +1,4 @@
-"""Bad inputs: every one fails with an actionable InputError/OutputError and writes nothing.
+"""Bad inputs: every one fails with an actionable ConverterInputError/OutputError and writes nothing.
 
 Each test checks three things: the exception class, that the message names the culprit (the bad
 path or option) and carries a fix, and that no bundle and no staging leftovers (``.{out}.partial-*``,
@@ -16,11 +16,18 @@ import pytest
 from torch import nn
 
 from pocketbert.converter import cli
-from pocketbert.converter.backends.onnx import OnnxBackend
-from pocketbert.converter.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, InputError, OutputError
+from pocketbert.converter.backends.onnx import OnnxExportBackend
+from pocketbert.converter.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    ConverterInputError,
+    OutputError,
+)
 from pocketbert.converter.families import families
-from pocketbert.converter.opts import NAMES as OPTS
 from pocketbert.converter.pipeline import convert
+from pocketbert.converter.transforms import OPTS
 
 from .conftest import FAMILY_NAMES, copy_checkpoint
 
@@ -97,30 +104,30 @@ def without(directory: Path, *names: str) -> Path:
 
 def test_nonexistent_checkpoint(options, tmp_path):
     missing = tmp_path / "no-such-model"
-    expect_failure(options(missing), InputError, str(missing), "does not exist")
+    expect_failure(options(missing), ConverterInputError, str(missing), "does not exist")
 
 
 def test_checkpoint_is_a_file(options, tmp_path):
     file = tmp_path / "model.safetensors"
     file.write_bytes(b"not a directory")
-    expect_failure(options(file), InputError, str(file), "is a file")
+    expect_failure(options(file), ConverterInputError, str(file), "is a file")
 
 
 def test_directory_without_config(options, tmp_path, checkpoints):
     directory = without(copy_checkpoint(checkpoints["bert"]["classification"], tmp_path / "ckpt"), "config.json")
-    expect_failure(options(directory), InputError, str(directory), "config.json")
+    expect_failure(options(directory), ConverterInputError, str(directory), "config.json")
 
 
 def test_config_is_not_json(options, tmp_path, checkpoints):
     directory = copy_checkpoint(checkpoints["bert"]["classification"], tmp_path / "ckpt")
     (directory / "config.json").write_text('{"model_type": "bert", "hidden_size": ', encoding="utf-8")
-    expect_failure(options(directory), InputError, str(directory / "config.json"), "not valid JSON")
+    expect_failure(options(directory), ConverterInputError, str(directory / "config.json"), "not valid JSON")
 
 
 def test_config_is_not_an_object(options, tmp_path, checkpoints):
     directory = copy_checkpoint(checkpoints["bert"]["classification"], tmp_path / "ckpt")
     (directory / "config.json").write_text('["bert"]', encoding="utf-8")
-    expect_failure(options(directory), InputError, str(directory / "config.json"))
+    expect_failure(options(directory), ConverterInputError, str(directory / "config.json"))
 
 
 def test_unsupported_architecture(options, tmp_path, checkpoints):
@@ -133,7 +140,7 @@ def test_unsupported_architecture(options, tmp_path, checkpoints):
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy(source / name, directory / name)
-    exc = expect_failure(options(directory), InputError, "gpt2", "unsupported")
+    exc = expect_failure(options(directory), ConverterInputError, "gpt2", "unsupported")
     for name in FAMILY_NAMES:  # the supported families are listed (in the fix, which the CLI prints)
         assert name in str(exc)
     assert "distilbert" in str(exc) and "mobilebert" in str(exc)
@@ -142,80 +149,82 @@ def test_unsupported_architecture(options, tmp_path, checkpoints):
 # --- 6-7: options ------------------------------------------------------------------------------
 
 def test_unknown_opt(options, checkpoints):
-    exc = expect_failure(options(checkpoints["bert"]["classification"], opts="nonorm,turbo"), InputError,
-                         "turbo", in_fix=OPTS)
+    exc = expect_failure(options(checkpoints["bert"]["classification"], opts="nonorm,turbo"), ConverterInputError,
+                         "turbo", in_fix=OPTS.names())
     assert "nonorm" not in exc.problem  # only the bad name is blamed
 
 
 @pytest.mark.parametrize("family", LAYERNORM_FAMILIES)
 def test_fold_without_nonorm_on_layernorm_model(options, checkpoints, family):
-    expect_failure(options(checkpoints[family]["classification"], opts="fold"), InputError,
+    expect_failure(options(checkpoints[family]["classification"], opts="fold"), ConverterInputError,
                    "fold", "LayerNorm", in_fix=("nonorm",))
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_task_contradicts_head(options, checkpoints, family):
-    expect_failure(options(checkpoints[family]["classification"], task="ner"), InputError,
+    expect_failure(options(checkpoints[family]["classification"], task="ner"), ConverterInputError,
                    "--task ner", "classification")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_task_classification_on_ner_head(options, checkpoints, family):
-    expect_failure(options(checkpoints[family]["ner"], task="classification"), InputError,
+    expect_failure(options(checkpoints[family]["ner"], task="classification"), ConverterInputError,
                    "--task classification", "ner")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_labels_count_differs_from_trained_head(options, checkpoints, family):
     # the tiny classification head has 3 labels
-    expect_failure(options(checkpoints[family]["classification"], labels=["bad", "good"]), InputError,
+    expect_failure(options(checkpoints[family]["classification"], labels=["bad", "good"]), ConverterInputError,
                    "3 labels", "2")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_num_labels_count_differs_from_trained_head(options, checkpoints, family):
-    expect_failure(options(checkpoints[family]["classification"], num_labels=5), InputError, "3 labels", "5")
+    expect_failure(options(checkpoints[family]["classification"], num_labels=5), ConverterInputError, "3 labels", "5")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_labels_and_num_labels_disagree(options, checkpoints, family):
-    expect_failure(options(checkpoints[family]["none"], labels=["a", "b"], num_labels=5), InputError,
+    expect_failure(options(checkpoints[family]["none"], labels=["a", "b"], num_labels=5), ConverterInputError,
                    "--labels", "--num-labels", "2", "5")
 
 
 def test_duplicate_labels(options, checkpoints):
-    expect_failure(options(checkpoints["bert"]["none"], labels=["a", "b", "a"]), InputError, "duplicates", "a,b,a")
+    expect_failure(options(checkpoints["bert"]["none"], labels=["a", "b", "a"]), ConverterInputError, "duplicates",
+                   "a,b,a")
 
 
 def test_empty_labels_on_bare_encoder(options, checkpoints):
-    expect_failure(options(checkpoints["bert"]["none"], labels=[]), InputError, "labels")
+    expect_failure(options(checkpoints["bert"]["none"], labels=[]), ConverterInputError, "labels")
 
 
 def test_calibration_without_int8(options, checkpoints, tmp_path):
     calibration = tmp_path / "calib.txt"
     calibration.write_text("a perfectly fine sentence\n", encoding="utf-8")
-    expect_failure(options(checkpoints["bert"]["classification"], calibration=calibration), InputError,
+    expect_failure(options(checkpoints["bert"]["classification"], calibration=calibration), ConverterInputError,
                    "--calibration", "int8", in_fix=("int8",))
 
 
 def test_static_int8_without_int8(options, checkpoints):
-    expect_failure(options(checkpoints["bert"]["classification"], int8="static"), InputError,
+    expect_failure(options(checkpoints["bert"]["classification"], int8="static"), ConverterInputError,
                    "--int8 static", in_fix=("int8",))
 
 
 def test_unknown_int8_method(options, checkpoints):
-    expect_failure(options(checkpoints["bert"]["classification"], opts="int8", int8="int4"), InputError, "int4")
+    expect_failure(options(checkpoints["bert"]["classification"], opts="int8", int8="int4"), ConverterInputError,
+                   "int4")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_bare_encoder_without_labels(options, checkpoints, family):
     bare = checkpoints[family]["none"]
-    expect_failure(options(bare), InputError, str(bare), "bare encoder", in_fix=("--labels", "--num-labels"))
+    expect_failure(options(bare), ConverterInputError, str(bare), "bare encoder", in_fix=("--labels", "--num-labels"))
 
 
 @pytest.mark.parametrize("length", [4, 10_000])
 def test_max_length_out_of_range(options, checkpoints, length):
-    expect_failure(options(checkpoints["bert"]["classification"], max_length=length), InputError,
+    expect_failure(options(checkpoints["bert"]["classification"], max_length=length), ConverterInputError,
                    f"--max-length {length}")
 
 
@@ -227,7 +236,7 @@ def test_truncated_weights(options, checkpoints, tmp_path, family):
     weights = directory / "model.safetensors"
     data = weights.read_bytes()
     weights.write_bytes(data[: len(data) // 2])
-    expect_failure(options(directory), InputError, str(directory), "weights")
+    expect_failure(options(directory), ConverterInputError, str(directory), "weights")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
@@ -235,7 +244,7 @@ def test_random_bytes_weights(options, checkpoints, tmp_path, family):
     directory = copy_checkpoint(checkpoints[family]["classification"], tmp_path / "ckpt")
     weights = directory / "model.safetensors"
     weights.write_bytes(os.urandom(weights.stat().st_size))
-    expect_failure(options(directory), InputError, str(directory), "weights")
+    expect_failure(options(directory), ConverterInputError, str(directory), "weights")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
@@ -243,7 +252,7 @@ def test_weights_of_another_family(options, checkpoints, tmp_path, family):
     other = FAMILY_NAMES[(FAMILY_NAMES.index(family) + 1) % len(FAMILY_NAMES)]
     directory = copy_checkpoint(checkpoints[family]["classification"], tmp_path / "ckpt")
     shutil.copy(checkpoints[other]["classification"] / "model.safetensors", directory / "model.safetensors")
-    expect_failure(options(directory), InputError, str(directory), "weights")
+    expect_failure(options(directory), ConverterInputError, str(directory), "weights")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
@@ -251,13 +260,13 @@ def test_no_weights(options, checkpoints, tmp_path, family):
     directory = copy_checkpoint(checkpoints[family]["classification"], tmp_path / "ckpt")
     without(directory, "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
             "pytorch_model.bin.index.json")
-    expect_failure(options(directory), InputError, str(directory), "no weights")
+    expect_failure(options(directory), ConverterInputError, str(directory), "no weights")
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_no_tokenizer(options, checkpoints, tmp_path, family):
     directory = without(copy_checkpoint(checkpoints[family]["classification"], tmp_path / "ckpt"), *TOKENIZER_FILES)
-    expect_failure(options(directory), InputError, str(directory), "no tokenizer")
+    expect_failure(options(directory), ConverterInputError, str(directory), "no tokenizer")
 
 
 # --- 10-11: the output location ----------------------------------------------------------------
@@ -275,7 +284,7 @@ def test_output_is_the_checkpoint(options, checkpoints, tmp_path):
     checkpoint = copy_checkpoint(checkpoints["bert"]["classification"], tmp_path / "ckpt")
     before = snapshot(checkpoint)
     try:
-        with pytest.raises((InputError, OutputError)):
+        with pytest.raises((ConverterInputError, OutputError)):
             convert(options(checkpoint, out=checkpoint, overwrite=True, **FAST))
     finally:
         assert snapshot(checkpoint) == before, "the checkpoint was overwritten by the bundle"
@@ -313,7 +322,7 @@ def test_existing_nonempty_output_without_overwrite(options, checkpoints, existi
 @pytest.fixture
 def earlier_bundle(tmp_path) -> Path:
     """What an earlier conversion left: files listed by a manifest.json (all --overwrite may replace)."""
-    from pocketbert.converter.bundle import write_manifest
+    from pocketbert.runtime.contract import write_manifest
 
     out = tmp_path / "bundle"
     out.mkdir()
@@ -357,21 +366,21 @@ def test_bad_calibration_file(options, checkpoints, tmp_path, case):
     if CALIBRATION_CASES[case] is not None:
         calibration.write_bytes(CALIBRATION_CASES[case])
     expect_failure(options(checkpoints["bert"]["classification"], opts="int8", calibration=calibration),
-                   InputError, str(calibration))
+                   ConverterInputError, str(calibration))
 
 
 def test_calibration_tsv_with_unknown_layout(options, checkpoints, tmp_path):
     calibration = tmp_path / "calibration.tsv"
     calibration.write_text("id\ttext\n1\ta sentence\n2\tanother one\n", encoding="utf-8")
     expect_failure(options(checkpoints["bert"]["classification"], opts="int8", calibration=calibration),
-                   InputError, str(calibration))
+                   ConverterInputError, str(calibration))
 
 
 def test_calibration_is_a_directory(options, checkpoints, tmp_path):
     calibration = tmp_path / "calib-dir"
     calibration.mkdir()
     expect_failure(options(checkpoints["bert"]["classification"], opts="int8", calibration=calibration),
-                   InputError, str(calibration), "not a file")
+                   ConverterInputError, str(calibration), "not a file")
 
 
 # --- 13: the command line ----------------------------------------------------------------------
@@ -420,7 +429,7 @@ def test_keyboard_interrupt_leaves_nothing(options, checkpoints, tmp_path, monke
         assert Path(dest).parent.name.startswith(".bundle.partial-")  # staging exists at this point
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(OnnxBackend, "export", interrupted)
+    monkeypatch.setattr(OnnxExportBackend, "export", interrupted)
     opts = options(checkpoints["bert"]["classification"], **FAST)
     with pytest.raises(KeyboardInterrupt):
         convert(opts)
@@ -431,7 +440,7 @@ def test_cli_keyboard_interrupt(checkpoints, tmp_path, monkeypatch, capsys):
     def interrupted(self, spec, dest):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(OnnxBackend, "export", interrupted)
+    monkeypatch.setattr(OnnxExportBackend, "export", interrupted)
     out = tmp_path / "bundle"
     code = cli.main([str(checkpoints["bert"]["classification"]), "--out", str(out), "--verify-samples", "20",
                      "--no-latency", "--data-dir", str(tmp_path)])
@@ -445,7 +454,7 @@ def test_failed_overwrite_keeps_existing_bundle(options, checkpoints, earlier_bu
         Path(dest).write_bytes(b"half an onnx file")
         raise RuntimeError("exporter exploded")
 
-    monkeypatch.setattr(OnnxBackend, "export", broken)
+    monkeypatch.setattr(OnnxExportBackend, "export", broken)
     before = snapshot(earlier_bundle)
     with pytest.raises(RuntimeError, match="exporter exploded"):
         convert(options(checkpoints["bert"]["classification"], out=earlier_bundle, overwrite=True, **FAST))
@@ -456,7 +465,7 @@ def test_failed_conversion_removes_parent_directories_it_created(options, checkp
     def boom(self, spec, dest):
         raise RuntimeError("export exploded")
 
-    monkeypatch.setattr(OnnxBackend, "export", boom)
+    monkeypatch.setattr(OnnxExportBackend, "export", boom)
     out = tmp_path / "new" / "deep" / "bundle"
     with pytest.raises(RuntimeError):
         convert(options(checkpoints["bert"]["classification"], out=out))

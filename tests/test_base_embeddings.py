@@ -11,7 +11,7 @@ from safetensors import safe_open
 
 from pocketbert.converter import loading
 from pocketbert.converter.base_embeddings import base_table, share_checkpoint
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import convert
 
 from .conftest import DATA, build_checkpoint
@@ -63,11 +63,11 @@ def test_a_different_base_table_is_refused(shared, tmp_path):
     config = json.loads((copy / "config.json").read_text())
     config["pocketbert"]["base_embeddings"]["sha256"] = "0" * 64
     (copy / "config.json").write_text(json.dumps(config))
-    with pytest.raises(InputError, match="sha256 differs"):
+    with pytest.raises(ConverterInputError, match="sha256 differs"):
         loading.load(str(copy))
     config["pocketbert"]["base_embeddings"]["model"] = str(tmp_path / "nowhere")
     (copy / "config.json").write_text(json.dumps(config))
-    with pytest.raises(InputError, match="not a built-in name or a directory"):
+    with pytest.raises(ConverterInputError, match="not a built-in name or a directory"):
         loading.load(str(copy))
 
 

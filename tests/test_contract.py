@@ -13,9 +13,11 @@ import pytest
 from pocketbert.converter.errors import VerificationError
 from pocketbert.converter.pipeline import convert
 from pocketbert.runtime import contract
+from pocketbert.runtime.errors import BundleError
 
 REPO = Path(__file__).resolve().parents[1]
-CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "SIGNATURE_PREFIX")
+CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "SIGNATURE_PREFIX", "LABELS_FILE", "VOCAB_FILE",
+                  "TOKENIZER_FILE", "TOKENIZER_CONFIG_FILE", "PROBLEM_TYPES")
 
 
 def test_every_contract_name_is_defined_once():
@@ -92,3 +94,35 @@ def test_latency_is_timed_on_attended_tokens(checkpoints, options, monkeypatch):
                              measure_latency=True))
     assert {a.recipe for a in result.artifacts} == {"onnx:fp32", "onnx:int8-dynamic"}
     assert len(timed) == 2 and all(mask.shape == (1, 128) and mask.all() for mask in timed)
+
+
+def _documented_top_level_fields() -> list[str]:
+    """The keys of docs/manifest.md's top-level table, in its order (`inputs` / `outputs` is one row)."""
+    text = (REPO / "docs" / "manifest.md").read_text(encoding="utf-8")
+    table = text.split("### Top level", 1)[1].split("\n### ", 1)[0]
+    return [key for row in table.splitlines() if row.startswith("| `") for key in re.findall(r"`(\w+)`",
+                                                                                            row.split("|")[1])]
+
+
+def test_the_documented_fields_are_the_schema_in_its_order():
+    assert _documented_top_level_fields() == list(contract.MANIFEST_FIELDS)
+
+
+def test_the_writer_orders_by_the_schema_and_refuses_an_undescribed_field():
+    written = contract.in_schema_order({"artifacts": [], "task": "ner", "schema_version": 1})
+    assert list(written) == ["schema_version", "task", "artifacts"]
+    with pytest.raises(ValueError, match="speed"):
+        contract.in_schema_order({"task": "ner", "speed": 1})
+
+
+def test_the_validator_reads_the_schema(tmp_path):
+    """A required field the schema checks is refused when missing; an optional one may be null, files may not."""
+    good = {"schema_version": 1, "task": "ner", "labels": ["O"], "max_sequence_length": 8,
+            "inputs": [{"name": "input_ids"}], "tokenizer": {"tokenizer_file": contract.TOKENIZER_FILE},
+            "artifacts": [], "notes": None, "problem_type": None}
+    contract.validate_manifest(good, tmp_path)
+    for key in (k for k, f in contract.MANIFEST_FIELDS.items() if f.required and f.check):
+        with pytest.raises(BundleError, match=f"'{key}' must be"):
+            contract.validate_manifest({k: v for k, v in good.items() if k != key}, tmp_path)
+    with pytest.raises(BundleError, match="'files' must be an object"):
+        contract.validate_manifest({**good, "files": None}, tmp_path)

@@ -12,10 +12,10 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
-from pocketbert.converter.bundle import read_manifest
-from pocketbert.converter.errors import AccuracyLossRefused, InputError, VerificationError
+from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
+from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import DATA, FAMILY_NAMES, NER_LABELS
 
@@ -291,12 +291,12 @@ def test_calibration_rows_default_to_more_when_static_is_asked_for(options, chec
 @pytest.mark.parametrize("samples", [0, -5, 2.5, True])
 def test_an_explicit_calibration_count_must_be_a_whole_number(options, checkpoints, samples):
     """0 is not "the default": an API caller's bad count is refused, not replaced."""
-    with pytest.raises(InputError, match="--calibration-samples"):
+    with pytest.raises(ConverterInputError, match="--calibration-samples"):
         plan(options(checkpoints["bert"]["classification"], opts="int8", calibration_samples=samples))
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32, 99999999999999999999999, 1.5, True])
 def test_the_seed_must_fit_torch_and_numpy(options, checkpoints, seed):
     """The CLI's range, for API callers too: torch.manual_seed fails with a traceback past 64 bits."""
-    with pytest.raises(InputError, match="seed"):
+    with pytest.raises(ConverterInputError, match="seed"):
         plan(options(checkpoints["bert"]["classification"], seed=seed))

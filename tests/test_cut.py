@@ -19,7 +19,7 @@ import pytest
 from pocketbert import runtime
 from pocketbert.converter import cli
 from pocketbert.converter.cut import cut
-from pocketbert.converter.errors import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, InputError
+from pocketbert.converter.errors import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, ConverterInputError
 from pocketbert.runtime.bundle import Bundle
 from pocketbert.runtime.contract import subset_manifest
 
@@ -201,7 +201,7 @@ def test_the_page_cannot_run_int8_static(cls_bundle, tmp_path):
         artifact = next(a for a in data["artifacts"] if a["recipe"] == "tflite:int8-dynamic")
         artifact.update(recipe="tflite:int8-static", precision="int8-static")
     source = copy_of(cls_bundle, tmp_path, relabel)
-    with pytest.raises(InputError, match="cannot run tflite:int8-static") as caught:
+    with pytest.raises(ConverterInputError, match="cannot run tflite:int8-static") as caught:
         cut(source, "web", tmp_path / "out", recipe="tflite:int8-static")
     assert "--target phone" in caught.value.fix
     assert cut(source, "phone", tmp_path / "out", recipe="tflite:int8-static").kept[0].recipe == "tflite:int8-static"

@@ -11,7 +11,7 @@ from pocketbert.converter.data import load_task
 from pocketbert.converter.data.conll import detect_scheme, read_conll, to_iob2
 from pocketbert.converter.data.features import IGNORE
 from pocketbert.converter.data.metrics import glue_scores, ner_scores, score
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 
 from .conftest import DATA
 
@@ -117,7 +117,7 @@ def test_score_from_perfect_logits(tokenizer):
 # --- errors a user can act on, before any training ----------------------------------------------
 
 def _problem(call) -> str:
-    with pytest.raises(InputError) as info:
+    with pytest.raises(ConverterInputError) as info:
         call()
     assert info.value.fix
     return info.value.problem

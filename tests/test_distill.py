@@ -12,7 +12,7 @@ from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, BertConfig
 
 from pocketbert.converter.data.tasks import load_task
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.families import families
 from pocketbert.converter.training.distill import (
     attention_kl,
@@ -280,7 +280,7 @@ def _fails(teacher, student, family, match, **kwargs):
 
     kwargs.setdefault("budget", Budget(steps=100))
     batches = kwargs.pop("batches", [{"input_ids": torch.ones(1, 3, dtype=torch.long)}])
-    with pytest.raises(InputError, match=match) as info:
+    with pytest.raises(ConverterInputError, match=match) as info:
         recover(teacher, student, family, batches, train_fn=never, progress=False, **kwargs)
     assert info.value.fix
 

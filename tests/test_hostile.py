@@ -26,7 +26,7 @@ import pytest
 
 from pocketbert import runtime
 from pocketbert.converter import cli as converter_cli
-from pocketbert.converter.errors import InputError as ConverterInputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.runtime.errors import BundleError, InputError, ModelError
 
@@ -432,7 +432,7 @@ def foreign_manifest(out: Path) -> None:
 
 def edited_bundle(out: Path, change: str) -> None:
     """A bundle as PocketBERT writes it, then a listed file edited (same size) or deleted."""
-    from pocketbert.converter.bundle import write_manifest
+    from pocketbert.runtime.contract import write_manifest
 
     out.mkdir()
     (out / "model.onnx").write_bytes(b"\x08\x07 my model")

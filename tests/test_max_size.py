@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pocketbert.converter.bundle import read_manifest
-from pocketbert.converter.errors import InputError, VerificationError
+from pocketbert.converter.errors import ConverterInputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.recipes import parse_size
+from pocketbert.runtime.bundle import read_manifest
 
 
 @pytest.mark.parametrize("text, size", [("8MB", 8_000_000), ("8.5 MB", 8_500_000), ("750kB", 750_000),
@@ -24,7 +24,7 @@ def test_sizes_are_read_in_decimal_units_as_the_converter_prints_them(text, size
     ({"max_size": "8MB", "formats": "onnx"}, "nothing is exported to tflite"),
 ])
 def test_contradictory_or_malformed_max_size_is_refused_before_any_work(kwargs, needle, checkpoints, options):
-    with pytest.raises(InputError, match=needle):
+    with pytest.raises(ConverterInputError, match=needle):
         plan(options(checkpoints["bert"]["classification"], **kwargs))
 
 

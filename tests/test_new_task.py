@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from pocketbert.benchmarks import gates
 from pocketbert.benchmarks.accuracy import AccuracyError
 from pocketbert.converter.data import load_task
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.training import loop
 from pocketbert.converter.training.finetune import FinetuneOptions, finetune
 
@@ -94,14 +94,14 @@ def test_content_decides_not_the_suffix(tmp_path, ner_files, pair_files):
 def test_a_file_that_is_neither_says_why_each_reading_failed(tmp_path):
     bad = tmp_path / "notes.tsv"
     bad.write_text("id\ttext\tscore\n1\tsome words\t3\n")
-    with pytest.raises(InputError) as info:
+    with pytest.raises(ConverterInputError) as info:
         load_task(str(bad), "train")
     problem = info.value.problem
     assert "as CoNLL" in problem and "as a GLUE TSV" in problem
     assert "'score', not in a known scheme" in problem and "'sentence' column" in problem
     half = tmp_path / "ragged.txt"  # token lines, but one has no tag
     half.write_text("alice\tB-person\nsaw\n")
-    with pytest.raises(InputError, match="line 2 .* has one column"):
+    with pytest.raises(ConverterInputError, match="line 2 .* has one column"):
         load_task(str(half), "train")
 
 

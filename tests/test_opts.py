@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from pocketbert.converter.errors import InputError
-from pocketbert.converter.opts import REGISTRY, Opts, parse_opts
-from pocketbert.converter.transforms import TRANSFORMS
+from pocketbert.converter.errors import ConverterInputError
+from pocketbert.converter.opts import Opts, parse_opts
+from pocketbert.converter.transforms import OPTS
 
 
 def test_parsed_once_into_canonical_order():
     opts = parse_opts(" Int8 ,relu,nonorm,relu")
     assert opts == ("nonorm", "relu", "int8") and json.loads(json.dumps(opts)) == ["nonorm", "relu", "int8"]
     assert parse_opts(None) == () and parse_opts(",") == ()
-    with pytest.raises(InputError, match="unknown --opt 'turbo'"):
+    with pytest.raises(ConverterInputError, match="unknown --opt 'turbo'"):
         parse_opts("relu,turbo")
 
 
@@ -27,7 +27,7 @@ def test_properties_decide_what_each_stage_does():
     assert not Opts([]).only_structural and not Opts(["fold"]).quantizes
 
 
-def test_every_model_edit_is_a_registered_transform():
-    edits = [o.name for o in REGISTRY if not o.quantization]
-    assert edits == list(TRANSFORMS)  # same names, same order of application
-    assert all(o.action and o.compared for o in REGISTRY if o.exact)
+def test_every_opt_is_a_model_edit_or_a_quantisation():
+    assert OPTS.names() == ("nonorm", "relu", "fold", "int8")  # the order of application
+    assert [o.name for o in OPTS if o.apply is not None] == [o.name for o in OPTS if not o.quantization]
+    assert all(o.action and o.compared for o in OPTS if o.exact)

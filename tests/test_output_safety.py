@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from pocketbert.converter import cli
-from pocketbert.converter.bundle import write_manifest
 from pocketbert.converter.errors import EXIT_OK, EXIT_OUTPUT, OutputError
+from pocketbert.runtime.contract import write_manifest
 
 from .conftest import DATA, REPO
 

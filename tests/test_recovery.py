@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pocketbert.converter import loading
-from pocketbert.converter.errors import AccuracyLossRefused, InputError
+from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.training import loop
@@ -140,14 +140,14 @@ def test_convert_recover_refuses_a_large_drop(teacher, tmp_path):
 ])
 def test_convert_recover_bad_input_fails_before_training(teacher, tmp_path, case, kwargs, expect):
     kwargs.setdefault("recover", "glue:sst2")
-    with pytest.raises(InputError) as info:
+    with pytest.raises(ConverterInputError) as info:
         convert(FakeOptions.make(teacher, tmp_path / "bundle", **kwargs))
     assert expect in info.value.problem and info.value.fix
     assert not (tmp_path / "bundle").exists()
 
 
 def test_recover_needs_a_trained_head(checkpoints, tmp_path):
-    with pytest.raises(InputError) as info:
+    with pytest.raises(ConverterInputError) as info:
         convert(FakeOptions.make(checkpoints["bert"]["none"], tmp_path / "b", opts="nonorm,relu", recover="glue:sst2",
                                  labels=["negative", "positive"]))
     assert "trained task head" in info.value.problem and "finetune" in info.value.fix

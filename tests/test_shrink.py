@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pocketbert.converter import cli, loading
-from pocketbert.converter.errors import EXIT_INPUT, InputError
+from pocketbert.converter.errors import EXIT_INPUT, ConverterInputError
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.shrink import drop_blocks, kept_blocks, shrink_checkpoint
@@ -60,7 +60,7 @@ def test_kept_blocks_are_the_layer_maps_targets():
     assert kept_blocks(12, 6) == [1, 3, 5, 7, 9, 11]
     assert kept_blocks(4, 1) == [3]
     for bad in (0, -1, 6, 7):
-        with pytest.raises(InputError, match="--layers") as error:
+        with pytest.raises(ConverterInputError, match="--layers") as error:
             kept_blocks(6, bad)
         assert "from 1 to 5" in error.value.fix
 

@@ -2,7 +2,9 @@
 
 * no function (or method) in pocketbert/ longer than 60 lines, from its ``def`` line to its last line
   (decorators not counted: click options are declarations, not logic);
-* no module in pocketbert/ longer than 350 lines.
+* no module in pocketbert/ longer than 350 lines;
+* no two module-level classes in pocketbert/ with the same public name (an ``Artifact`` of the converter
+  and one of the runtime make every reader check which one an import means).
 
 Running this file prints every offender, so the list is the to-do list while a split is under way."""
 
@@ -72,6 +74,32 @@ def test_no_function_over_60_lines():
 def test_no_module_over_350_lines():
     offenders = long_modules()
     assert not offenders, "split these modules:\n" + "\n".join(f"  {n} ({k} lines)" for n, k in offenders)
+
+
+def duplicate_class_names(root: Path = PACKAGE) -> dict[str, list[str]]:
+    """Public class name -> the modules under ``root`` defining it at module level, for names defined twice.
+    Classes nested in functions are not importable, so they are not counted."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(root.parent)))
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_duplicate_class_names_are_found(tmp_path):
+    (tmp_path / "a.py").write_text("class Artifact:\n    pass\n\n\nclass _Private:\n    pass\n")
+    (tmp_path / "b.py").write_text("class Artifact:\n    pass\n\n\nclass _Private:\n    pass\n\n\n"
+                                   "def f():\n    class Local:\n        pass\n")
+    (tmp_path / "c.py").write_text("def g():\n    class Local:\n        pass\n")
+    assert duplicate_class_names(tmp_path) == {"Artifact": [f"{tmp_path.name}/a.py", f"{tmp_path.name}/b.py"]}
+
+
+def test_no_two_public_classes_share_a_name():
+    duplicates = duplicate_class_names()
+    assert not duplicates, "rename these classes so that each name says which one it is:\n" + "\n".join(
+        f"  {name}: {', '.join(paths)}" for name, paths in duplicates.items())
 
 
 if __name__ == "__main__":

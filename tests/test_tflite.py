@@ -9,9 +9,9 @@ from ai_edge_litert.interpreter import Interpreter
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from pocketbert.converter.backends.tflite import op_histogram
-from pocketbert.converter.bundle import read_manifest
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import convert
+from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import FAMILY_NAMES
 
@@ -82,7 +82,7 @@ def test_the_default_formats_with_every_optimisation(family, checkpoints, option
 
 def test_bucket_longer_than_positions_is_refused(checkpoints, options):
     opts = options(checkpoints["bert"]["classification"], formats="tflite", buckets=[64, 512])
-    with pytest.raises(InputError, match="512") as info:
+    with pytest.raises(ConverterInputError, match="512") as info:
         convert(opts)
     assert "128" in info.value.fix
     assert not opts.out.exists()
@@ -90,7 +90,7 @@ def test_bucket_longer_than_positions_is_refused(checkpoints, options):
 
 def test_buckets_without_tflite_are_refused(checkpoints, options):
     opts = options(checkpoints["bert"]["classification"], formats="onnx", buckets=[32])
-    with pytest.raises(InputError, match="--buckets") as info:
+    with pytest.raises(ConverterInputError, match="--buckets") as info:
         convert(opts)
     assert "tflite" in info.value.fix
     assert not opts.out.exists()
@@ -98,7 +98,7 @@ def test_buckets_without_tflite_are_refused(checkpoints, options):
 
 def test_unknown_format_is_refused(checkpoints, options):
     opts = options(checkpoints["bert"]["classification"], formats="tflite,coreml")
-    with pytest.raises(InputError, match="coreml") as info:
+    with pytest.raises(ConverterInputError, match="coreml") as info:
         convert(opts)
     assert "onnx" in info.value.fix and "tflite" in info.value.fix
     assert not opts.out.exists()
@@ -149,10 +149,10 @@ def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options
     ckpt = checkpoints["bert"]["classification"]
     result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))
     loaded = loading.load(str(ckpt))
-    from pocketbert.converter.transforms import TRANSFORMS
+    from pocketbert.converter.transforms import OPTS
 
     for name in ("nonorm", "relu"):
-        TRANSFORMS[name](loaded.model, loaded.family)
+        OPTS[name].apply(loaded.model, loaded.family)
     roles = linear_roles(result.bundle / "model.tflite", LogitsModel(loaded.model, ["input_ids"]))
     per_layer = ["query", "key", "value"]
     expected = {f"bert.encoder.layer.*.attention.self.{n}" for n in per_layer} | {
@@ -231,7 +231,7 @@ def test_int8_auto_ships_the_fastest_recipe_that_passes(checkpoints, options):
 ])
 def test_contradictory_or_unknown_recipes_are_refused(kwargs, needle, checkpoints, options):
     opts = options(checkpoints["bert"]["classification"], **kwargs)
-    with pytest.raises(InputError, match=needle.replace("-", r"\-")):
+    with pytest.raises(ConverterInputError, match=needle.replace("-", r"\-")):
         convert(opts)
     assert not opts.out.exists()
 
@@ -243,7 +243,7 @@ def test_an_op_without_builtin_lowering_is_named_with_the_transform_that_avoids_
 
     ckpt = build_checkpoint(tmp_path / "xielu", "bert", tokenizer, hidden_act="xielu")
     opts = options(ckpt, formats="tflite", buckets=[16])
-    with pytest.raises(InputError, match="'xielu'.*no builtin TFLite lowering") as info:
+    with pytest.raises(ConverterInputError, match="'xielu'.*no builtin TFLite lowering") as info:
         convert(opts)
     assert "activations.py" in info.value.problem and "relu" in info.value.fix
     assert not opts.out.exists()

@@ -10,9 +10,8 @@ from ai_edge_litert.interpreter import Interpreter
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite_compact import compact, table_count
 from pocketbert.converter.backends.tflite_recipes import nonpositive_scales
-from pocketbert.converter.bundle import read_manifest
 from pocketbert.converter.pipeline import convert
-from pocketbert.runtime.bundle import precision_rank
+from pocketbert.runtime.bundle import precision_rank, read_manifest
 
 from .conftest import export_spec
 

@@ -10,7 +10,7 @@ import torch
 from pocketbert.converter import loading
 from pocketbert.converter.cli import main as cli_main
 from pocketbert.converter.data import load_task
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.training import loop
 from pocketbert.converter.training.finetune import FinetuneOptions, finetune
 
@@ -22,13 +22,13 @@ def test_parse_budget():
     assert loop.parse_budget("0.5epoch,20m") == loop.Budget(epochs=0.5, seconds=1200)
     assert loop.parse_budget("1.5h").seconds == 5400
     for bad in ("", "ten minutes", "5 parsecs"):
-        with pytest.raises(InputError):
+        with pytest.raises(ConverterInputError):
             loop.parse_budget(bad)
 
 
 @pytest.mark.parametrize("budget", [loop.Budget(), loop.Budget(steps=0), loop.Budget(epochs=0.01)])
 def test_budget_too_small(budget):
-    with pytest.raises(InputError) as info:
+    with pytest.raises(ConverterInputError) as info:
         budget.check(batches_per_epoch=20)
     assert info.value.fix
 

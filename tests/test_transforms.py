@@ -8,7 +8,7 @@ from torch import nn
 from transformers import AutoModelForSequenceClassification
 
 from pocketbert.converter.families import families, is_nonorm
-from pocketbert.converter.transforms import TRANSFORMS, fold, nonorm, relu
+from pocketbert.converter.transforms import OPTS, fold, nonorm, relu
 from pocketbert.converter.transforms.smoothquant import activation_maxima, smooth
 
 from .conftest import FAMILY_NAMES, _family
@@ -94,10 +94,10 @@ def test_fold_is_exact(family, checkpoints, tokenizer):
 
 
 def test_fold_refuses_layernorm(checkpoints):
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
 
     model = _load(checkpoints["bert"]["classification"])
-    with pytest.raises(InputError, match="nonorm"):
+    with pytest.raises(ConverterInputError, match="nonorm"):
         fold.apply(model, _family("bert"))
 
 
@@ -117,7 +117,7 @@ def test_smoothing_is_exact_in_float(family, checkpoints, tokenizer):
 
 
 def test_registry_lists_every_transform_and_family():
-    assert list(TRANSFORMS) == ["nonorm", "relu", "fold"]
+    assert [o.name for o in OPTS if o.apply] == ["nonorm", "relu", "fold"]
     assert {f.name for f in families()} >= {"bert", "distilbert", "mobilebert"}
     for family in families():
         assert family.tiny_config(vocab_size=100).model_type in family.model_types

@@ -7,7 +7,7 @@ import torch
 
 from pocketbert.converter import loading
 from pocketbert.converter.data import load_task
-from pocketbert.converter.errors import InputError
+from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.vocab_trim import trim
 
 from .conftest import DATA
@@ -52,9 +52,9 @@ def test_trimmed_checkpoint_round_trips(trimmed, tmp_path):
 
 def test_bad_sizes(checkpoints):
     loaded = loading.load(str(checkpoints["bert"]["classification"]))
-    with pytest.raises(InputError, match="smaller than"):
+    with pytest.raises(ConverterInputError, match="smaller than"):
         trim(loaded.model, loaded.tokenizer, ["a text"], 50)
-    with pytest.raises(InputError, match="not smaller"):
+    with pytest.raises(ConverterInputError, match="not smaller"):
         trim(loaded.model, loaded.tokenizer, ["a text"], 40000)
 
 

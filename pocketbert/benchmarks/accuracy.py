@@ -108,7 +108,7 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
              variant: str | None = None, threads: int | None = None, data_dir: str | None = None,
              fast: bool = False, progress: Callable[[str], None] = print) -> dict:
     from pocketbert.converter.data.metrics import score
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
     from pocketbert.converter.quiet import silenced
 
     data = schema.new_file("accuracy", fast=fast, task=task, split=split, limit=limit)
@@ -129,7 +129,7 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
             backend = load_artifact(path, art.recipe, threads).backend
             try:
                 features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
-            except InputError as exc:
+            except ConverterInputError as exc:
                 raise AccuracyError(exc.problem, exc.fix) from exc
             with silenced():
                 scores = score(features, logits_per_example(backend, features, bundle.input_names))
@@ -187,11 +187,11 @@ def add_deltas(records: list[dict]) -> list[dict]:
 def _labelled_examples(task: str, split: str, data_dir: str | None, limit: int | None):
     """The task's examples of ``split``, which must carry labels to be scored."""
     from pocketbert.converter.data import load_task
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
 
     try:
         examples = load_task(task, split, data_dir, limit=limit)
-    except InputError as exc:
+    except ConverterInputError as exc:
         raise AccuracyError(exc.problem, exc.fix) from exc
     if examples.labels is None:
         raise AccuracyError(f"{examples.path} has no labels (GLUE test files are unlabelled)",

@@ -64,8 +64,8 @@ def _calibration(bundle, buckets: list[int], tokenizer, texts: list[str]) -> dic
 def quantize(float_path: Path, dest: Path, variant: str, calibration: dict) -> None:
     from ai_edge_quantizer import quantizer
 
-    from pocketbert.converter.backends.tflite_recipes import quiet as _quiet
     from pocketbert.converter.backends.tflite_graph import masked_softmax_ops, model_bytes
+    from pocketbert.converter.backends.tflite_recipes import quiet as _quiet
 
     qt = quantizer.Quantizer(model_bytes(float_path), _recipe(variant, masked_softmax_ops(float_path)))
     with _quiet():

@@ -51,14 +51,15 @@ def task_dir(options: GlueOptions, task: str) -> Path:
 
 def parse_options(fast: bool, tasks: str | None, recipes: str | None, **kwargs) -> GlueOptions:
     from pocketbert.converter.data.tasks import TASKS as KNOWN
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
 
     names = tuple(t.strip().lower() for t in (tasks or ",".join(BENCHMARK_TASKS)).split(",") if t.strip())
     wanted = tuple(r.strip().lower() for r in (recipes or ",".join(RECIPES)).split(",") if r.strip())
     if not names or any(t not in KNOWN for t in names):
-        raise InputError(f"--tasks {tasks!r}: not a list of known tasks", f"use some of {', '.join(BENCHMARK_TASKS)}")
+        raise ConverterInputError(f"--tasks {tasks!r}: not a list of known tasks",
+                                  f"use some of {', '.join(BENCHMARK_TASKS)}")
     if not wanted or any(r not in RECIPES for r in wanted):
-        raise InputError(f"--recipes {recipes!r}: not a list of recipes", f"use some of {', '.join(RECIPES)}")
+        raise ConverterInputError(f"--recipes {recipes!r}: not a list of recipes", f"use some of {', '.join(RECIPES)}")
     options = GlueOptions(tasks=names, recipes=wanted, fast=fast, **{k: v for k, v in kwargs.items() if v is not None})
     if fast:  # a tiny random model, budgets of a few steps, one small bucket: tests the harness, not a result
         options.base, options.buckets = FAST_BASE, (32,)

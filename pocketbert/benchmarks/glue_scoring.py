@@ -21,7 +21,7 @@ def pytorch_scores(teacher_dir: Path, recovered_dir: Path, task: str, split: str
     from pocketbert.converter.data import load_task
     from pocketbert.converter.training.evaluate import evaluate
     from pocketbert.converter.training.finetune import eval_length
-    from pocketbert.converter.transforms import TRANSFORMS
+    from pocketbert.converter.transforms import OPTS
 
     torch.set_num_threads(threads)
     data = load_task(task, split, data_dir)
@@ -33,7 +33,7 @@ def pytorch_scores(teacher_dir: Path, recovered_dir: Path, task: str, split: str
         if stage == "teacher":
             student = copy.deepcopy(loaded.model)
             for name in CHANGING:
-                TRANSFORMS[name](student, loaded.family)
+                OPTS[name].apply(student, loaded.family)
             out["without_recovery"] = evaluate(student, features, input_names=loaded.family.input_names)
     return out
 

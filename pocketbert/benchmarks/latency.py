@@ -36,7 +36,7 @@ class LatencyError(Exception):
 
 
 @dataclass
-class Settings:
+class LatencySettings:
     backends: list[str] = field(default_factory=lambda: list(BACKENDS))
     threads: list[int] = field(default_factory=lambda: [1, 2])
     seq_lens: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
@@ -108,7 +108,7 @@ def _load_config(checkpoint: Path | None):
     return AutoConfig.from_pretrained(str(checkpoint))
 
 
-def run(bundle_paths: list[Path], settings: Settings, work_dir: Path, progress: Callable[[str], None] = print,
+def run(bundle_paths: list[Path], settings: LatencySettings, work_dir: Path, progress: Callable[[str], None] = print,
         advance: Callable[[int], None] | None = None) -> dict:
     """Measure everything; returns a results dict (schema :mod:`benchmarks.schema`)."""
     for backend in settings.backends:
@@ -163,7 +163,7 @@ def _groups(bundle_paths: list[Path]) -> dict[str, list]:
     return groups
 
 
-def _group_runners(first, bundles: list, info: dict, settings: Settings, work_dir: Path, peers_done: set[str],
+def _group_runners(first, bundles: list, info: dict, settings: LatencySettings, work_dir: Path, peers_done: set[str],
                    progress) -> tuple[object, list[tuple[object, _Runner]]]:
     """(model config for MACs, [(bundle or None for a peer, runner)]) of one group of bundles."""
     checkpoint = None
@@ -189,7 +189,7 @@ def _group_runners(first, bundles: list, info: dict, settings: Settings, work_di
     return _load_config(checkpoint), runners
 
 
-def _measure_in_rounds(first, runners: list, info: dict, config, shape: tuple[int, int, int], settings: Settings,
+def _measure_in_rounds(first, runners: list, info: dict, config, shape: tuple[int, int, int], settings: LatencySettings,
                        work_dir: Path, floor: GemmFloor) -> list[dict]:
     """One record per runner; with ``rounds`` > 1 the runners take turns, a share of the runs each turn.
 
@@ -230,7 +230,7 @@ def _add_floor_fraction(record: dict) -> None:
         record["floor"]["fraction"] = record["floor"]["ms"] / record["timed"]["p50_ms"]
 
 
-def count_configurations(bundle_paths: list[Path], settings: Settings) -> int:
+def count_configurations(bundle_paths: list[Path], settings: LatencySettings) -> int:
     from pocketbert import runtime
 
     n = 0
@@ -256,7 +256,7 @@ def _say(progress, record) -> None:
 
 
 def _measure_one(first, bundle, r: _Runner, info: dict, config, threads: int, seq: int, batch: int,
-                 settings: Settings, work_dir: Path, floor: GemmFloor) -> dict:
+                 settings: LatencySettings, work_dir: Path, floor: GemmFloor) -> dict:
     manifest = first.manifest
     opts = [o for o in (bundle.manifest.get("opts") if bundle else []) or [] if o != "int8"]
     if bundle is not None:  # the bundle's own variant name; peers belong to the model, not to a variant

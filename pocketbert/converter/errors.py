@@ -1,10 +1,15 @@
-"""Errors a user can act on: each names the problem and the fix, and maps to an exit code."""
+"""Errors a user can act on: each names the problem and the fix, and maps to an exit code.
+
+They extend the runtime's :class:`~pocketbert.runtime.errors.Error` (one problem/fix base for the
+package); the converter's exit codes are its own, documented in README and ``--help``."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+
+from pocketbert.runtime.errors import Error
 
 # Exit codes, documented in README and `--help`.
 EXIT_OK = 0
@@ -17,18 +22,13 @@ EXIT_OUTPUT = 6
 EXIT_INTERRUPTED = 130
 
 
-class ConverterError(Exception):
-    """A failure with a message for the user: what went wrong and how to fix it."""
+class ConverterError(Error):
+    """A conversion failure with a message for the user: what went wrong and how to fix it."""
 
     exit_code = EXIT_INPUT
 
-    def __init__(self, problem: str, fix: str | None = None):
-        self.problem = problem
-        self.fix = fix
-        super().__init__(problem if not fix else f"{problem}\n  fix: {fix}")
 
-
-class InputError(ConverterError):
+class ConverterInputError(ConverterError):
     """The checkpoint, options or data given cannot be used."""
 
     exit_code = EXIT_INPUT

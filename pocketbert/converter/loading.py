@@ -1,7 +1,7 @@
 """Stage 1, load: a local Hugging Face checkpoint directory -> model, tokenizer, family, labels.
 
 Everything that can be wrong with a checkpoint is checked here, before any slow work, and turned
-into an :class:`~converter.errors.InputError` that says what to do.
+into an :class:`~converter.errors.ConverterInputError` that says what to do.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from transformers import (
 )
 
 from .builtin import BUILTIN
-from .errors import InputError
+from .errors import ConverterInputError
 from .families import Family, family_for, supported_summary
-from .opts import STRUCTURAL
+from .opts import structural_names
 from .recipes import TASKS
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import is_table_key, restore
+from .transforms import OPTS
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
 _HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}
@@ -64,28 +65,31 @@ def resolve(spec: str) -> tuple[Path, str | None]:
 def _check_directory(path: Path) -> dict:
     names = ", ".join(BUILTIN)
     if not path.exists():
-        raise InputError(f"checkpoint {str(path)!r} does not exist",
-                         f"give a local Hugging Face model directory, or a built-in model name ({names})")
+        raise ConverterInputError(f"checkpoint {str(path)!r} does not exist",
+                                  f"give a local Hugging Face model directory, or a built-in model name ({names})")
     if not path.is_dir():
-        raise InputError(f"checkpoint {str(path)!r} is a file, not a directory",
-                         "give the directory that holds config.json, the weights and the tokenizer files")
+        raise ConverterInputError(f"checkpoint {str(path)!r} is a file, not a directory",
+                                  "give the directory that holds config.json, the weights and the tokenizer files")
     config_file = path / "config.json"
     if not config_file.is_file():
-        raise InputError(f"{str(path)!r} has no config.json, so it is not a Hugging Face checkpoint",
-                         "point at the directory written by `save_pretrained` (config.json, weights, tokenizer)")
+        raise ConverterInputError(f"{str(path)!r} has no config.json, so it is not a Hugging Face checkpoint",
+                                  "point at the directory written by `save_pretrained` (config.json, weights, "
+                                  "tokenizer)")
     try:
         raw = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{config_file} is not valid JSON ({exc})", "re-save or re-download the checkpoint") from exc
+        raise ConverterInputError(f"{config_file} is not valid JSON ({exc})",
+                                  "re-save or re-download the checkpoint") from exc
     if not isinstance(raw, dict):
-        raise InputError(f"{config_file} does not hold a JSON object", "re-save or re-download the checkpoint")
+        raise ConverterInputError(f"{config_file} does not hold a JSON object", "re-save or re-download the checkpoint")
     _check_config_fields(raw, config_file)
     if not any((path / name).is_file() for name in _WEIGHT_FILES):
-        raise InputError(f"{str(path)!r} has no weights ({' or '.join(_WEIGHT_FILES[::2])})",
-                         "copy the weights file into the checkpoint directory")
+        raise ConverterInputError(f"{str(path)!r} has no weights ({' or '.join(_WEIGHT_FILES[::2])})",
+                                  "copy the weights file into the checkpoint directory")
     if not any((path / name).is_file() for name in _TOKENIZER_FILES):
-        raise InputError(f"{str(path)!r} has no tokenizer (tokenizer.json or vocab.txt); the bundle must carry it",
-                         "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
+        raise ConverterInputError(f"{str(path)!r} has no tokenizer (tokenizer.json or vocab.txt); the bundle must "
+                                  "carry it",
+                                  "save the tokenizer beside the model: tokenizer.save_pretrained(directory)")
     return raw
 
 
@@ -95,8 +99,8 @@ def _check_config_fields(raw: dict, config_file: Path) -> None:
     def need(ok: bool, field: str, rule: str, value: object) -> None:
         if not ok:
             shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-            raise InputError(f"{config_file}: '{field}' must be {rule}, not {shown}",
-                             "fix that field, or re-save the checkpoint with save_pretrained")
+            raise ConverterInputError(f"{config_file}: '{field}' must be {rule}, not {shown}",
+                                      "fix that field, or re-save the checkpoint with save_pretrained")
 
     model_type, id2label, num_labels = raw.get("model_type"), raw.get("id2label"), raw.get("num_labels")
     need(model_type is None or isinstance(model_type, str), "model_type", "a string such as 'bert'", model_type)
@@ -131,8 +135,8 @@ def _family(raw: dict) -> Family:
     family = family_for(model_type) if model_type else None
     if family is None:
         arch = ", ".join(raw.get("architectures") or []) or "unknown architecture"
-        raise InputError(f"unsupported architecture: model_type {model_type!r} ({arch})",
-                         f"supported model types: {supported_summary()}")
+        raise ConverterInputError(f"unsupported architecture: model_type {model_type!r} ({arch})",
+                                  f"supported model types: {supported_summary()}")
     return family
 
 
@@ -178,8 +182,9 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
 
     vocab = len(tokenizer)
     if vocab > model.config.vocab_size:
-        raise InputError(f"the tokenizer has {vocab} tokens but the model's embedding has {model.config.vocab_size}",
-                         "the tokenizer does not belong to this model; copy the matching tokenizer files")
+        raise ConverterInputError(f"the tokenizer has {vocab} tokens but the model's embedding has "
+                                  f"{model.config.vocab_size}",
+                                  "the tokenizer does not belong to this model; copy the matching tokenizer files")
     model.eval()
     return Loaded(checkpoint=path, builtin=builtin_name, model=model, tokenizer=tokenizer, family=family,
                   task=task, labels=final_labels, head_initialized=not head_task or bool(head_missing),
@@ -189,10 +194,10 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
 def _task(task: str | None, head_task: str | None, builtin_name: str | None) -> str:
     """--task, else the checkpoint head's task, else the built-in model's, else classification."""
     if task is not None and task not in TASKS:
-        raise InputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
+        raise ConverterInputError(f"unknown task {task!r}", f"use one of: {', '.join(TASKS)}")
     if head_task and task and task != head_task:
-        raise InputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
-                         f"drop --task, or pass --task {head_task}")
+        raise ConverterInputError(f"--task {task} contradicts the checkpoint, whose head is for {head_task}",
+                                  f"drop --task, or pass --task {head_task}")
     if builtin_name and not task and not head_task:
         task = BUILTIN[builtin_name].default_task
     return task or head_task or "classification"
@@ -200,12 +205,12 @@ def _task(task: str | None, head_task: str | None, builtin_name: str | None) -> 
 
 def _check_label_options(labels: list[str] | None, num_labels: int | None) -> None:
     if labels is not None and num_labels is not None and len(labels) != num_labels:
-        raise InputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
-                         "give only one of them, or make them agree")
+        raise ConverterInputError(f"--labels names {len(labels)} labels but --num-labels says {num_labels}",
+                                  "give only one of them, or make them agree")
     if labels is not None and not labels:
-        raise InputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
+        raise ConverterInputError("--labels is empty", "give at least one label name, e.g. --labels negative,positive")
     if labels is not None and len(set(labels)) != len(labels):
-        raise InputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
+        raise ConverterInputError(f"--labels has duplicates: {','.join(labels)}", "give each label once")
 
 
 def _head_labels(raw: dict, path: Path, task: str, head_task: str | None, labels: list[str] | None,
@@ -217,19 +222,20 @@ def _head_labels(raw: dict, path: Path, task: str, head_task: str | None, labels
         count = len(saved_labels) or raw.get("num_labels")
         wanted = len(labels) if labels is not None else num_labels
         if wanted is not None and count and wanted != count:
-            raise InputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
-                             "drop --labels/--num-labels to keep the trained head, or convert the bare encoder")
+            raise ConverterInputError(f"the checkpoint's head has {count} labels, but {wanted} were asked for",
+                                      "drop --labels/--num-labels to keep the trained head, or convert the bare "
+                                      "encoder")
         final_labels = labels or saved_labels or [f"LABEL_{i}" for i in range(count or 2)]
     else:
         if labels is None and num_labels is None and builtin_name:
             labels = list(BUILTIN[builtin_name].default_labels)
         if labels is None and num_labels is None:
             arch = ", ".join(raw.get("architectures") or []) or "no head"
-            raise InputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
-                             "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
+            raise ConverterInputError(f"checkpoint {str(path)!r} is a bare encoder ({arch}) without a {task} head",
+                                      "give --labels a,b,c (or --num-labels N) to attach a freshly initialised head")
         final_labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
     if task == "classification" and len(final_labels) < 1 or task == "ner" and len(final_labels) < 2:
-        raise InputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
+        raise ConverterInputError(f"{len(final_labels)} label(s) is too few for {task}", "give at least two labels")
     return final_labels
 
 
@@ -237,11 +243,11 @@ def _tokenizer(path: Path) -> PreTrainedTokenizerFast:
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as exc:  # transformers raises many types for broken tokenizer files
-        raise InputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
-                         "re-save it with tokenizer.save_pretrained(directory)") from exc
+        raise ConverterInputError(f"could not load the tokenizer in {str(path)!r}: {exc}",
+                                  "re-save it with tokenizer.save_pretrained(directory)") from exc
     if not getattr(tokenizer, "is_fast", False):
-        raise InputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
-                         "save a tokenizer.json with a fast tokenizer")
+        raise ConverterInputError(f"the tokenizer in {str(path)!r} has no fast (Rust) version",
+                                  "save a tokenizer.json with a fast tokenizer")
     return tokenizer
 
 
@@ -253,17 +259,17 @@ def _model(path: Path, task: str, labels: list[str], seed: int) -> tuple[PreTrai
     try:
         config = AutoConfig.from_pretrained(path, **head)
     except Exception as exc:
-        raise InputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
-                         "re-save the checkpoint with save_pretrained") from exc
+        raise ConverterInputError(f"config.json in {str(path)!r} is invalid: {type(exc).__name__}: {str(exc)[:300]}",
+                                  "re-save the checkpoint with save_pretrained") from exc
     try:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         return _AUTO_CLASS[task].from_pretrained(path, config=config, output_loading_info=True,
                                                  dtype=torch.float32)
     except Exception as exc:
-        raise InputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
-                         f"{type(exc).__name__}: {str(exc)[:300]}",
-                         "the weights file is corrupt or truncated, or config.json does not describe a valid "
-                         "model; re-download or re-save the checkpoint") from exc
+        raise ConverterInputError(f"could not build the model from config.json and the weights in {str(path)!r}: "
+                                  f"{type(exc).__name__}: {str(exc)[:300]}",
+                                  "the weights file is corrupt or truncated, or config.json does not describe a valid "
+                                  "model; re-download or re-save the checkpoint") from exc
 
 
 def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -> list[str]:
@@ -275,12 +281,13 @@ def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -
         notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
     missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
     if missing:
-        raise InputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. {missing[0]}",
-                         "the weights do not belong to this config.json; use the matching pair")
+        raise ConverterInputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. "
+                                  f"{missing[0]}",
+                                  "the weights do not belong to this config.json; use the matching pair")
     mismatched = info.get("mismatched_keys") or []
     if mismatched:
-        raise InputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. {mismatched[0][0]}",
-                         "use the config.json saved with these weights")
+        raise ConverterInputError(f"{len(mismatched)} tensor(s) have the wrong shape for config.json, e.g. "
+                                  f"{mismatched[0][0]}", "use the config.json saved with these weights")
     return [k for k in info.get("missing_keys", []) if _is_head_key(k)]
 
 
@@ -289,20 +296,17 @@ def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -
 #: with NoNorm/ReLU stores γ/β in the LayerNorm slots and needs the structure put back to compute
 #: what it was trained to compute.
 SAVED_TRANSFORMS_KEY = "pocketbert"
-STRUCTURAL_TRANSFORMS = STRUCTURAL  # nonorm, relu (converter.opts)
 
 
 def _saved_transforms(raw: dict) -> list[str]:
     saved = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("transforms") or []
-    unknown = [t for t in saved if t not in STRUCTURAL_TRANSFORMS]
+    unknown = [t for t in saved if t not in structural_names()]
     if unknown:
-        raise InputError(f"config.json '{SAVED_TRANSFORMS_KEY}' names unknown transform(s) {unknown}",
-                         "the checkpoint was written by a newer PocketBERT; upgrade pocketbert")
-    return [t for t in STRUCTURAL_TRANSFORMS if t in saved]
+        raise ConverterInputError(f"config.json '{SAVED_TRANSFORMS_KEY}' names unknown transform(s) {unknown}",
+                                  "the checkpoint was written by a newer PocketBERT; upgrade pocketbert")
+    return [t for t in structural_names() if t in saved]
 
 
 def _reapply(model, family: Family, names: list[str]) -> None:
-    from .transforms import TRANSFORMS
-
     for name in names:
-        TRANSFORMS[name](model, family)
+        OPTS[name].apply(model, family)

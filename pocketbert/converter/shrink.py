@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from . import loading
-from .errors import InputError
+from .errors import ConverterInputError
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import digest
 from .training import checkpoint_job as job
@@ -42,8 +42,8 @@ def kept_blocks(total: int, keep: int) -> list[int]:
     """The ``keep`` of ``total`` blocks a student keeps: each student block starts as the teacher block
     whose output the TinyBERT layer map trains it to reproduce (the last block always kept)."""
     if not 1 <= keep < total:
-        raise InputError(f"--layers {keep} is not between 1 and {total - 1}: the checkpoint has {total} blocks "
-                         "and the student must have fewer", f"give --layers from 1 to {total - 1}")
+        raise ConverterInputError(f"--layers {keep} is not between 1 and {total - 1}: the checkpoint has {total} "
+                                  "blocks and the student must have fewer", f"give --layers from 1 to {total - 1}")
     return [m * total // keep - 1 for m in range(1, keep + 1)]
 
 
@@ -71,8 +71,8 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     if teacher.head_initialized:
-        raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
-                         f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
+        raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
+                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
     total = teacher.family.num_layers(teacher.config)
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from . import backends
-from .backends import Artifact
+from .backends import ExportedArtifact
 from .errors import VerificationError
 from .recipes import Fit, Recipe
 
@@ -25,7 +25,7 @@ INT4_ROW_EXTRA = 12
 
 
 def fit(quantizer, choice: Fit, directory: Path, *, reserve: int, float_bytes: int,
-        shape: dict) -> tuple[Recipe, Artifact]:
+        shape: dict) -> tuple[Recipe, ExportedArtifact]:
     """Build ``choice``'s candidates until one fits ``choice.max_bytes - reserve`` (``reserve``: what the metadata
     stage will add); ``float_bytes``: float32 weight bytes of the export; ``shape``: vocab and hidden size."""
     backend = backends.get(choice.candidates[0].backend)

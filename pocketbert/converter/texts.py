@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from ..locations import checkout
-from .errors import InputError
+from .errors import ConverterInputError
 
 Text = str | tuple[str, str]
 
@@ -30,9 +30,9 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
         path = Path(explicit)
         if not path.is_dir():
             problem = "is not a directory" if path.exists() else "does not exist"
-            raise InputError(f"--data-dir {str(path)!r} {problem}",
-                             "give the directory holding glue/ and conll2003/, or leave --data-dir out "
-                             f"(then ${DATA_ENV}, else ../shared/data beside a checkout of the repository)")
+            raise ConverterInputError(f"--data-dir {str(path)!r} {problem}",
+                                      "give the directory holding glue/ and conll2003/, or leave --data-dir out (then "
+                                      f"${DATA_ENV}, else ../shared/data beside a checkout of the repository)")
         return path
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
@@ -78,40 +78,41 @@ def _read_tsv(lines: list[str]) -> list[Text]:
         return [r[i].strip() for r in rows if len(r) > i]
     if len(header) == 4:  # CoLA: source, label, original label, sentence; no header row
         return [r[3].strip() for r in (line.split("\t") for line in lines) if len(r) == 4]
-    raise InputError("unrecognised TSV layout: no 'sentence', 'sentence1/sentence2' or '#1 String' column",
-                     "give a GLUE-format TSV, a CoNLL file, or a plain text file with one text per line")
+    raise ConverterInputError("unrecognised TSV layout: no 'sentence', 'sentence1/sentence2' or '#1 String' column",
+                              "give a GLUE-format TSV, a CoNLL file, or a plain text file with one text per line")
 
 
 def read_texts(path: str | os.PathLike, *, what: str = "calibration") -> list[Text]:
     """Texts from a plain-text (one per line), GLUE TSV or CoNLL file; errors name the file."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
-                         else f"{what} path {str(path)!r} is not a file",
-                         "give a text file (one text per line), a GLUE .tsv or a CoNLL file")
+        raise ConverterInputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
+                                  else f"{what} path {str(path)!r} is not a file",
+                                  "give a text file (one text per line), a GLUE .tsv or a CoNLL file")
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         "convert it to UTF-8") from exc
+        raise ConverterInputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                  "convert it to UTF-8") from exc
     except OSError as exc:
-        raise InputError(f"cannot read {what} file {str(path)!r}: {exc.strerror}", "check its permissions") from exc
+        raise ConverterInputError(f"cannot read {what} file {str(path)!r}: {exc.strerror}",
+                                  "check its permissions") from exc
     if "\x00" in text:
-        raise InputError(f"{what} file {str(path)!r} is binary, not text", "give a UTF-8 text file")
+        raise ConverterInputError(f"{what} file {str(path)!r} is binary, not text", "give a UTF-8 text file")
     lines = text.splitlines()
     if _is_conll(lines):
         texts = _read_conll(lines)
     elif lines and "\t" in lines[0]:
         try:
             texts = _read_tsv(lines)
-        except InputError as exc:
-            raise InputError(f"{what} file {str(path)!r}: {exc.problem}", exc.fix) from exc
+        except ConverterInputError as exc:
+            raise ConverterInputError(f"{what} file {str(path)!r}: {exc.problem}", exc.fix) from exc
     else:
         texts = [line.strip() for line in lines if line.strip()]
     texts = [t for t in texts if (t if isinstance(t, str) else t[0])]
     if not texts:
-        raise InputError(f"{what} file {str(path)!r} holds no text", "give a file with at least one sentence")
+        raise ConverterInputError(f"{what} file {str(path)!r} holds no text", "give a file with at least one sentence")
     return texts
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pocketbert.runtime.contract import TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE
+
 
 def write_tokenizer(tokenizer, directory: Path, max_length: int) -> None:
     # tokenizer.json for `tokenizers` (the runtime), tokenizer_config.json so that transformers'
@@ -12,18 +14,18 @@ def write_tokenizer(tokenizer, directory: Path, max_length: int) -> None:
     tokenizer.save_pretrained(directory)
     # A checkpoint's tokenizer.json can carry fixed truncation/padding (e.g. pad everything to 128),
     # which Tokenizer.from_file would silently apply; the bundle's length limit is max_length.
-    fast = directory / "tokenizer.json"
+    fast = directory / TOKENIZER_FILE
     if fast.exists():
         state = json.loads(fast.read_text(encoding="utf-8"))
         state["truncation"] = state["padding"] = None
         fast.write_text(json.dumps(state, ensure_ascii=False, indent=2), encoding="utf-8")
-    config = directory / "tokenizer_config.json"
+    config = directory / TOKENIZER_CONFIG_FILE
     if config.exists():
         state = json.loads(config.read_text(encoding="utf-8"))
         state["model_max_length"] = max_length
         config.write_text(json.dumps(state, ensure_ascii=False, indent=2), encoding="utf-8")
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-    (directory / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
+    (directory / VOCAB_FILE).write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
 
 
 def tokenizer_settings(tokenizer, max_length: int) -> dict:
@@ -35,8 +37,8 @@ def tokenizer_settings(tokenizer, max_length: int) -> dict:
     strip_accents = normalizer.get("strip_accents")
     return {
         "type": model.get("type", "unknown").lower(),
-        "vocab_file": "vocab.txt",
-        "tokenizer_file": "tokenizer.json",
+        "vocab_file": VOCAB_FILE,
+        "tokenizer_file": TOKENIZER_FILE,
         "vocab_size": len(tokenizer),
         "do_lower_case": bool(lowercase),
         # BERT semantics: strip_accents=None means "follow lower-casing"

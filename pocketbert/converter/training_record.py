@@ -30,13 +30,13 @@ def task_file(checkpoint: Path, split: str, data_dir=None) -> Path | None:
     if not record:
         return None
     from .data.tasks import TASKS, resolve_task
-    from .errors import InputError
+    from .errors import ConverterInputError
 
     task = str(record.get("task") or "")
     if task.lower() in TASKS:
         try:
             return resolve_task(task, split, data_dir)[1]
-        except InputError:
+        except ConverterInputError:
             pass
     recorded = record.get(f"{split}_file")
     return Path(recorded) if recorded and Path(recorded).is_file() else None

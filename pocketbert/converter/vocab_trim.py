@@ -26,7 +26,7 @@ import torch
 from transformers import AutoTokenizer
 
 from . import loading
-from .errors import InputError
+from .errors import ConverterInputError
 from .training import checkpoint_job as job
 from .training.distill.retokenized import LOSS, distill_retokenized
 from .training.evaluate import evaluate
@@ -60,8 +60,8 @@ def kept_ids(tokenizer, texts, size: int) -> list[int]:
     must |= {i for token, i in vocab.items()
              if len(token) == 1 or (token.startswith(prefix) and len(token) == len(prefix) + 1)}
     if size < len(must):
-        raise InputError(f"--size {size} is smaller than the {len(must)} pieces every vocabulary keeps "
-                         "(special tokens and single characters)", f"use --size {len(must)} or more")
+        raise ConverterInputError(f"--size {size} is smaller than the {len(must)} pieces every vocabulary keeps "
+                                  "(special tokens and single characters)", f"use --size {len(must)} or more")
     keep = set(must)
     ranked = [i for i, _ in _pieces(tokenizer, texts).most_common()]
     # reserved slots ([unused0] …) can never be produced by the tokenizer: no use keeping them
@@ -87,8 +87,8 @@ def _trimmed_tokenizer(tokenizer, ids: list[int]):
         path = Path(tmp) / "tokenizer.json"
         state = json.loads(path.read_text(encoding="utf-8"))
         if state["model"].get("type") != "WordPiece":
-            raise InputError(f"vocabulary trimming handles WordPiece tokenizers, not {state['model'].get('type')}",
-                             "trim a BERT-family (WordPiece) checkpoint")
+            raise ConverterInputError("vocabulary trimming handles WordPiece tokenizers, not "
+                                      f"{state['model'].get('type')}", "trim a BERT-family (WordPiece) checkpoint")
         state["model"]["vocab"] = {id_to_token[old]: new for old, new in old_to_new.items()}
         for added in state.get("added_tokens", []):
             added["id"] = old_to_new[added["id"]]
@@ -118,8 +118,8 @@ def trim(model, tokenizer, texts, size: int, check_texts=None):
     """
     old_size = model.get_input_embeddings().weight.shape[0]
     if size >= old_size:
-        raise InputError(f"--size {size} is not smaller than the vocabulary ({old_size})",
-                         f"choose a size below {old_size}")
+        raise ConverterInputError(f"--size {size} is not smaller than the vocabulary ({old_size})",
+                                  f"choose a size below {old_size}")
     ids = kept_ids(tokenizer, texts, size)
     new_tokenizer = _trimmed_tokenizer(tokenizer, ids)
     old_embedding = model.get_input_embeddings()

@@ -19,28 +19,19 @@ every file read (README, "What a bundle guarantees").
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import backends
+from .backends import BACKENDS
 from .bundle_paths import resolve_inside
-from .contract import INPUT_NAMES, MANIFEST, SCHEMA_VERSION, TASKS, bundle_input_length, sha256
+from .contract import DAMAGED, MANIFEST, REBUILD, SHA256_HEX, bundle_input_length, sha256, shown, validate_manifest
 from .errors import BackendUnavailableError, BundleError
 
-PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
-#: largest max_sequence_length accepted: far above any BERT's position embeddings (512); more is a damaged
-#: or hostile manifest, which would otherwise surface as an allocation failure inside a backend
-MAX_SEQUENCE_LENGTH = 65536
 #: a manifest is a few kilobytes; reading a larger file whole would let a hostile bundle exhaust memory
 MAX_MANIFEST_BYTES = 16 << 20
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-#: backends in ``auto`` order, with the Python package each one needs
-BACKEND_PACKAGES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert", "ai-edge-litert")}
-_REBUILD = "convert the model again with this version of pocketbert (python -m converter …)"
-_DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " + _REBUILD
 
 
 def precision_rank(precision: str) -> tuple[int, str]:
@@ -62,8 +53,8 @@ def preferred(artifacts: list[Artifact]) -> Artifact:
 
 
 def backend_installed(name: str) -> bool:
-    module = BACKEND_PACKAGES.get(name, (None,))[0]
-    return module is not None and importlib.util.find_spec(module) is not None
+    """A runtime backend of that name exists and its package is installed (tests replace this)."""
+    return backends.installed(name)
 
 
 @dataclass(frozen=True)
@@ -123,7 +114,7 @@ class Bundle:
         real_manifest = resolve_inside(root, MANIFEST, "the manifest")
         if real_manifest.stat().st_size > MAX_MANIFEST_BYTES:
             raise BundleError(f"{manifest_path} is {real_manifest.stat().st_size} bytes; a bundle's manifest is a few "
-                              f"kilobytes (at most {MAX_MANIFEST_BYTES})", _DAMAGED)
+                              f"kilobytes (at most {MAX_MANIFEST_BYTES})", DAMAGED)
         data = real_manifest.read_bytes()  # the pin and the parser see the same bytes
         if pin is not None:
             actual = hashlib.sha256(data).hexdigest()
@@ -135,11 +126,10 @@ class Bundle:
         try:
             manifest = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise BundleError(f"{manifest_path} is not valid JSON ({exc})", _REBUILD) from exc
+            raise BundleError(f"{manifest_path} is not valid JSON ({exc})", REBUILD) from exc
         if not isinstance(manifest, dict):
-            raise BundleError(f"{manifest_path} does not hold a JSON object", _REBUILD)
-        _check_schema_version(manifest.get("schema_version", _MISSING), manifest_path)
-        _validate(manifest, manifest_path)
+            raise BundleError(f"{manifest_path} does not hold a JSON object", REBUILD)
+        validate_manifest(manifest, manifest_path)
         for entry, name in _named_files(manifest):  # every name, used by this load or not
             resolve_inside(root, name, entry)
         return cls(path, manifest)
@@ -155,7 +145,7 @@ class Bundle:
         path = self.resolve(name, entry)
         listing = (self.manifest.get("files") or {}).get(name)
         if listing is None:
-            raise BundleError(f"{name} is not listed in the manifest's files, so it cannot be checked", _REBUILD)
+            raise BundleError(f"{name} is not listed in the manifest's files, so it cannot be checked", REBUILD)
         if not path.is_file():
             raise BundleError(f"the bundle is missing {name} (listed in its manifest)",
                               f"copy the complete bundle directory again; {name} must sit beside manifest.json")
@@ -173,8 +163,8 @@ class Bundle:
         """The artifact to run; see the module docstring for the default rule."""
         usable = [a for a in self.artifacts if a.passed]
         available = ", ".join(a.recipe for a in usable) or "none"
-        if backend not in ("auto", *BACKEND_PACKAGES):
-            raise BundleError(f"unknown backend {backend!r}", f"use auto, {', '.join(BACKEND_PACKAGES)}")
+        if backend not in ("auto", *BACKENDS.names()):
+            raise BundleError(f"unknown backend {backend!r}", f"use auto, {', '.join(BACKENDS.names())}")
         if recipe is not None:
             match = [a for a in usable if a.recipe == recipe]
             if not match:
@@ -187,10 +177,10 @@ class Bundle:
             self._require_backend(chosen.backend)
             return chosen
         if backend == "auto":
-            names = [b for b in BACKEND_PACKAGES if any(a.backend == b for a in usable)]
+            names = [b for b in BACKENDS.names() if any(a.backend == b for a in usable)]
             if not names:
                 raise BundleError(f"the bundle has no artifact this runtime can run (it has: {available})",
-                                  f"convert with --format {' or '.join(BACKEND_PACKAGES)}")
+                                  f"convert with --format {' or '.join(BACKENDS.names())}")
             installed = [b for b in names if backend_installed(b)
                          and (precision is None or any(a.backend == b and a.precision == precision for a in usable))]
             backend = installed[0] if installed else names[0]
@@ -206,12 +196,9 @@ class Bundle:
     @staticmethod
     def _require_backend(name: str) -> None:
         if not backend_installed(name):
-            module, package = BACKEND_PACKAGES[name]
+            package = BACKENDS[name].pip_package
             raise BackendUnavailableError(f"backend {name!r} needs the Python package {package}, which is not "
                                           "installed", f"pip install {package}, or choose another backend")
-
-
-_MISSING = object()
 
 
 def parse_pin(expected: object) -> str | None:
@@ -221,30 +208,10 @@ def parse_pin(expected: object) -> str | None:
     if not isinstance(expected, str):
         raise TypeError(f"expected_sha256 must be a str of 64 hexadecimal digits, not {type(expected).__name__}")
     pin = expected.strip().lower()
-    if not _SHA256.fullmatch(pin):
+    if not SHA256_HEX.fullmatch(pin):
         raise ValueError("expected_sha256 must be 64 hexadecimal digits (the SHA-256 of the bundle's manifest.json), "
-                         f"not {_show(expected)}")
+                         f"not {shown(expected)}")
     return pin
-
-
-def _show(value: object) -> str:
-    text = "missing" if value is _MISSING else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_schema_version(version: object, where: Path) -> None:
-    """First, before any other field: a newer schema may have renamed anything."""
-    if version is _MISSING:
-        raise BundleError(f"{where}: 'schema_version' is missing", _DAMAGED)
-    if not _is_int(version) or version < 1:
-        raise BundleError(f"{where}: 'schema_version' must be a positive integer, not {_show(version)}", _DAMAGED)
-    if version > SCHEMA_VERSION:
-        raise BundleError(f"bundle schema {version} is newer than this runtime reads ({SCHEMA_VERSION})",
-                          "upgrade pocketbert (pip install -U pocketbert), or convert with the version you have")
 
 
 def _named_files(m: dict):
@@ -258,73 +225,6 @@ def _named_files(m: dict):
         yield "files key", name
 
 
-def _validate(m: dict, where: Path) -> None:
-    """The fields the runtime relies on, with their types and ranges: a clear error naming the field and its
-    value instead of a KeyError, or a failure inside a backend, later."""
-    def need(ok: bool, field: str, rule: str, value: object) -> None:
-        if not ok:
-            raise BundleError(f"{where}: '{field}' must be {rule}, not {_show(value)}", _DAMAGED)
-
-    def optional(container: dict, key: str) -> object:
-        return container.get(key)  # absent and null mean the same for optional fields
-
-    need(m.get("task") in TASKS, "task", f"one of {', '.join(TASKS)}", m.get("task", _MISSING))
-    problem_type = optional(m, "problem_type")
-    need(problem_type is None or problem_type in PROBLEM_TYPES, "problem_type", f"one of {', '.join(PROBLEM_TYPES)}",
-         problem_type)
-    labels = m.get("labels", _MISSING)
-    need(isinstance(labels, list) and len(labels) > 0 and all(isinstance(x, str) for x in labels), "labels",
-         "a non-empty list of strings", labels)
-    length = m.get("max_sequence_length", _MISSING)
-    need(_is_int(length) and 2 <= length <= MAX_SEQUENCE_LENGTH, "max_sequence_length",
-         f"an integer from 2 to {MAX_SEQUENCE_LENGTH}", length)
-    inputs = m.get("inputs", _MISSING)
-    need(isinstance(inputs, list) and len(inputs) > 0 and all(
-        isinstance(i, dict) and i.get("name") in INPUT_NAMES for i in inputs), "inputs",
-        f"a list of model inputs named {', '.join(INPUT_NAMES)}", inputs)
-    tokenizer = m.get("tokenizer", _MISSING)
-    need(isinstance(tokenizer, dict), "tokenizer", "an object of tokenizer settings", tokenizer)
-    need(isinstance(tokenizer.get("tokenizer_file"), str), "tokenizer.tokenizer_file", "a file name",
-         tokenizer.get("tokenizer_file", _MISSING))
-    vocab_size = optional(tokenizer, "vocab_size")
-    need(vocab_size is None or _is_int(vocab_size) and vocab_size >= 1, "tokenizer.vocab_size", "a positive integer",
-         vocab_size)
-    special = optional(tokenizer, "special_tokens") or {}
-    need(isinstance(special, dict), "tokenizer.special_tokens", "an object", special)
-    for name, token in special.items():
-        need(isinstance(token, dict) and isinstance(token.get("token"), str) and _is_int(token.get("id"))
-             and token["id"] >= 0, f"tokenizer.special_tokens.{name}",
-             '{"token": string, "id": non-negative integer}', token)
-    artifacts = m.get("artifacts", _MISSING)
-    need(isinstance(artifacts, list), "artifacts", "a list of objects", artifacts)
-    _validate_artifacts(artifacts, need)
-    files = m.get("files", {})
-    need(isinstance(files, dict), "files", "an object mapping file names to their size and SHA-256", files)
-    _validate_files(files, need)
-    notes = optional(m, "notes")
-    need(notes is None or isinstance(notes, list) and all(isinstance(x, str) for x in notes), "notes",
-         "a list of strings", notes)
-
-
-def _validate_artifacts(artifacts: list, need) -> None:
-    for i, a in enumerate(artifacts):
-        need(isinstance(a, dict), f"artifacts[{i}]", "an object", a)
-        for key in ("recipe", "backend", "precision", "file"):
-            need(isinstance(a.get(key), str), f"artifacts[{i}].{key}", "a string", a.get(key, _MISSING))
-        for key in ("details", "verification"):
-            need(a.get(key) is None or isinstance(a[key], dict), f"artifacts[{i}].{key}", "an object", a[key])
-        # a TFLite artifact's buckets set the input length of the whole bundle (contract.input_length)
-        buckets = (a.get("details") or {}).get("buckets") if a["backend"] == "tflite" else None
-        need(buckets is None or isinstance(buckets, list) and len(buckets) > 0 and all(
-            _is_int(b) and 1 <= b <= MAX_SEQUENCE_LENGTH for b in buckets), f"artifacts[{i}].details.buckets",
-            f"a non-empty list of integers from 1 to {MAX_SEQUENCE_LENGTH}", buckets)
-
-
-def _validate_files(files: dict, need) -> None:
-    for name, listing in files.items():
-        field = f"files[{name!r}]"
-        need(isinstance(listing, dict), field, 'an object {"bytes": …, "sha256": …}', listing)
-        need(_is_int(listing.get("bytes")) and listing["bytes"] >= 0, f"{field}.bytes", "a non-negative integer",
-             listing.get("bytes", _MISSING))
-        need(isinstance(listing.get("sha256"), str) and bool(_SHA256.fullmatch(listing["sha256"])), f"{field}.sha256",
-             "64 lower-case hexadecimal digits", listing.get("sha256", _MISSING))
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """A bundle's manifest as the runtime reads it: paths, fields and schema version checked."""
+    return Bundle.open(directory).manifest

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import bundle as bundles
 from . import machine
+from .backends import BACKENDS, open_backend
 from .bundle import Artifact, Bundle, precision_rank
 from .contract import MANIFEST, sha256
 
@@ -74,8 +75,8 @@ def candidates(bundle: Bundle, precision: str | None) -> list[Artifact]:
     runnable = [a for a in usable if bundles.backend_installed(a.backend)]
     if not runnable:
         return []
-    order = {"onnx": 0, "tflite": 1}
-    return sorted(runnable, key=lambda a: (order.get(a.backend, 9), precision_rank(a.precision)))
+    order = {name: place for place, name in enumerate(BACKENDS.names())}
+    return sorted(runnable, key=lambda a: (order.get(a.backend, len(order)), precision_rank(a.precision)))
 
 
 def choose(bundle: Bundle, precision: str | None, threads: int | None, measure: bool | None = None,
@@ -170,8 +171,6 @@ def _feeds(bundle: Bundle) -> dict[str, np.ndarray]:
 
 def measure_ms(bundle: Bundle, artifacts: list[Artifact], threads: int | None) -> dict[str, float]:
     """Median milliseconds of each artifact on one row, the artifacts run in alternation."""
-    from .backends import open_backend
-
     feeds = _feeds(bundle)
     backends = {a.recipe: open_backend(a, bundle.input_names, threads) for a in artifacts}
     for backend in backends.values():

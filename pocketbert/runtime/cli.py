@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import MAX_THREADS, load
+from .backends import BACKENDS
 from .bundle import parse_pin
 from .corpus import command as corpus
 from .errors import Error, InputError
@@ -28,6 +29,22 @@ from .ner import AGGREGATIONS
 from .terminal import plain, styled
 
 CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
+
+
+class BackendChoice(click.Choice):
+    """``auto`` or a registered runtime backend, read from the registry when the command line is parsed
+    (and the help drawn), so that a backend module is all it takes to add one."""
+
+    def __init__(self):
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return ("auto", *BACKENDS.names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click.Choice.__init__ assigns it
+        pass
 
 
 @contextlib.contextmanager
@@ -122,7 +139,7 @@ def _pin_option(ctx, param, value):
 @click.option("--stride", type=click.IntRange(min=0), help="NER: overlap in tokens of windows over long texts.")
 @click.option("--top-k", type=click.IntRange(min=1), default=1, show_default=True,
               help="Classification: labels per text, best first.")
-@click.option("--backend", type=click.Choice(["auto", "onnx", "tflite"]), default="auto", show_default=True)
+@click.option("--backend", type=BackendChoice(), default="auto", show_default=True)
 @click.option("--precision", help="Artifact precision, e.g. fp32, int8-dynamic (default: int8 if present).")
 @click.option("--recipe", help="Exact artifact recipe, e.g. onnx:fp32.")
 @click.option("--threads", type=click.IntRange(1, MAX_THREADS), help=f"Backend intra-op threads (1 to {MAX_THREADS}; "

@@ -106,11 +106,11 @@ def test_the_report_section_and_plot_points(run):
 
 
 def test_bad_task_or_recipe_names_are_refused(tmp_path):
-    from pocketbert.converter.errors import InputError
+    from pocketbert.converter.errors import ConverterInputError
 
-    with pytest.raises(InputError, match="known tasks"):
+    with pytest.raises(ConverterInputError, match="known tasks"):
         parse_options(True, tasks="glue:mnli", recipes=None)
-    with pytest.raises(InputError, match="recipes"):
+    with pytest.raises(ConverterInputError, match="recipes"):
         parse_options(True, tasks=None, recipes="onnx:fp8")
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
+from pocketbert.runtime.backends import BACKENDS as RUNTIME_BACKENDS
 from pocketbert.runtime.backends.base import Backend as RuntimeBackend
+from pocketbert.runtime.contract import artifact_file
 
 from ..families import Family
 
@@ -33,7 +35,7 @@ class ExportSpec:
 
 
 @dataclass
-class Artifact:
+class ExportedArtifact:
     """One exported model file and how it was made."""
 
     recipe: str
@@ -53,22 +55,35 @@ class Runner:
         return self.backend.run(feeds)
 
 
-class Backend(ABC):
+class ExportBackend(ABC):
+    """Writes one format.  A subclass declares ``name`` (its runtime backend's), the precisions it writes
+    and, if ``--max-size`` may choose among them, the candidates for that."""
+
     name: str
-    #: precisions this backend can produce, in recipe order
-    precisions: tuple[str, ...]
-    #: static shapes: one graph per sequence-length bucket, each quantised on its own
-    fixed_lengths: bool = False
+    #: precision -> what the recipe ``name:precision`` builds, in recipe order (fp32 first: the float export)
+    precisions: dict[str, str]
+    #: ``--max-size``'s candidates, most accurate first (each about half the one before); empty: not offered
+    size_ladder: tuple[str, ...] = ()
+
+    @property
+    def fixed_lengths(self) -> bool:
+        """Static shapes: one graph per sequence-length bucket, each quantised on its own (declared by the
+        runtime backend, which reads them)."""
+        return RUNTIME_BACKENDS[self.name].fixed_lengths
+
+    @property
+    def order(self) -> int:
+        return RUNTIME_BACKENDS[self.name].order
 
     @abstractmethod
-    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+    def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
         """Export the float model to ``dest``."""
 
     @abstractmethod
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
                  calibration: list[dict[str, np.ndarray]] | None,
                  accept: Callable[[Path], tuple[bool, dict]] | None = None,
-                 float_fallback: bool = True, float_export: Path | None = None) -> Artifact:
+                 float_fallback: bool = True, float_export: Path | None = None) -> ExportedArtifact:
         """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
 
         ``float_export``, when given, is a plain float export of exactly ``spec.model`` by this
@@ -89,7 +104,7 @@ class Backend(ABC):
         return Runner(open_backend(artifact, list(input_names), threads))
 
     def filename(self, precision: str) -> str:
-        return f"model.{precision}.{self.name}" if precision != "fp32" else f"model.{self.name}"
+        return artifact_file(self.name, precision)
 
     @abstractmethod
     def weight_bytes(self, path: Path) -> dict[str, int]:

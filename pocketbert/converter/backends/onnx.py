@@ -47,7 +47,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, float_fallback_search, judge_file
+from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .onnx_fusion import fusable, fuse, is_fused
 
 OPSET = 20
@@ -95,15 +95,17 @@ def export_onnx(model: torch.nn.Module, example: dict[str, np.ndarray], input_na
     onnx.save_model(proto, str(dest))
 
 
-class OnnxBackend(Backend):
+class OnnxExportBackend(ExportBackend):
     name = "onnx"
-    precisions = ("fp32", "int8-dynamic", "int8-static")
+    precisions = {"fp32": "float32 ONNX, dynamic batch and sequence axes",
+                  "int8-dynamic": "int8 per-channel weights, activations quantised at run time",
+                  "int8-static": "int8 weights and calibrated int8 activations (QDQ)"}
 
     # --- export --------------------------------------------------------------------------
-    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+    def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
         details = {"exporter": f"torch.onnx.export(dynamo=True) torch {torch.__version__}", "opset": OPSET,
                    "graph_optimization": export_fused(spec, dest)}
-        return Artifact("onnx:fp32", dest, details)
+        return ExportedArtifact("onnx:fp32", dest, details)
 
     def weight_bytes(self, path: Path) -> dict[str, int]:
         totals: dict[str, int] = {}
@@ -156,7 +158,7 @@ class OnnxBackend(Backend):
         }
         if precision == "int8-static":
             details["calibration_batches"] = len(calibration)
-        return Artifact(f"onnx:{precision}", dest, details)
+        return ExportedArtifact(f"onnx:{precision}", dest, details)
 
 
 PERCENTILE = 99.999
@@ -231,4 +233,4 @@ def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], 
                         extra_options=extra)
 
 
-register(OnnxBackend())
+register(OnnxExportBackend())

@@ -18,7 +18,7 @@
   blockwise int4 spends more on scales than channelwise int4 at this width.)
 * Every quantised file is compacted losslessly (:mod:`.tflite_compact`: quantisation tables shared
   between the bucket signatures, internal tensor names cut): int8-dynamic 27.0 -> 24.4 MB on the SST-2 demo.
-* An op litert-torch cannot lower to builtins is an :class:`InputError` naming the op and the fix.
+* An op litert-torch cannot lower to builtins is an :class:`ConverterInputError` naming the op and the fix.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import torch
 
 from pocketbert.runtime.contract import signature_name
 
-from ..errors import InputError, VerificationError
+from ..errors import ConverterInputError, VerificationError
 from . import register
-from .base import Artifact, Backend, ExportSpec, float_fallback_search, judge_file
+from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
 from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, recipe_for
@@ -110,7 +110,7 @@ def check_builtin_only(path: Path) -> dict[str, int]:
     return histogram
 
 
-def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
+def _unconvertible(exc: Exception, spec: ExportSpec) -> ConverterInputError:
     """litert-torch fails on ops with no builtin TFLite lowering ("Lowering not found: aten.X", or an
     op the legaliser must reject): name the op, where it comes from and the transform that avoids it."""
     text = str(exc)
@@ -130,16 +130,18 @@ def _unconvertible(exc: Exception, spec: ExportSpec) -> InputError:
     else:
         problem = f"the model needs {op.group(1)}{source}, which has no builtin TFLite lowering"
         fix = "convert with --format onnx, or change the model so that it avoids this op"
-    return InputError(problem, fix)
+    return ConverterInputError(problem, fix)
 
 
-class TfliteBackend(Backend):
+class TfliteExportBackend(ExportBackend):
     name = "tflite"
-    precisions = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-dynamic")
-    fixed_lengths = True
-
-    def filename(self, precision):
-        return "model.tflite" if precision == "fp32" else f"model.{precision}.tflite"
+    precisions = {"fp32": "float32 LiteRT, one signature per sequence-length bucket, batch 1",
+                  "fp16": "float16 weights (half the size), dequantised at load; float arithmetic",
+                  "int8-dynamic": "ai-edge-quantizer dynamic_wi8_afp32: int8 weights, float activations",
+                  "int8-static": "ai-edge-quantizer static_wi8_ai8: full integer, calibrated, int8 logits",
+                  "int4-dynamic": "ai-edge-quantizer dynamic_wi4_afp32 and int4 embedding rows: half int8's size, "
+                                  "for phones"}
+    size_ladder = ("fp16", "int8-dynamic", "int4-dynamic")
 
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         import litert_torch
@@ -159,9 +161,9 @@ class TfliteBackend(Backend):
         # fatal-error handler), where Python's raises OSError and the user gets a message.
         Path(dest).write_bytes(content)
 
-    def export(self, spec: ExportSpec, dest: Path) -> Artifact:
+    def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
         self._convert(spec, dest)
-        return Artifact("tflite:fp32", dest, self._describe(spec, dest, {"converter": "litert-torch"}))
+        return ExportedArtifact("tflite:fp32", dest, self._describe(spec, dest, {"converter": "litert-torch"}))
 
     def _describe(self, spec: ExportSpec, path: Path, details: dict) -> dict:
         return {**details, "buckets": list(spec.buckets), "batch": 1,
@@ -232,7 +234,7 @@ class TfliteBackend(Backend):
             details["float_ops"] = {"count": sum(found.values()), "ops": found}
         if integer:
             details["float_fallback"] = fallback
-        return Artifact(f"tflite:{precision}", dest, details)
+        return ExportedArtifact(f"tflite:{precision}", dest, details)
 
     def _calibrate(self, spec: ExportSpec, float_path: Path, calibration: list, float_ops: list):
         """Activation ranges for every signature, on the calibration rows fitted to its length; computed
@@ -278,4 +280,4 @@ def _fit(ids: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
-register(TfliteBackend())
+register(TfliteExportBackend())

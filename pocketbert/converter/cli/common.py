@@ -56,7 +56,7 @@ def budget(ctx, param, value):
 
     try:
         return parse_budget(value)
-    except errors.InputError as exc:
+    except errors.ConverterInputError as exc:
         raise click.BadParameter(f"{exc.problem}; {exc.fix}")
 
 

@@ -9,8 +9,8 @@ import click
 from pocketbert.locations import DATA_DIR_DEFAULT
 
 from ..builtin import BUILTIN
-from ..opts import HELP as OPT_HELP
-from ..recipes import DEFAULT_FORMATS, INT8_CHOICES, TASKS
+from ..opts import help_texts
+from ..recipes import INT8_CHOICES, TASKS, default_formats
 from .common import (
     EXIT_CODES,
     TASK_HELP,
@@ -36,7 +36,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--task", type=click.Choice(TASKS), help="Head type; default: the checkpoint's head, "
               "else classification.")
 @click.option("--opt", "opts", metavar="LIST", callback=opt_list, help="Comma-separated: " + "; ".join(
-    f"{k} = {v}" for k, v in OPT_HELP.items()) + ".")
+    f"{k} = {v}" for k, v in help_texts().items()) + ".")
 @click.option("--labels", callback=split_labels, metavar="A,B,…",
               help="Label names; attaches a fresh head to a bare encoder, or renames a trained head's labels.")
 @click.option("--num-labels", type=click.IntRange(1, 10_000), help="Head size for a bare encoder, without names.")
@@ -46,7 +46,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               "activations), static (int8 activations too, calibrated; for NPUs/DSPs), or all.")
 @click.option("--format", "formats", metavar="LIST",
               help="Export formats, comma-separated: tflite (LiteRT, batch 1, one signature per --buckets "
-                   f"length), onnx (dynamic shapes) [default: {DEFAULT_FORMATS}].")
+                   f"length), onnx (dynamic shapes) [default: {default_formats()}].")
 @click.option("--recipe", "recipes", metavar="LIST",
               help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
                    "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")

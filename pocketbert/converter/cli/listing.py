@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..builtin import BUILTIN, DEFAULT_MODEL
-from ..opts import HELP as OPT_HELP
-from ..recipes import RECIPES
+from ..opts import help_texts
+from ..recipes import recipes
 from .common import out_console
 from .group import cli
 
@@ -23,7 +23,7 @@ def list_command():
     for family in families():
         table.add_row(family.name, ", ".join(family.model_types), family.description)
     out_console.print(table)
-    out_console.print("Optimisations (--opt): " + "; ".join(f"{k}: {v}" for k, v in OPT_HELP.items()))
-    out_console.print("Recipes: " + "; ".join(f"{r.name}: {r.description}" for r in RECIPES.values()))
+    out_console.print("Optimisations (--opt): " + "; ".join(f"{k}: {v}" for k, v in help_texts().items()))
+    out_console.print("Recipes: " + "; ".join(f"{r.name}: {r.description}" for r in recipes().values()))
     out_console.print("Built-in models: " + "; ".join(f"{k}: {v.description}" for k, v in BUILTIN.items())
                       + f" (default: {DEFAULT_MODEL})")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from pocketbert.runtime.contract import MANIFEST
+from pocketbert.runtime.contract import sha256 as bundle_sha256
 from pocketbert.runtime.terminal import plain, styled
 
-from ..bundle import MANIFEST
-from ..bundle import sha256 as bundle_sha256
 from ..events import ArtifactBuilt, ArtifactVerified, Event, Note, StageFinished, StageStarted
 from .common import console, log, out_console
 

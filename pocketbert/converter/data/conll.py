@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from .glue import read_lines
 
 SCHEMES = ("auto", "iob1", "iob2", "iobes")
@@ -68,7 +68,7 @@ def to_iob2(sentence: list[str], scheme: str) -> list[str]:
 
 def read_conll(path: Path, scheme: str = "auto", what: str = "data") -> Sentences:
     if scheme not in SCHEMES:
-        raise InputError(f"unknown tag scheme {scheme!r}", f"use one of {', '.join(SCHEMES)}")
+        raise ConverterInputError(f"unknown tag scheme {scheme!r}", f"use one of {', '.join(SCHEMES)}")
     lines = read_lines(path, what)
     words: list[list[str]] = []
     tags: list[list[str]] = []
@@ -84,24 +84,25 @@ def read_conll(path: Path, scheme: str = "auto", what: str = "data") -> Sentence
             continue
         cols = line.split()
         if len(cols) < 2:
-            raise InputError(f"{str(path)!r} line {number}: one column ({line.strip()!r}); CoNLL lines need the "
-                             "word first and the tag last", "give a CoNLL file (word … tag per line)")
+            raise ConverterInputError(f"{str(path)!r} line {number}: one column ({line.strip()!r}); CoNLL lines need "
+                                      "the word first and the tag last", "give a CoNLL file (word … tag per line)")
         if width is None:
             width = len(cols)
         elif len(cols) != width:
-            raise InputError(f"{str(path)!r} line {number}: {len(cols)} columns where earlier lines have {width}",
-                             "fix that line; every token line needs the same columns")
+            raise ConverterInputError(f"{str(path)!r} line {number}: {len(cols)} columns where earlier lines have "
+                                      f"{width}", "fix that line; every token line needs the same columns")
         if tag_prefix(cols[-1]) not in TAG_PREFIXES:
-            raise InputError(f"{str(path)!r} line {number}: tag {cols[-1]!r} is not in a known scheme "
-                             "(O, B-X, I-X, or IOBES E-X/S-X)", "give a CoNLL file with IOB1, IOB2 or IOBES tags "
-                             "in the last column")
+            raise ConverterInputError(f"{str(path)!r} line {number}: tag {cols[-1]!r} is not in a known scheme (O, "
+                                      "B-X, I-X, or IOBES E-X/S-X)",
+                                      "give a CoNLL file with IOB1, IOB2 or IOBES tags in the last column")
         sentence_words.append(cols[0])
         sentence_tags.append(cols[-1])
     if not words:
-        raise InputError(f"{what} file {str(path)!r} holds no sentences", "give a CoNLL file with tagged tokens")
+        raise ConverterInputError(f"{what} file {str(path)!r} holds no sentences",
+                                  "give a CoNLL file with tagged tokens")
     found = detect_scheme(tags)
     declared = found if scheme == "auto" else scheme
     if scheme == "iob2" and found == "iob1":
-        raise InputError(f"{str(path)!r} was declared IOB2 but has entities opened by I- (IOB1)",
-                         "pass --tag-scheme iob1 (or auto)")
+        raise ConverterInputError(f"{str(path)!r} was declared IOB2 but has entities opened by I- (IOB1)",
+                                  "pass --tag-scheme iob1 (or auto)")
     return Sentences(words, [to_iob2(t, declared) for t in tags], declared)

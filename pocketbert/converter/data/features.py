@@ -19,7 +19,7 @@ import torch
 
 from pocketbert.runtime.contract import INPUT_NAMES
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 
 IGNORE = -100
 
@@ -82,14 +82,15 @@ class Features:
 def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[str] | None = None) -> Features:
     """Tokenise ``task``; ``label_names`` (the model's labels) maps the data's labels to model ids."""
     if not getattr(tokenizer, "is_fast", False):
-        raise InputError("the tokenizer has no fast (Rust) version; word alignment needs one",
-                         "save a tokenizer.json with a fast tokenizer")
+        raise ConverterInputError("the tokenizer has no fast (Rust) version; word alignment needs one",
+                                  "save a tokenizer.json with a fast tokenizer")
     model_labels = list(label_names) if label_names is not None else list(task.label_names)
     if task.kind == "ner":
         missing = sorted({t for s in (task.labels or []) for t in s} - set(model_labels))
         if missing:
-            raise InputError(f"the data has tags {missing} that the model's labels {model_labels} lack",
-                             "train a model with these labels (python -m converter finetune), or give matching data")
+            raise ConverterInputError(f"the data has tags {missing} that the model's labels {model_labels} lack",
+                                      "train a model with these labels (python -m converter finetune), or give "
+                                      "matching data")
         enc = tokenizer(task.texts, is_split_into_words=True, truncation=True, max_length=max_length)
         word_ids = [enc.word_ids(i) for i in range(len(task.texts))]
         labels = None
@@ -117,9 +118,9 @@ def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[s
                 labels = [float(v) for v in task.labels]
             else:
                 if len(model_labels) != len(task.label_names):
-                    raise InputError(f"the data has {len(task.label_names)} labels {task.label_names} but the model "
-                                     f"has {len(model_labels)} {model_labels}",
-                                     "fine-tune a head for this task first (python -m converter finetune)")
+                    raise ConverterInputError(f"the data has {len(task.label_names)} labels {task.label_names} but the "
+                                              f"model has {len(model_labels)} {model_labels}",
+                                              "fine-tune a head for this task first (python -m converter finetune)")
                 labels = [int(v) for v in task.labels]
         truncated = sum(1 for ids in enc["input_ids"] if len(ids) >= max_length)
     token_types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]
@@ -136,7 +137,7 @@ class Batches:
 
     def __init__(self, features: Features, batch_size: int, shuffle: bool, seed: int, input_names: tuple[str, ...]):
         if batch_size < 1:
-            raise InputError(f"batch size {batch_size} is below 1", "use a batch size of at least 1")
+            raise ConverterInputError(f"batch size {batch_size} is below 1", "use a batch size of at least 1")
         self.features = features
         self.batch_size = batch_size
         self.shuffle = shuffle

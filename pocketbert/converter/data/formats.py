@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from .conll import TAG_PREFIXES, tag_prefix
 from .glue import PAIR_COLUMNS, read_lines
 
@@ -60,7 +60,7 @@ def tsv_problem(lines: list[str]) -> str | None:
 
 
 def detect(path: Path, what: str = "data") -> str:
-    """``"conll"`` or ``"tsv"``; an InputError naming both readings' problems when neither fits."""
+    """``"conll"`` or ``"tsv"``; an ConverterInputError naming both readings' problems when neither fits."""
     lines = read_lines(path, what)
     head = lines[:SAMPLE]
     content = [line for line in head if line.strip()]
@@ -71,8 +71,8 @@ def detect(path: Path, what: str = "data") -> str:
         return "tsv"
     if conll is None and tsv is None:
         return "tsv" if path.suffix.lower() in (".tsv", ".csv") else "conll"
-    raise InputError(f"{what} file {str(path)!r} is neither a CoNLL file nor a GLUE-format TSV: as CoNLL, {conll}; "
-                     f"as a GLUE TSV, {tsv}",
-                     "give a CoNLL file (one token per line: the word first, the tag last; a blank line between "
-                     "sentences) or a GLUE-format TSV (a header row with a 'sentence' column, or "
-                     "'sentence1'/'sentence2', and a 'label' column)")
+    raise ConverterInputError(f"{what} file {str(path)!r} is neither a CoNLL file nor a GLUE-format TSV: as CoNLL, "
+                              f"{conll}; as a GLUE TSV, {tsv}",
+                              "give a CoNLL file (one token per line: the word first, the tag last; a blank line "
+                              "between sentences) or a GLUE-format TSV (a header row with a 'sentence' column, or "
+                              "'sentence1'/'sentence2', and a 'label' column)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 
 Text = str | tuple[str, str]
 
@@ -32,23 +32,23 @@ class Rows:
 
 def read_lines(path: Path, what: str) -> list[str]:
     if not path.is_file():
-        raise InputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
-                         else f"{what} path {str(path)!r} is not a file",
-                         "check the path, or use a short name (glue:sst2, conll2003) with --data-dir")
+        raise ConverterInputError(f"{what} file {str(path)!r} does not exist" if not path.exists()
+                                  else f"{what} path {str(path)!r} is not a file",
+                                  "check the path, or use a short name (glue:sst2, conll2003) with --data-dir")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         "convert it to UTF-8") from exc
+        raise ConverterInputError(f"{what} file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                  "convert it to UTF-8") from exc
     lines = text.splitlines()
     if not any(line.strip() for line in lines):
-        raise InputError(f"{what} file {str(path)!r} is empty", "give a file with at least one example")
+        raise ConverterInputError(f"{what} file {str(path)!r} is empty", "give a file with at least one example")
     return lines
 
 
-def _column_error(path: Path, number: int, found: int, wanted: int) -> InputError:
-    return InputError(f"{str(path)!r} line {number}: {found} tab-separated column(s), the header has {wanted}",
-                      "fix that line (a stray tab or a missing field) or give a well-formed GLUE TSV")
+def _column_error(path: Path, number: int, found: int, wanted: int) -> ConverterInputError:
+    return ConverterInputError(f"{str(path)!r} line {number}: {found} tab-separated column(s), the header has {wanted}",
+                               "fix that line (a stray tab or a missing field) or give a well-formed GLUE TSV")
 
 
 def read_tsv(path: Path, what: str = "data") -> Rows:
@@ -74,8 +74,9 @@ def read_tsv(path: Path, what: str = "data") -> Rows:
     if columns is None and "sentence" in header:
         columns = (header.index("sentence"),)
     if columns is None:
-        raise InputError(f"{what} file {str(path)!r}: unrecognised TSV header {first!r}: no 'sentence' or "
-                         "'sentence1'/'sentence2' column", "give a GLUE-format TSV (header row with those columns)")
+        raise ConverterInputError(f"{what} file {str(path)!r}: unrecognised TSV header {first!r}: no 'sentence' or "
+                                  "'sentence1'/'sentence2' column",
+                                  "give a GLUE-format TSV (header row with those columns)")
     label_column = next((header.index(c) for c in LABEL_COLUMNS if c in header), None)
     texts: list[Text] = []
     labels: list[str] = []
@@ -91,5 +92,5 @@ def read_tsv(path: Path, what: str = "data") -> Rows:
         if label_column is not None:
             labels.append(cols[label_column].strip())
     if not texts:
-        raise InputError(f"{what} file {str(path)!r} has a header but no rows", "give a file with examples")
+        raise ConverterInputError(f"{what} file {str(path)!r} has a header but no rows", "give a file with examples")
     return Rows(texts, labels if label_column is not None else None, pairs=len(columns) == 2)

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..texts import data_dir as default_data_dir
 from . import conll, formats, glue
 from .features import TaskData
@@ -45,22 +45,23 @@ TASK_NAMES = tuple(TASKS)
 def resolve_task(spec: str, split: str, data_dir: str | os.PathLike | None = None) -> tuple[TaskSpec | None, Path]:
     """A short name (``glue:sst2``) and split -> its file under the data directory; a path -> itself."""
     if split not in SPLITS:
-        raise InputError(f"unknown split {split!r}", f"use one of {', '.join(SPLITS)}")
+        raise ConverterInputError(f"unknown split {split!r}", f"use one of {', '.join(SPLITS)}")
     key = spec.lower()
     if key in TASKS:
         task = TASKS[key]
         root = default_data_dir(data_dir)
         if root is None:
-            raise InputError(f"task {spec!r} needs a data directory, and none was found",
-                             "pass --data-dir DIR (holding glue/ and conll2003/) or set $POCKETBERT_DATA")
+            raise ConverterInputError(f"task {spec!r} needs a data directory, and none was found",
+                                      "pass --data-dir DIR (holding glue/ and conll2003/) or set $POCKETBERT_DATA")
         path = Path(root) / task.directory / task.files[split]
         if not path.is_file():
-            raise InputError(f"task {spec!r}: {str(path)!r} does not exist",
-                             f"check --data-dir / $POCKETBERT_DATA ({root}): it should hold {task.directory}/")
+            raise ConverterInputError(f"task {spec!r}: {str(path)!r} does not exist",
+                                      f"check --data-dir / $POCKETBERT_DATA ({root}): it should hold {task.directory}/")
         return task, path
     if ":" in spec and not Path(spec).exists() and not spec.startswith(("/", ".")):
-        raise InputError(f"unknown task {spec!r}", f"use one of {', '.join(TASK_NAMES)}, or a path to a "
-                         "GLUE-format .tsv or a CoNLL file")
+        raise ConverterInputError(f"unknown task {spec!r}",
+                                  f"use one of {', '.join(TASK_NAMES)}, or a path to a GLUE-format .tsv or a CoNLL "
+                                  "file")
     return None, Path(spec)
 
 
@@ -72,16 +73,16 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         values = None
     if names and len(names) == 1:  # regression
         if values is None:
-            raise InputError(f"{str(path)!r}: non-numeric scores",
-                             "a regression task needs numbers in its score column")
+            raise ConverterInputError(f"{str(path)!r}: non-numeric scores",
+                                      "a regression task needs numbers in its score column")
         return values, list(names), "regression"
     if values is not None and all(v.is_integer() for v in values):
         ids = [int(v) for v in values]
         count = len(names) if names else max(ids) + 1
         bad = [i for i in set(ids) if not 0 <= i < count]
         if bad:
-            raise InputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
-                             "fix the labels, or give a file of the right task")
+            raise ConverterInputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
+                                      "fix the labels, or give a file of the right task")
         return ids, list(names) if names else [str(i) for i in range(count)], "classification"
     if values is not None:  # fractional scores without a declared task: regression
         return values, ["score"], "regression"
@@ -100,8 +101,8 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         names = list(task.label_names) if task else _conll_labels(sentences.tags)
         unknown = sorted({t for s in sentences.tags for t in s} - set(names))
         if unknown:
-            raise InputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
-                             "give the matching file, or the file as a path so its own tags are used")
+            raise ConverterInputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
+                                      "give the matching file, or the file as a path so its own tags are used")
         data = TaskData(task.name if task else str(path), "ner", split, path, sentences.words, sentences.tags, names,
                         "f1", {"scheme": sentences.scheme})
     else:

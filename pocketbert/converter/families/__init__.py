@@ -1,39 +1,34 @@
-"""Registry of architecture families: one module per family, registered on import."""
+"""Registry of architecture families: one module per family, which registers itself
+(``register(BertFamily())``); every module of this package is found by :class:`~runtime.registry.Registry`."""
 
 from __future__ import annotations
 
+from pocketbert.runtime.registry import Registry
+
 from .base import ActivationSite, Family, FoldSite, ResidualStream, is_nonorm
 
-_REGISTRY: dict[str, Family] = {}
+FAMILIES: Registry[Family] = Registry("family", __name__)
 
 
 def register(family: Family) -> Family:
-    """Add a family to the registry (call at import time of the family's module)."""
-    for model_type in family.model_types:
-        if model_type in _REGISTRY:
-            raise ValueError(f"model_type {model_type!r} registered twice")
-        _REGISTRY[model_type] = family
-    return family
+    """Add a family (called by the family's module when it is imported); a model_type has one family."""
+    clash = [t for t in family.model_types if family_for(t) not in (None, family)]
+    if clash:
+        raise ValueError(f"model_type {clash[0]!r} registered twice")
+    return FAMILIES.register(family)
 
 
 def families() -> list[Family]:
-    """Registered families, each once, in registration order."""
-    seen: dict[str, Family] = {}
-    for family in _REGISTRY.values():
-        seen.setdefault(family.name, family)
-    return list(seen.values())
+    """Registered families, by name."""
+    return FAMILIES.all()
 
 
 def family_for(model_type: str) -> Family | None:
-    return _REGISTRY.get(model_type)
+    return next((f for f in FAMILIES.all() if model_type in f.model_types), None)
 
 
 def supported_summary() -> str:
     return ", ".join(f"{f.name} ({f.description})" for f in families())
 
-
-# Importing a family module registers it.  Adding a family = adding a module and a line here.
-from . import bert, distilbert, mobilebert  # noqa: E402,F401
-
-__all__ = ["ActivationSite", "Family", "FoldSite", "ResidualStream", "is_nonorm", "register", "families", "family_for",
-           "supported_summary"]
+__all__ = ["ActivationSite", "Family", "FoldSite", "ResidualStream", "is_nonorm", "register", "FAMILIES", "families",
+           "family_for", "supported_summary"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
+from pocketbert.runtime.contract import LABELS_FILE
+
 from .. import backends
 from ..conversion import Built, Conversion
-from ..recipes import Choice
+from ..recipes import RecipeChoice
 from ..tokenizer_files import tokenizer_settings, write_tokenizer
 from .base import Stage
 
@@ -22,9 +24,9 @@ class ExportStage(Stage):
         # tokenizer and labels first: TFLite artifacts embed vocab.txt and labels.txt as metadata
         write_tokenizer(c.loaded.tokenizer, directory, c.verify_length)
         c.tokenizer_settings = tokenizer_settings(c.loaded.tokenizer, c.max_length)
-        (directory / "labels.txt").write_text("".join(f"{label}\n" for label in c.loaded.labels), encoding="utf-8")
+        (directory / LABELS_FILE).write_text("".join(f"{label}\n" for label in c.loaded.labels), encoding="utf-8")
         c.staging.reserve(*space_estimate(c))
-        for recipe in (r for r in c.plan.recipes if not isinstance(r, Choice) and not r.quantized):
+        for recipe in (r for r in c.plan.recipes if not isinstance(r, RecipeChoice) and not r.quantized):
             backend = backends.get(recipe.backend)
             start = time.perf_counter()
             with c.step(self.name, f"Exporting {recipe.name}"):
@@ -38,7 +40,7 @@ def space_estimate(c: Conversion) -> tuple[int, str]:
     """Bytes the model files take, roughly: every int8 candidate is built, then one kept."""
     weights = sum(p.numel() * 4 for p in c.loaded.model.parameters())
     built = [r for planned in c.plan.recipes
-             for r in (planned.candidates if isinstance(planned, Choice) else [planned])]
+             for r in (planned.candidates if isinstance(planned, RecipeChoice) else [planned])]
     fraction = sum(SIZE_VS_FP32.get(r.precision, 0.5) for r in built)
     return int(weights * fraction), (f"{len(built)} model file(s) made from {weights / 1e6:.1f} MB of float32 "
                                      "weights")

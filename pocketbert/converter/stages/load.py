@@ -8,7 +8,7 @@ import torch
 from .. import loading, verify
 from .. import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..recipes import Recipe
 from ..training_record import task_file
 from .base import Stage
@@ -41,8 +41,8 @@ def max_length(loaded: loading.Loaded, requested: int | None) -> int:
     if requested is None:
         return natural
     if requested < 8 or requested > positions:
-        raise InputError(f"--max-length {requested} is outside 8..{positions} (the model's position embeddings)",
-                         f"choose a value between 8 and {positions}")
+        raise ConverterInputError(f"--max-length {requested} is outside 8..{positions} (the model's position "
+                                  "embeddings)", f"choose a value between 8 and {positions}")
     return requested
 
 
@@ -51,8 +51,8 @@ def buckets(requested: list[int] | None, max_length: int) -> list[int]:
     if requested:
         too_long = [b for b in requested if b > max_length or b < 2]
         if too_long:
-            raise InputError(f"--buckets {','.join(map(str, too_long))} outside 2..{max_length} "
-                             "(the model's maximum sequence length)", f"use buckets up to {max_length}")
+            raise ConverterInputError(f"--buckets {','.join(map(str, too_long))} outside 2..{max_length} (the model's "
+                                      "maximum sequence length)", f"use buckets up to {max_length}")
         return sorted(set(requested))
     return [b for b in DEFAULT_BUCKETS if b <= max_length] or [max_length]
 
@@ -82,12 +82,13 @@ def _prepare_recovery(c: Conversion):
     if not options.recover:
         return None
     if not c.plan.opts.changing:
-        raise InputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to recover",
-                         "add nonorm,relu to --opt, or drop --recover")
+        raise ConverterInputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to "
+                                  "recover", "add nonorm,relu to --opt, or drop --recover")
     if loaded.head_initialized:
-        raise InputError("--recover needs a trained task head to recover towards; this checkpoint's head is fresh",
-                         f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
-                         f"{options.recover}")
+        raise ConverterInputError("--recover needs a trained task head to recover towards; this checkpoint's head is "
+                                  "fresh",
+                                  f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
+                                  f"{options.recover}")
     from ..training import recovery as recovery_job
 
     settings = dict(options.recover_options)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pocketbert.runtime.contract import VOCAB_FILE
+
 from .. import __version__
 from ..backends import tflite_metadata
 from ..conversion import Conversion
@@ -39,7 +41,7 @@ def _check_size(built) -> None:
 def embed(c: Conversion, path: Path) -> dict:
     loaded = c.loaded
     source = loaded.builtin or Path(loaded.checkpoint).name
-    return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels, vocab_file=c.staging.path / "vocab.txt",
+    return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels, vocab_file=c.staging.path / VOCAB_FILE,
                                  do_lower_case=c.tokenizer_settings["do_lower_case"],
                                  input_names=list(c.encoder.input_names), name=f"{source} ({loaded.task})",
                                  version=__version__,

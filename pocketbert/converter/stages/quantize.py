@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 
+from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
+
 from .. import backends, size_fit, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion
 from ..events import ArtifactBuilt
 from ..quantization import Judged, Quantizer
-from ..recipes import Choice, Fit
+from ..recipes import Fit, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
 
@@ -21,7 +23,7 @@ class QuantizeStage(Stage):
     name = "quantize"
 
     def run(self, c: Conversion) -> None:
-        planned = [r for r in c.plan.recipes if isinstance(r, Choice) or r.quantized]
+        planned = [r for r in c.plan.recipes if isinstance(r, RecipeChoice) or r.quantized]
         if not planned:
             return
         quantizer = _quantizer(c)
@@ -33,7 +35,7 @@ class QuantizeStage(Stage):
                     recipe, artifact = size_fit.fit(
                         quantizer, recipe, c.staging.path, reserve=_metadata_reserve(c),
                         float_bytes=_float_bytes(c, recipe.candidates[0].backend), shape=_shape(c))
-            elif isinstance(recipe, Choice):
+            elif isinstance(recipe, RecipeChoice):
                 with c.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
                     recipe, artifact = quantizer.choose(recipe, c.staging.path, c.latency_feeds)
             else:
@@ -50,7 +52,7 @@ class QuantizeStage(Stage):
 
 def _metadata_reserve(c: Conversion) -> int:
     """Bytes the metadata stage will add to a TFLite file: the vocabulary and labels it embeds, and its tables."""
-    files = [c.staging.path / name for name in ("vocab.txt", "labels.txt")]
+    files = [c.staging.path / name for name in (VOCAB_FILE, LABELS_FILE)]
     return sum(f.stat().st_size for f in files if f.exists()) + 8192
 
 

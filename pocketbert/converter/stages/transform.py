@@ -17,8 +17,7 @@ from .. import backends, verify
 from ..conversion import Conversion
 from ..errors import AccuracyLossRefused, VerificationError
 from ..logits_model import LogitsModel
-from ..opts import BY_NAME
-from ..transforms import TRANSFORMS, TransformReport
+from ..transforms import OPTS, TransformReport
 from .base import Stage
 
 #: the latency figure's sequence length (capped at what every artifact takes)
@@ -38,7 +37,7 @@ class TransformStage(Stage):
             del original
             _accept(c)
         for name in c.plan.opts.exact:
-            with c.step(self.name, BY_NAME[name].action):
+            with c.step(self.name, OPTS[name].action):
                 c.reports.append(_exact(c, name))
         c.parity_ref = verify.torch_logits(c.model, c.inputs.parity)
         c.verify_ref = verify.torch_logits(c.model, c.inputs.batches)
@@ -61,7 +60,7 @@ def _change(c: Conversion) -> LogitsModel | None:
     if not changing:
         return None
     original = copy.deepcopy(c.model)
-    c.reports = [TRANSFORMS[name](c.loaded.model, c.loaded.family) for name in changing]
+    c.reports = [OPTS[name].apply(c.loaded.model, c.loaded.family) for name in changing]
     if all(r.noop for r in c.reports):
         return None
     c.damage = _damage(c, original)
@@ -124,10 +123,10 @@ def _exact(c: Conversion, name: str) -> TransformReport:
     """An exact rewrite (fold: NoNorm γ/β into neighbouring layers), checked on real and fixed inputs."""
     check = c.inputs.parity + c.inputs.batches[:8]
     expect = verify.torch_logits(c.model, check)  # before the rewrite
-    report = TRANSFORMS[name](c.loaded.model, c.loaded.family)
+    report = OPTS[name].apply(c.loaded.model, c.loaded.family)
     change = verify.compare(expect, verify.torch_logits(c.model, check), [b["attention_mask"] for b in check])
     tolerance = verify.fp32_tolerance(expect)
-    report.details.append(f"{BY_NAME[name].compared}: max |Δlogit| {change.max_abs:.3g} (tolerance {tolerance:.3g})")
+    report.details.append(f"{OPTS[name].compared}: max |Δlogit| {change.max_abs:.3g} (tolerance {tolerance:.3g})")
     if change.max_abs > tolerance:
         raise VerificationError(f"{name} changed the model: max |Δlogit| {change.max_abs:.3g} > {tolerance:.3g}",
                                 f"report this as a bug; convert without {name}")

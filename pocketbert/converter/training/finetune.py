@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import loading
 from ..data import TaskData, load_task
-from ..errors import InputError
+from ..errors import ConverterInputError
 from . import chance, loop
 from . import checkpoint_job as job
 from .evaluate import evaluate
@@ -61,13 +61,14 @@ def model_task(data: TaskData) -> str:
 def load_splits(task: str, dev: str | None, data_dir, train_limit=None, dev_limit=None) -> tuple[TaskData, TaskData]:
     train = load_task(task, "train", data_dir, limit=train_limit)
     if train.labels is None:
-        raise InputError(f"{str(train.path)!r} has no labels to train on", "give a labelled training file")
+        raise ConverterInputError(f"{str(train.path)!r} has no labels to train on", "give a labelled training file")
     dev_data = load_task(dev, "dev", data_dir, limit=dev_limit) if dev else (
         load_task(task, "dev", data_dir, limit=dev_limit) if ":" in task or task.lower() == "conll2003" else None)
     if dev_data is None:
-        raise InputError("no dev data to evaluate on", "pass --dev FILE when the task is given as a file")
+        raise ConverterInputError("no dev data to evaluate on", "pass --dev FILE when the task is given as a file")
     if dev_data.kind != train.kind:
-        raise InputError(f"dev data is {dev_data.kind} but training data is {train.kind}", "give the same task's files")
+        raise ConverterInputError(f"dev data is {dev_data.kind} but training data is {train.kind}",
+                                  "give the same task's files")
     return train, dev_data
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 
 
 @dataclass
@@ -36,14 +36,14 @@ class Budget:
 
     def check(self, batches_per_epoch: int) -> None:
         if self.steps is None and self.seconds is None and self.epochs is None:
-            raise InputError("no training budget given", "give a step, time or epoch budget")
+            raise ConverterInputError("no training budget given", "give a step, time or epoch budget")
         if (self.steps is not None and self.steps < 1) or (self.seconds is not None and self.seconds <= 0) or (
                 self.epochs is not None and self.epochs <= 0):
-            raise InputError(f"training budget {self.describe()} is too small to train anything",
-                             "give at least one step (e.g. --budget 10m or --budget 500steps)")
+            raise ConverterInputError(f"training budget {self.describe()} is too small to train anything",
+                                      "give at least one step (e.g. --budget 10m or --budget 500steps)")
         if self.epochs is not None and self.epochs * batches_per_epoch < 1:
-            raise InputError(f"{self.epochs} epoch(s) of {batches_per_epoch} batches is less than one step",
-                             "give a larger budget")
+            raise ConverterInputError(f"{self.epochs} epoch(s) of {batches_per_epoch} batches is less than one step",
+                                      "give a larger budget")
 
     def fraction(self, step: int, seconds: float, batches_per_epoch: int) -> float:
         parts = [0.0]
@@ -84,11 +84,11 @@ def parse_budget(text: str) -> Budget:
     budget = Budget()
     parts = [p.strip().lower() for p in str(text).split(",") if p.strip()]
     if not parts:
-        raise InputError("empty training budget", "write e.g. 500steps, 2epochs, 90s, 20m or 1.5h")
+        raise ConverterInputError("empty training budget", "write e.g. 500steps, 2epochs, 90s, 20m or 1.5h")
     for part in parts:
         match = _BUDGET_PART.match(part)
         if not match:
-            raise InputError(f"cannot read budget {part!r}", "write e.g. 500steps, 2epochs, 90s, 20m or 1.5h")
+            raise ConverterInputError(f"cannot read budget {part!r}", "write e.g. 500steps, 2epochs, 90s, 20m or 1.5h")
         value, unit = float(match.group(1)), match.group(2)
         if unit.startswith("step"):
             budget.steps = int(value)
@@ -177,7 +177,7 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
     """
     per_epoch = len(batches)
     if per_epoch == 0:
-        raise InputError("no training batches", "give training data with at least one example")
+        raise ConverterInputError("no training batches", "give training data with at least one example")
     budget.check(per_epoch)
     params = list(model.parameters()) if params is None else list(params)
     wanted = {id(p) for p in params}

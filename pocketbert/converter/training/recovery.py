@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.features import Features
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..families import Family
 from ..opts import Opts
 from . import loop
@@ -71,17 +71,18 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
             eval_length: int) -> PreparedRecovery:
     """Read and check everything that can be wrong before training: data, labels, budget, schedule."""
     if options.schedule not in SCHEDULES:
-        raise InputError(f"unknown recovery schedule {options.schedule!r}", f"use one of {', '.join(SCHEDULES)}")
+        raise ConverterInputError(f"unknown recovery schedule {options.schedule!r}",
+                                  f"use one of {', '.join(SCHEDULES)}")
     if options.init not in INITS:
-        raise InputError(f"unknown NoNorm initialisation {options.init!r}", f"use one of {', '.join(INITS)}")
+        raise ConverterInputError(f"unknown NoNorm initialisation {options.init!r}", f"use one of {', '.join(INITS)}")
     train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
     data_task = "ner" if train.kind == "ner" else "classification"
     if data_task != task_kind:
-        raise InputError(f"--recover {options.task} is {train.kind} data but the model is a {task_kind} model",
-                         "give the task the model was trained on")
+        raise ConverterInputError(f"--recover {options.task} is {train.kind} data but the model is a {task_kind} model",
+                                  "give the task the model was trained on")
     if train.kind != "ner" and len(train.label_names) != len(labels):
-        raise InputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the model "
-                         f"{len(labels)} {labels}", "recover on the task the model was fine-tuned for")
+        raise ConverterInputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the "
+                                  f"model {len(labels)} {labels}", "recover on the task the model was fine-tuned for")
     features = train.encode(tokenizer, options.max_length, labels)  # NER: tags the model lacks fail here
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
@@ -141,30 +142,31 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     import copy
 
     from .. import loading
-    from ..transforms import TRANSFORMS
+    from ..transforms import OPTS
     from . import checkpoint_job as job
     from .finetune import eval_length, source_name
 
     opts = Opts(opts)
     changing = list(opts.changing)
     if not opts.only_structural:
-        raise InputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not that",
-                         "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
+        raise ConverterInputError(f"recover trains a nonorm/relu student; --opt {','.join(opts) or '(empty)'} is not "
+                                  "that", "use --opt nonorm,relu (or one of them); fold and int8 happen at conversion")
     job.begin(out, overwrite, threads)  # before any training
     teacher = loading.load(checkpoint)
     if teacher.head_initialized:
-        raise InputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
-                         f"fine-tune it first: python -m converter finetune {checkpoint} --task {options.task}")
+        raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
+                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task "
+                                  f"{options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher))
     student = copy.deepcopy(teacher.model)
-    reports = [TRANSFORMS[name](student, teacher.family) for name in changing]
+    reports = [OPTS[name].apply(student, teacher.family) for name in changing]
     if all(r.noop for r in reports) and options.qat:
         # already nonorm/relu: quantization-aware training of the model itself, its float self the teacher
         options.init = "none"
     elif all(r.noop for r in reports):
-        raise InputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
-                         "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
+        raise ConverterInputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
+                                  "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
     record = run(prepared, teacher.model, student, teacher.family, log=log)
     record.update(kind="recover", teacher=source_name(teacher), transforms=changing,
                   labels=teacher.labels)

@@ -1,6 +1,6 @@
 """Write a trained model as a Hugging Face checkpoint directory, with its training record and model card.
 
-The directory is staged and renamed into place (converter.bundle.Staging): an error or Ctrl-C leaves
+The directory is staged and renamed into place (converter.staging.Staging): an error or Ctrl-C leaves
 nothing half-written.  Models trained with NoNorm/ReLU record that in config.json (key
 ``pocketbert``) so that PocketBERT's loader rebuilds the same structure (see converter.loading).
 """
@@ -13,7 +13,8 @@ from pathlib import Path
 import torch
 
 from .. import __version__
-from ..loading import SAVED_TRANSFORMS_KEY, STRUCTURAL_TRANSFORMS
+from ..loading import SAVED_TRANSFORMS_KEY
+from ..opts import structural_names
 from ..owned import CHECKPOINT, TRAINING_RECORD, record_files
 from ..shared_table import is_table_key
 from ..staging import Staging
@@ -31,7 +32,7 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
     which base model supplies it (converter.base_embeddings)."""
-    structural = [t for t in STRUCTURAL_TRANSFORMS if t in transforms]
+    structural = [t for t in structural_names() if t in transforms]
     with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
         entry = {}
         if structural:

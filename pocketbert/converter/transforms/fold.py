@@ -21,9 +21,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import InputError
+from ..errors import ConverterInputError
 from ..families import Family, is_nonorm
-from . import TransformReport
+from . import Opt, TransformReport, register
 
 
 @torch.no_grad()
@@ -53,11 +53,15 @@ def apply(model: nn.Module, family: Family) -> TransformReport:
     sites = family.fold_sites(model)
     nonorm_sites = [s for s in sites if is_nonorm(s.norm)]
     if sites and not nonorm_sites and any(isinstance(s.norm, nn.LayerNorm) for s in sites):
-        raise InputError("--opt fold needs NoNorm layers, but this model uses LayerNorm",
-                         "add nonorm to --opt (e.g. --opt nonorm,fold), or drop fold")
+        raise ConverterInputError("--opt fold needs NoNorm layers, but this model uses LayerNorm",
+                                  "add nonorm to --opt (e.g. --opt nonorm,fold), or drop fold")
     for site in nonorm_sites:
         _fold_site(site)
     total_norms = len(family.norms(model)) + len(nonorm_sites)
     details = [f"folded: {s.path}" for s in nonorm_sites]
     details.append(f"{total_norms - len(nonorm_sites)} norm(s) follow a residual add and stay")
     return TransformReport("fold", sites=total_norms, changed=len(nonorm_sites), exact=True, details=details)
+
+
+register(Opt("fold", "fold NoNorm γ/β into the preceding Linear/embeddings where exact", order=30, exact=True,
+             action="Folding NoNorm into neighbouring layers", compared="folded vs unfolded", apply=apply))

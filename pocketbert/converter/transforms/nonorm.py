@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ..families import Family, is_nonorm
-from . import TransformReport
+from . import Opt, TransformReport, register
 
 
 class NoNorm(nn.Module):
@@ -55,3 +55,7 @@ def apply(model: nn.Module, family: Family) -> TransformReport:
         changed.append(path)
     return TransformReport("nonorm", sites=len(norms), changed=len(changed), exact=not changed,
                            details=[f"LayerNorm -> NoNorm: {p}" for p in changed])
+
+
+register(Opt("nonorm", "LayerNorm -> NoNorm (x*γ+β) in the encoder", order=10, changes_function=True, structural=True,
+             apply=apply))

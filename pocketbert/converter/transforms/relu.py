@@ -16,7 +16,7 @@ from __future__ import annotations
 from torch import nn
 
 from ..families import Family
-from . import TransformReport
+from . import Opt, TransformReport, register
 
 
 def _is_relu(act) -> bool:
@@ -33,3 +33,7 @@ def apply(model: nn.Module, family: Family) -> TransformReport:
         setattr(site.parent, site.attr, nn.ReLU())
         changed.append(f"{type(act).__name__} -> ReLU: {site.path}")
     return TransformReport("relu", sites=len(sites), changed=len(changed), exact=not changed, details=changed)
+
+
+register(Opt("relu", "GELU -> ReLU in the feed-forward blocks", order=20, changes_function=True, structural=True,
+             apply=apply))

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 
 from ..errors import ModelError
+from . import register
 from .base import Backend
 
 _DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
@@ -25,8 +25,17 @@ _DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
 class OnnxBackend(Backend):
     name = "onnx"
+    import_name = pip_package = "onnxruntime"
+    order = 0
+
+    @classmethod
+    def open(cls, artifact, input_names, threads, instances=1):
+        # a session serves concurrent callers itself; dynamic int8 runs row by row (see the module docstring)
+        return cls(artifact.path, input_names, threads, row_by_row=artifact.precision == "int8-dynamic")
 
     def __init__(self, path: Path, input_names: list[str], threads: int | None = None, row_by_row: bool = False):
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -69,8 +78,13 @@ class OnnxBackend(Backend):
         return out
 
     def describe(self) -> str:
+        import onnxruntime as ort
+
         return f"onnxruntime {ort.__version__} (CPU)"
 
 
 def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+register(OnnxBackend)

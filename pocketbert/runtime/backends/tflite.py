@@ -15,13 +15,17 @@ import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ai_edge_litert.interpreter import Interpreter
 
 from ..contract import bucket_of, smallest_bucket
 from ..errors import InputError, ModelError
+from . import register
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ai_edge_litert.interpreter import Interpreter
 
 
 @dataclass
@@ -33,6 +37,13 @@ class _Instance:
 
 class TfliteBackend(Backend):
     name = "tflite"
+    import_name, pip_package = "ai_edge_litert", "ai-edge-litert"
+    order = 1
+    fixed_lengths = True
+
+    @classmethod
+    def open(cls, artifact, input_names, threads, instances=1):
+        return cls(artifact.path, input_names, threads, instances)
 
     def __init__(self, path: Path, input_names: list[str], threads: int | None = None, instances: int = 1):
         self.path = path
@@ -54,6 +65,8 @@ class TfliteBackend(Backend):
         self._pool.put(first)
 
     def _new_instance(self) -> _Instance:
+        from ai_edge_litert.interpreter import Interpreter
+
         try:
             interpreter = Interpreter(model_path=str(self.path), num_threads=self.threads or None)
             signatures = interpreter.get_signature_list()
@@ -119,3 +132,6 @@ class TfliteBackend(Backend):
 
     def describe(self) -> str:
         return f"LiteRT interpreter, buckets {', '.join(map(str, self.buckets))}"
+
+
+register(TfliteBackend)

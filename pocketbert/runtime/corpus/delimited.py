@@ -38,7 +38,7 @@ def _lines(f, state: dict) -> Iterator[str]:
     state["eof"] = True
 
 
-class Reader:
+class DelimitedReader:
     unit = "line"
 
     def __init__(self, path: Path, text_field: str, pair_field: str | None, position: dict | None = None,
@@ -169,7 +169,7 @@ def cell(value) -> str:
     return repr(value)
 
 
-class Writer:
+class DelimitedWriter:
     def __init__(self, kinds: dict[str, str], kind: str = "csv"):
         self.kinds, self.kind = kinds, kind
 

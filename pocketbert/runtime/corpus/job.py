@@ -50,15 +50,16 @@ def open_format(fmt: str, path: Path, settings: Settings, position: dict | None,
     if fmt == "jsonl":
         from . import jsonl
 
-        return jsonl.Reader(path, text, pair, position), jsonl.Writer(kinds)
+        return jsonl.JsonlReader(path, text, pair, position), jsonl.JsonlWriter(kinds)
     if fmt in ("csv", "tsv"):
         from . import delimited
 
-        return delimited.Reader(path, text, pair, position, kind=fmt), delimited.Writer(kinds, kind=fmt)
+        return (delimited.DelimitedReader(path, text, pair, position, kind=fmt),
+                delimited.DelimitedWriter(kinds, kind=fmt))
     from . import parquet
 
-    reader = parquet.Reader(path, text, pair, position)
-    return reader, parquet.Writer(kinds)
+    reader = parquet.ParquetReader(path, text, pair, position)
+    return reader, parquet.ParquetWriter(kinds)
 
 
 def columns_of(reader):

@@ -18,7 +18,7 @@ from .formats import Chunk, CorpusError
 from .predict import MISSING
 
 
-class Reader:
+class JsonlReader:
     unit = "line"
 
     def __init__(self, path: Path, text_field: str, pair_field: str | None, position: dict | None = None):
@@ -96,7 +96,7 @@ def splice(raw: bytes, record: dict, added: dict) -> bytes:
     return body[:-1] + (b", " if record else b"") + text.encode("utf-8", "backslashreplace") + b"}\n"
 
 
-class Writer:
+class JsonlWriter:
     def __init__(self, kinds: dict[str, str]):
         self.kinds = kinds
         self.source = None  # (record, raw) rows of the input, in order: the Ray driver splices into them

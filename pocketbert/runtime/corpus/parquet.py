@@ -40,7 +40,7 @@ def arrow_type(kind: str):
                                           *entity[1:]]))}[kind]
 
 
-class Reader:
+class ParquetReader:
     unit = "row"
 
     def __init__(self, path: Path, text_field: str, pair_field: str | None, position: dict | None = None):
@@ -91,7 +91,7 @@ class Reader:
         return batch.take(pa.array(indices, type=pa.int64()))
 
 
-class Writer:
+class ParquetWriter:
     """Writes the partial output as an Arrow IPC stream; :meth:`finalize` turns it into Parquet."""
 
     def __init__(self, kinds: dict[str, str]):

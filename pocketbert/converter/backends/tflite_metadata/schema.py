@@ -6,11 +6,12 @@ version 1.5.0): writer and reader address fields by them, so neither needs gener
 
 from __future__ import annotations
 
+from pocketbert.runtime.contract import LABELS_FILE  # noqa: F401  (the bundle's file, embedded under its name)
+
 METADATA_NAME = "TFLITE_METADATA"  # Model.metadata entry name metadata readers look for
 METADATA_IDENTIFIER = b"M001"
 TFLITE_IDENTIFIER = b"TFL3"
 CUSTOM_NAME = "pocketbert"
-LABELS_FILE = "labels.txt"
 
 # Our signature input names -> the metadata names MediaPipe's BertPreprocessorCalculator matches.
 TENSOR_NAMES = {"input_ids": "ids", "attention_mask": "mask", "token_type_ids": "segment_ids"}

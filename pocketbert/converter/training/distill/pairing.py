@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from ...errors import InputError
+from ...errors import ConverterInputError
 from ...families import Family
 
 
@@ -39,7 +39,7 @@ class Pair:
 
 
 def pair(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, *, attention: bool = True) -> Pair:
-    """Check that ``student`` can learn from ``teacher`` layer by layer; raise InputError if not.
+    """Check that ``student`` can learn from ``teacher`` layer by layer; raise ConverterInputError if not.
 
     Same family (``model_type``), same hidden width (feature maps are compared directly, without
     TinyBERT's learned projection), the same number of heads when attention transfer is used, the
@@ -47,28 +47,31 @@ def pair(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, *, 
     """
     t_type, s_type = teacher.config.model_type, student.config.model_type
     if t_type != s_type or t_type not in family.model_types:
-        raise InputError(f"teacher ({t_type}) and student ({s_type}) must both be of the {family.name} family "
-                         f"({', '.join(family.model_types)})",
-                         "distil a student made from the teacher itself (a copy with --opt nonorm,relu applied)")
+        raise ConverterInputError(f"teacher ({t_type}) and student ({s_type}) must both be of the {family.name} family "
+                                  f"({', '.join(family.model_types)})",
+                                  "distil a student made from the teacher itself (a copy with --opt nonorm,relu "
+                                  "applied)")
     t_width, s_width = family.hidden_size(teacher.config), family.hidden_size(student.config)
     if t_width != s_width:
-        raise InputError(f"teacher hidden size {t_width} differs from student hidden size {s_width}: "
-                         "feature-map transfer compares hidden states directly",
-                         "use a student of the teacher's width (a transformed copy of the teacher)")
+        raise ConverterInputError(f"teacher hidden size {t_width} differs from student hidden size {s_width}: "
+                                  "feature-map transfer compares hidden states directly",
+                                  "use a student of the teacher's width (a transformed copy of the teacher)")
     t_layers, s_layers = family.num_layers(teacher.config), family.num_layers(student.config)
     if s_layers > t_layers:
-        raise InputError(f"the student has more layers ({s_layers}) than the teacher ({t_layers})",
-                         "use a student with at most as many layers as the teacher")
+        raise ConverterInputError(f"the student has more layers ({s_layers}) than the teacher ({t_layers})",
+                                  "use a student with at most as many layers as the teacher")
     if attention and family.num_heads(teacher.config) != family.num_heads(student.config):
-        raise InputError(f"teacher has {family.num_heads(teacher.config)} attention heads, student "
-                         f"{family.num_heads(student.config)}: attention transfer compares them head by head",
-                         "set the attention weight to 0, or use a student with the teacher's heads")
+        raise ConverterInputError(f"teacher has {family.num_heads(teacher.config)} attention heads, student "
+                                  f"{family.num_heads(student.config)}: attention transfer compares them head by head",
+                                  "set the attention weight to 0, or use a student with the teacher's heads")
     if type(teacher).__name__ != type(student).__name__:
-        raise InputError(f"teacher is a {type(teacher).__name__}, student a {type(student).__name__}: their outputs "
-                         "cannot be compared", "give the student the teacher's task head (a copy of the teacher)")
+        raise ConverterInputError(f"teacher is a {type(teacher).__name__}, student a {type(student).__name__}: their "
+                                  "outputs cannot be compared",
+                                  "give the student the teacher's task head (a copy of the teacher)")
     if teacher.config.num_labels != student.config.num_labels:
-        raise InputError(f"teacher has {teacher.config.num_labels} outputs, student {student.config.num_labels}",
-                         "give the student the teacher's labels (a copy of the teacher with its head)")
+        raise ConverterInputError(f"teacher has {teacher.config.num_labels} outputs, student "
+                                  f"{student.config.num_labels}",
+                                  "give the student the teacher's labels (a copy of the teacher with its head)")
     layer_map = [m * t_layers // s_layers for m in range(s_layers + 1)]
     return Pair(teacher, student, family, layer_map)
 
@@ -189,5 +192,6 @@ def measure_gap(pair_: Pair, batches, *, max_batches: int = 8, temperature: floa
     finally:
         teacher.train(modes[0]), student.train(modes[1])
     if not weight_total:
-        raise InputError("no batches to measure the student-teacher gap on", "give at least one batch of examples")
+        raise ConverterInputError("no batches to measure the student-teacher gap on",
+                                  "give at least one batch of examples")
     return {**{k: v / weight_total for k, v in sums.items()}, "examples": int(weight_total)}

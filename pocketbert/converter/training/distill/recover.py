@@ -13,13 +13,13 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedModel
 
-from ...errors import InputError
+from ...errors import ConverterInputError
 from ...families import Family, is_nonorm
 from . import losses
 from .nonorm_init import METHODS as INIT_METHODS
 from .nonorm_init import calibrate_nonorm
 from .pairing import Pair, eager_attention, forward, measure_gap, no_dropout, pair, truncated
-from .schedule import DEFAULT_WEIGHTS, SCHEDULES, Stage, split_budget
+from .schedule import DEFAULT_WEIGHTS, SCHEDULES, TrainingStage, split_budget
 
 
 @dataclass
@@ -82,7 +82,7 @@ def _count(params) -> int:
     return sum(p.numel() for p in params)
 
 
-def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[dict[str, Tensor]], tuple]:
+def stage_loss(pair_: Pair, stage: TrainingStage, *, temperature: float) -> Callable[[dict[str, Tensor]], tuple]:
     """The loss function of one stage: batch -> (weighted total, {term: value, 'loss': total})."""
     weights = stage.weights
     need_hidden = bool(weights.get("hidden"))
@@ -121,7 +121,7 @@ def stage_loss(pair_: Pair, stage: Stage, *, temperature: float) -> Callable[[di
                 for m in attn_layers]).mean()
         if weights.get("hard"):
             if "labels" not in batch:
-                raise InputError("the hard-label loss needs labels in the batches", "set its weight to 0")
+                raise ConverterInputError("the hard-label loss needs labels in the batches", "set its weight to 0")
             terms["hard"] = losses.hard_label_loss(s.logits, batch["labels"])
         total = sum(weights[name] * value for name, value in terms.items())
         return total, {"loss": total.item(), **{name: value.item() for name, value in terms.items()}}
@@ -205,7 +205,7 @@ def _frozen(teacher) -> Iterator[None]:
 
 
 def _plan(teacher, student, family: Family, batches, weights: dict, *, schedule: str, final_share: float, budget,
-          frozen) -> tuple[Pair, list[Stage], list]:
+          frozen) -> tuple[Pair, list[TrainingStage], list]:
     """The pair, its stages (without the frozen parameters) and their budgets, once the data is checked."""
     pair_ = pair(teacher, student, family, attention=bool(weights["attention"]))
     stages = SCHEDULES[schedule](student, family, weights, final_share=final_share)
@@ -213,31 +213,33 @@ def _plan(teacher, student, family: Family, batches, weights: dict, *, schedule:
     for stage in stages:
         stage.params = [p for p in stage.params if id(p) not in frozen_ids]
     if not stages:
-        raise InputError("every loss term has weight 0: nothing to train on", "give some term a positive weight")
+        raise ConverterInputError("every loss term has weight 0: nothing to train on",
+                                  "give some term a positive weight")
     budgets = split_budget(budget, stages)
     first = _take(batches, 1)
     if not first:
-        raise InputError("no training batches for recovery", "give training data with at least one example")
+        raise ConverterInputError("no training batches for recovery", "give training data with at least one example")
     if any(stage.weights.get("hard") for stage in stages) and "labels" not in first[0]:
-        raise InputError("the hard-label loss needs labelled training data, and the batches have no labels",
-                         "give labelled data, or set the hard-label weight to 0")
+        raise ConverterInputError("the hard-label loss needs labelled training data, and the batches have no labels",
+                                  "give labelled data, or set the hard-label weight to 0")
     return pair_, stages, budgets
 
 
 def _checked_weights(schedule, init, weights, temperature, budget) -> dict[str, float]:
     """The loss weights merged over the defaults, once every argument is checked."""
     if schedule not in SCHEDULES:
-        raise InputError(f"unknown recovery schedule {schedule!r}", f"use one of: {', '.join(SCHEDULES)}")
+        raise ConverterInputError(f"unknown recovery schedule {schedule!r}", f"use one of: {', '.join(SCHEDULES)}")
     if init is not None and init not in INIT_METHODS:
-        raise InputError(f"unknown NoNorm initialisation {init!r}", f"use one of: {', '.join(INIT_METHODS)}, or None")
+        raise ConverterInputError(f"unknown NoNorm initialisation {init!r}",
+                                  f"use one of: {', '.join(INIT_METHODS)}, or None")
     unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
     if unknown:
-        raise InputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
-                         f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
+        raise ConverterInputError(f"unknown loss term(s) {', '.join(sorted(unknown))}",
+                                  f"use: {', '.join(f'{k} ({v})' for k, v in losses.TERMS.items())}")
     if temperature <= 0:
-        raise InputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
+        raise ConverterInputError(f"temperature must be positive, not {temperature}", "e.g. temperature=1")
     if all(getattr(budget, f, None) is None for f in ("steps", "seconds", "epochs")):
-        raise InputError("the recovery budget sets no limit", "give steps, seconds or epochs")
+        raise ConverterInputError("the recovery budget sets no limit", "give steps, seconds or epochs")
     return {**DEFAULT_WEIGHTS, **(weights or {})}
 
 

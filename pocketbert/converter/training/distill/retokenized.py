@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ...data.features import Features
-from ...errors import InputError
+from ...errors import ConverterInputError
 from ..loop import Budget, TrainLog, train
 from . import losses
 from .pairing import no_dropout
@@ -105,11 +105,11 @@ def distill_retokenized(teacher, student, teacher_features: Features, student_fe
     (a word's representation carries far more than its 9 tag logits, and it is what a re-segmented
     rare word has to rebuild).  The teacher is frozen and in eval mode."""
     if len(teacher_features) != len(student_features) or teacher_features.task is not student_features.task:
-        raise InputError("teacher and student features must encode the same examples",
-                         "encode one task's data with each model's tokenizer")
+        raise ConverterInputError("teacher and student features must encode the same examples",
+                                  "encode one task's data with each model's tokenizer")
     ner = student_features.word_ids is not None
     if ner != (teacher_features.word_ids is not None):
-        raise InputError("one model is token classification and the other is not", "pair models of one task")
+        raise ConverterInputError("one model is token classification and the other is not", "pair models of one task")
     teacher_batches = teacher_features.batches(batch_size, input_names=teacher_inputs)
     student_batches = student_features.batches(batch_size, shuffle=True, seed=seed, input_names=student_inputs)
     teacher.eval()

@@ -1,4 +1,4 @@
-"""Training schedules as data: a list of :class:`Stage` that :func:`.recover.recover` runs in order."""
+"""Training schedules as data: a list of :class:`TrainingStage` that :func:`.recover.recover` runs in order."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from torch import nn
 from transformers import PreTrainedModel
 
-from ...errors import InputError
+from ...errors import ConverterInputError
 from ...families import Family
 
 #: weight of each loss term (see :data:`converter.training.distill.losses.TERMS`) when the caller gives none
@@ -17,7 +17,7 @@ DEFAULT_WEIGHTS = {"logits": 1.0, "hidden": 1.0, "attention": 1.0, "hard": 0.0, 
 
 
 @dataclass
-class Stage:
+class TrainingStage:
     """One training run: which parameters learn, on which loss terms, for which share of the budget.
 
     ``weights``: loss term -> weight (terms absent or 0 are not computed).  ``layers``: the student
@@ -43,41 +43,41 @@ def _active(weights: dict[str, float], *terms: str) -> dict[str, float]:
     return {term: weights[term] for term in terms if weights.get(term)}
 
 
-def joint(student: PreTrainedModel, family: Family, weights: dict[str, float], **_) -> list[Stage]:
+def joint(student: PreTrainedModel, family: Family, weights: dict[str, float], **_) -> list[TrainingStage]:
     """All student parameters, all loss terms at once (TinyBERT-style intermediate + prediction
     distillation in one stage)."""
     terms = _active(weights, *DEFAULT_WEIGHTS)
-    return [Stage("joint", list(student.parameters()), terms, 1.0)] if terms else []
+    return [TrainingStage("joint", list(student.parameters()), terms, 1.0)] if terms else []
 
 
 def progressive(student: PreTrainedModel, family: Family, weights: dict[str, float], *,
-                final_share: float = 0.5, **_) -> list[Stage]:
+                final_share: float = 0.5, **_) -> list[TrainingStage]:
     """MobileBERT's progressive knowledge transfer (Sun et al. 2020, §3.4), then logit distillation.
 
-    Stage ``embeddings``: only the embedding block learns, on the embedding output (``hidden``).
-    Stage ``layer l`` (l = 1..L): only block l learns, on its feature map (``hidden``) and
-    attention distributions (``attention``); every other parameter is frozen.  Stage ``final``:
+    TrainingStage ``embeddings``: only the embedding block learns, on the embedding output (``hidden``).
+    TrainingStage ``layer l`` (l = 1..L): only block l learns, on its feature map (``hidden``) and
+    attention distributions (``attention``); every other parameter is frozen.  TrainingStage ``final``:
     every parameter learns on logit distillation (+ the hard-label loss and the stream-range penalty when
     their weights are set).
     The L + 1 transfer stages split ``1 − final_share`` of the budget equally.
     """
     if not 0.0 <= final_share < 1.0:
-        raise InputError(f"final_share must be in [0, 1), not {final_share}", "e.g. final_share=0.5")
+        raise ConverterInputError(f"final_share must be in [0, 1), not {final_share}", "e.g. final_share=0.5")
     blocks = family.layers(student)
     transfer = 1.0 - final_share
     hidden = _active(weights, "hidden")
     stages = []
     if hidden:
-        stages.append(Stage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0, [0]))
+        stages.append(TrainingStage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0, [0]))
     for index, block in enumerate(blocks, start=1):
         terms = _active(weights, "hidden", "attention")
         if terms:
-            stages.append(Stage(f"layer{index}", list(block.parameters()), terms, 0.0, [index]))
+            stages.append(TrainingStage(f"layer{index}", list(block.parameters()), terms, 0.0, [index]))
     for stage in stages:
         stage.share = transfer / len(stages)
     final = _active(weights, "logits", "hard", "stream")
     if final and final_share > 0:
-        stages.append(Stage("final", list(student.parameters()), final, final_share if stages else 1.0))
+        stages.append(TrainingStage("final", list(student.parameters()), final, final_share if stages else 1.0))
     elif stages:  # no final stage: the transfer stages take the whole budget
         for stage in stages:
             stage.share = 1.0 / len(stages)
@@ -87,9 +87,9 @@ def progressive(student: PreTrainedModel, family: Family, weights: dict[str, flo
 SCHEDULES = {"joint": joint, "progressive": progressive}
 
 
-def split_budget(budget, stages: list[Stage]) -> list:
+def split_budget(budget, stages: list[TrainingStage]) -> list:
     """One budget per stage, by share: steps are integers summing to the total (largest remainder),
-    seconds and epochs are scaled.  Raises InputError when a stage would get no step at all."""
+    seconds and epochs are scaled.  Raises ConverterInputError when a stage would get no step at all."""
     steps = getattr(budget, "steps", None)
     if steps is not None:
         raw = [steps * stage.share for stage in stages]
@@ -97,10 +97,10 @@ def split_budget(budget, stages: list[Stage]) -> list:
         for i in sorted(range(len(raw)), key=lambda i: counts[i] - raw[i])[: steps - sum(counts)]:
             counts[i] += 1
         if any(count < 1 for count in counts):
-            raise InputError(f"a budget of {steps} steps leaves some of the {len(stages)} stages "
-                             f"({', '.join(s.name for s in stages)}) without a step",
-                             f"give at least {math.ceil(1 / min(s.share for s in stages))} steps, or use the "
-                             "joint schedule")
+            raise ConverterInputError(f"a budget of {steps} steps leaves some of the {len(stages)} stages "
+                                      f"({', '.join(s.name for s in stages)}) without a step",
+                                      f"give at least {math.ceil(1 / min(s.share for s in stages))} steps, or use the "
+                                      "joint schedule")
     out = []
     for i, stage in enumerate(stages):
         changes = {}
