@@ -12,11 +12,11 @@ import pytest
 
 from pocketbert.converter.errors import VerificationError
 from pocketbert.converter.pipeline import convert
-from pocketbert.runtime import contract
+from pocketbert.runtime import buckets, contract
 from pocketbert.runtime.errors import BundleError
 
 REPO = Path(__file__).resolve().parents[1]
-CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "SIGNATURE_PREFIX", "LABELS_FILE", "VOCAB_FILE",
+CONTRACT_NAMES = ("SCHEMA_VERSION", "MANIFEST", "TASKS", "LABELS_FILE", "VOCAB_FILE",
                   "TOKENIZER_FILE", "TOKENIZER_CONFIG_FILE", "PROBLEM_TYPES")
 
 
@@ -26,6 +26,9 @@ def test_every_contract_name_is_defined_once():
         defined = [str(p.relative_to(REPO)) for p in sources
                    if re.search(rf"^{name}\s*=", p.read_text(encoding="utf-8"), re.MULTILINE)]
         assert defined == ["pocketbert/runtime/contract.py"], f"{name} is defined in {defined}"
+    defined = [str(p.relative_to(REPO)) for p in sources
+               if re.search(r"^SIGNATURE_PREFIX\s*=", p.read_text(encoding="utf-8"), re.MULTILINE)]
+    assert defined == ["pocketbert/runtime/buckets.py"]  # the signatures' names: the contract's stdlib-only part
 
 
 def _off_by_one(original):
@@ -58,16 +61,16 @@ def test_the_converter_writes_what_the_runtime_reads(checkpoints, options):
     assert all(manifest["files"][p.name] == contract.file_entry(p) for p in result.bundle.iterdir()
                if p.name != contract.MANIFEST)
     tflite = next(a for a in manifest["artifacts"] if a["recipe"] == "tflite:fp32")
-    assert tflite["details"]["signatures"] == [contract.signature_name(b) for b in (32, 64)]
-    assert [contract.bucket_of(s) for s in tflite["details"]["signatures"]] == [32, 64]
+    assert tflite["details"]["signatures"] == [buckets.signature_name(b) for b in (32, 64)]
+    assert [buckets.bucket_of(s) for s in tflite["details"]["signatures"]] == [32, 64]
 
 
 def test_bucket_rules():
-    assert contract.smallest_bucket([64, 32, 128], 33) == 64
-    assert contract.smallest_bucket([32, 64], 32) == 32
-    assert contract.smallest_bucket([32, 64], 65) is None
-    assert contract.bucket_of("seq_128") == 128
-    assert contract.bucket_of("serving_default") is None and contract.bucket_of("seq_x") is None
+    assert buckets.smallest_bucket([64, 32, 128], 33) == 64
+    assert buckets.smallest_bucket([32, 64], 32) == 32
+    assert buckets.smallest_bucket([32, 64], 65) is None
+    assert buckets.bucket_of("seq_128") == 128
+    assert buckets.bucket_of("serving_default") is None and buckets.bucket_of("seq_x") is None
 
 
 def test_manifest_is_written_whole(tmp_path):

@@ -51,7 +51,7 @@ def _recipe(variant: str, float_ops: list[tuple[str, str]]):
 def _calibration(bundle, buckets: list[int], tokenizer, texts: list[str]) -> dict[str, list[dict]]:
     """signature -> rows of int32 inputs padded to its bucket (one row per sentence, as the converter calibrates);
     every signature of the file needs its own ranges."""
-    from pocketbert.runtime.contract import signature_name
+    from pocketbert.runtime.buckets import signature_name
 
     out = {}
     for bucket in buckets:

@@ -22,17 +22,17 @@ from pathlib import Path
 import numpy as np
 
 
-def _load_contract():
-    """runtime/contract.py by path: the aarch64 Python has only numpy and ai-edge-litert, so the runtime
-    package (which imports tokenizers) cannot be imported, but its stdlib-only contract module can."""
+def _load_buckets():
+    """runtime/buckets.py by path: the aarch64 Python has only numpy and ai-edge-litert, so the runtime
+    package (which imports tokenizers) cannot be imported, but its stdlib-only bucket rules can."""
     spec = importlib.util.spec_from_file_location(
-        "pocketbert_contract", Path(__file__).resolve().parents[1] / "runtime" / "contract.py")
+        "pocketbert_buckets", Path(__file__).resolve().parents[1] / "runtime" / "buckets.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-contract = _load_contract()
+buckets = _load_buckets()
 
 
 def fit(ids: list, types: list, bucket: int) -> tuple[list, list]:
@@ -60,7 +60,7 @@ def run_model(path: str, rows: list) -> dict:
     interpreter = Interpreter(model_path=path, num_threads=1)
     out = {}
     for name in interpreter.get_signature_list():
-        bucket = contract.bucket_of(name)
+        bucket = buckets.bucket_of(name)
         if bucket is None:
             continue
         runner = interpreter.get_signature_runner(name)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .contract import smallest_bucket
+from .buckets import smallest_bucket
 
 
 def plan(lengths: Sequence[int], batch_size: int, buckets: Sequence[int] | None = None) -> list[list[int]]:

@@ -37,8 +37,6 @@ PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "r
 #: or hostile manifest, which would otherwise surface as an allocation failure inside a backend
 MAX_SEQUENCE_LENGTH = 65536
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-#: a TFLite file holds one signature per static sequence length: ``seq_<length>``
-SIGNATURE_PREFIX = "seq_"
 #: every model input a bundle may declare, in graph order; each is int64 [batch, sequence] in the manifest
 #: (a family without segment embeddings, e.g. DistilBERT, takes the first two)
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -49,21 +47,6 @@ def artifact_file(backend: str, precision: str) -> str:
     """The file name of a ``backend:precision`` artifact: ``model.<backend>`` for fp32, else
     ``model.<precision>.<backend>`` (``model.tflite``, ``model.int8-dynamic.onnx``)."""
     return f"model.{backend}" if precision == "fp32" else f"model.{precision}.{backend}"
-
-
-def signature_name(bucket: int) -> str:
-    return f"{SIGNATURE_PREFIX}{bucket}"
-
-
-def bucket_of(signature: str) -> int | None:
-    """The sequence length of a ``seq_<length>`` signature; None for any other name."""
-    digits = signature[len(SIGNATURE_PREFIX):]
-    return int(digits) if signature.startswith(SIGNATURE_PREFIX) and digits.isdigit() else None
-
-
-def smallest_bucket(buckets: list[int], length: int) -> int | None:
-    """The bucket a row of ``length`` tokens runs in: the smallest that holds it (None: none does)."""
-    return next((b for b in sorted(buckets) if b >= length), None)
 
 
 def input_length(max_sequence_length: int, tflite_buckets: list[list[int]]) -> int:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pocketbert.runtime.contract import signature_name
+from pocketbert.runtime.buckets import signature_name
 
 from ..errors import ConverterInputError, VerificationError
 from . import register

@@ -8,14 +8,10 @@ when a bundle is opened with it, so ``import runtime`` needs neither onnxruntime
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING
 
 from ..errors import BundleError
 from ..registry import Registry
-from .base import Backend
-
-if TYPE_CHECKING:
-    from ..bundle import Artifact
+from .base import ArtifactFile, Backend
 
 #: every runtime backend, in ``auto`` order (the first installed one whose artifact the bundle has)
 BACKENDS: Registry[type[Backend]] = Registry("runtime backend", __name__)
@@ -33,7 +29,7 @@ def fixed_length_backends() -> tuple[str, ...]:
     return tuple(b.name for b in BACKENDS if b.fixed_lengths)
 
 
-def open_backend(artifact: Artifact, input_names: list[str], threads: int | None, instances: int = 1) -> Backend:
+def open_backend(artifact: ArtifactFile, input_names: list[str], threads: int | None, instances: int = 1) -> Backend:
     backend = BACKENDS.get(artifact.backend)
     if backend is None:
         raise BundleError(f"no runtime backend for {artifact.recipe!r}",

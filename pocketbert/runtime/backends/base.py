@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..bundle import Artifact
+
+class ArtifactFile(Protocol):
+    """What a backend reads of a bundle's artifact (``bundle.Artifact`` is one): typed structurally, so that
+    the backends need not import the bundle reader that imports them."""
+
+    recipe: str
+    backend: str
+    precision: str
+    path: Path
 
 
 class Backend(ABC):
@@ -35,7 +43,7 @@ class Backend(ABC):
     buckets: list[int] | None = None
 
     @classmethod
-    def open(cls, artifact: Artifact, input_names: list[str], threads: int | None, instances: int = 1) -> Backend:
+    def open(cls, artifact: ArtifactFile, input_names: list[str], threads: int | None, instances: int = 1) -> Backend:
         """Load ``artifact``'s file (``instances``: how many callers may run it at once, where that costs
         a copy)."""
         return cls(artifact.path, input_names, threads)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contract import bucket_of, smallest_bucket
+from ..buckets import bucket_of, smallest_bucket
 from ..errors import InputError, ModelError
 from . import register
 from .base import Backend
