@@ -104,7 +104,7 @@ class CalibrationJudge:
         return meets_bar and reported >= bars.target_agreement, {**figures, "meets_bar": meets_bar}
 
 
-@dataclass
+@dataclass(kw_only=True)  # eleven settings: named at every call, never by position
 class Quantizer:
     loaded: loading.Loaded
     spec: ExportSpec
