@@ -68,11 +68,11 @@ def progressive(student: PreTrainedModel, family: Family, weights: dict[str, flo
     hidden = _active(weights, "hidden")
     stages = []
     if hidden:
-        stages.append(Stage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0, [0]))
+        stages.append(Stage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0, layers=[0]))
     for index, block in enumerate(blocks, start=1):
         terms = _active(weights, "hidden", "attention")
         if terms:
-            stages.append(Stage(f"layer{index}", list(block.parameters()), terms, 0.0, [index]))
+            stages.append(Stage(f"layer{index}", list(block.parameters()), terms, 0.0, layers=[index]))
     for stage in stages:
         stage.share = transfer / len(stages)
     final = _active(weights, "logits", "hard", "stream")
