@@ -102,8 +102,8 @@ def choose(bundle: Bundle, precision: str | None, threads: int | None, measure: 
     runner_up = sorted(figures.values())[1]
     choice = Choice(best, "measured", f"fastest of {len(figures)} artifacts on this machine: {figures[best]:.1f} ms "
                     f"for one row of {_length(bundle)} tokens, {runner_up / figures[best]:.2f}x ahead of the next "
-                    f"({threads or 'default'} threads)", {k: round(v, 3) for k,
-                                                          v in figures.items()}, cache_file=str(path))
+                    f"({threads or 'default'} threads)", {k: round(v, 3) for k, v in figures.items()},
+                    cache_file=str(path))
     _write_cache(path, choice)
     return by_recipe[best], choice
 

@@ -55,8 +55,7 @@ class TaskData:
             return self
         return TaskData(self.name, self.kind, self.split, self.path, texts=self.texts[:count],
                         labels=None if self.labels is None else self.labels[:count], label_names=self.label_names,
-                        metric=self.metric,
-                        details=dict(self.details, subset=count))
+                        metric=self.metric, details=dict(self.details, subset=count))
 
 
 @dataclass

@@ -29,14 +29,11 @@ CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MI
 
 TASKS: dict[str, TaskSpec] = {spec.name: spec for spec in [
     TaskSpec("glue:sst2", "classification", "glue/SST-2", _GLUE_FILES, label_names=("negative", "positive"),
-             metric="accuracy",
-             description="SST-2 movie-review sentiment"),
+             metric="accuracy", description="SST-2 movie-review sentiment"),
     TaskSpec("glue:mrpc", "classification", "glue/MRPC", _GLUE_FILES, label_names=("not_equivalent", "equivalent"),
-             metric="f1",
-             description="MRPC paraphrase pairs"),
+             metric="f1", description="MRPC paraphrase pairs"),
     TaskSpec("glue:cola", "classification", "glue/CoLA", _GLUE_FILES, label_names=("unacceptable", "acceptable"),
-             metric="matthews",
-             description="CoLA grammatical acceptability"),
+             metric="matthews", description="CoLA grammatical acceptability"),
     TaskSpec("glue:stsb", "regression", "glue/STS-B", _GLUE_FILES, label_names=("similarity",), metric="pearson",
              description="STS-B sentence similarity, 0-5"),
     TaskSpec("conll2003", "ner", "conll2003", {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"},
@@ -106,8 +103,7 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
             raise InputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
                              "give the matching file, or the file as a path so its own tags are used")
         data = TaskData(task.name if task else str(path), "ner", split, path, texts=sentences.words,
-                        labels=sentences.tags, label_names=names,
-                        metric="f1", details={"scheme": sentences.scheme})
+                        labels=sentences.tags, label_names=names, metric="f1", details={"scheme": sentences.scheme})
     else:
         rows = glue.read_tsv(path, what=f"{split} data")
         if rows.labels is None:

@@ -119,8 +119,7 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     scores = evaluate(loaded.model, dev_features, input_names=names)
     log(f"{dev.name} {dev.split}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
     warnings = [w for w in [chance.warning(dev, scores[dev.metric], untrained, train_log,
-                                           batches_per_epoch=len(batches),
-                                           budget=options.budget)] if w]
+                                           batches_per_epoch=len(batches), budget=options.budget)] if w]
     for w in warnings:
         log(f"warning: {w}")
     record = {
