@@ -102,6 +102,59 @@ def test_no_two_public_classes_share_a_name():
         f"  {name}: {', '.join(paths)}" for name, paths in duplicates.items())
 
 
+# --- calls passing more than four arguments by position ---------------------------------------
+
+MAX_POSITIONAL = 4
+# "path:function" -> why a call there may still pass more than four arguments by position
+POSITIONAL_EXEMPT: dict[str, str] = {}
+
+
+def long_positional_calls(root: Path = PACKAGE, limit: int = MAX_POSITIONAL) -> list[tuple[str, int, str]]:
+    """("path:enclosing function", line, callee) for every call under ``root`` passing more than ``limit``
+    arguments by position to a function or class defined under ``root`` (other libraries' signatures,
+    such as torch's, are theirs to choose)."""
+    trees = {path: ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+             for path in sorted(root.rglob("*.py"))}
+    ours = {node.name for tree in trees.values() for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    found = []
+    for path, tree in trees.items():
+        where = f"{path.relative_to(root.parent)}:"
+        for name, call in _calls(tree, ""):
+            callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            if len(call.args) > limit and callee in ours:
+                found.append((where + name, call.lineno, callee))
+    return found
+
+
+def _calls(node: ast.AST, name: str):
+    """(qualified name of the enclosing function or class, call) for every call below ``node``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from _calls(child, f"{name}.{child.name}" if name else child.name)
+            continue
+        if isinstance(child, ast.Call):
+            yield name, child
+        yield from _calls(child, name)
+
+
+def test_the_positional_call_measure_sees_a_planted_call(tmp_path):
+    """Five positional arguments to our own function are caught; four, keywords, and other libraries' pass."""
+    (tmp_path / "mod.py").write_text(
+        "import torch\n\n\ndef five(a, b, c, d, e):\n    return a\n\n\nclass Outer:\n    def run(self):\n"
+        "        five(1, 2, 3, 4, 5)\n        five(1, 2, 3, 4, e=5)\n        torch.full(1, 2, 3, 4, 5)\n\n\n"
+        "x = five(1, 2, 3, 4, 5)\n")
+    assert long_positional_calls(tmp_path) == [(f"{tmp_path.name}/mod.py:Outer.run", 10, "five"),
+                                               (f"{tmp_path.name}/mod.py:", 15, "five")]
+
+
+def test_no_call_passes_more_than_four_arguments_by_position():
+    offenders = [(name, line, callee) for name, line, callee in long_positional_calls()
+                 if name not in POSITIONAL_EXEMPT]
+    assert not offenders, "name the arguments of these calls:\n" + "\n".join(
+        f"  {name} line {line}: {callee}(...)" for name, line, callee in offenders)
+
+
 if __name__ == "__main__":
     for name, lines in long_functions():
         print(f"function {name}: {lines} lines{'  (exempt: ' + EXEMPT[name] + ')' if name in EXEMPT else ''}")

@@ -72,7 +72,7 @@ def measure_bundle(bundle: Path, data: Path, rows: int | None, workers: list[int
     records = [{**base, "engine": "pipeline", "workers": 1, "seconds": _timed(call), "startup_s": 0.0}]
     log(f"  pipeline: {records[-1]['seconds']:.1f} s")
     out = work / "out.jsonl"
-    job = streaming.Job(bundle, source, out, settings, CHUNK_ROWS, overwrite=True)
+    job = streaming.Job(bundle, source, out, settings, chunk_rows=CHUNK_ROWS, overwrite=True)
     records.append({**base, "engine": "stream", "workers": 1, "startup_s": 0.0,
                     "seconds": _timed(lambda: streaming.run(job, predictor=predictor))})
     log(f"  stream: {records[-1]['seconds']:.1f} s")
@@ -118,6 +118,6 @@ def run(bundles: list[Path], *, rows: int | None, workers: list[int], data: str 
                                           "threads_per_worker": 1})
     with tempfile.TemporaryDirectory(prefix="pocketbert-corpus-") as work:
         for bundle in bundles:
-            data_file["results"] += measure_bundle(Path(bundle), found, rows, workers, Path(work), log)
+            data_file["results"] += measure_bundle(Path(bundle), found, rows, workers, work=Path(work), log=log)
     data_file["machine"]["load_average_end"] = machine.load_average()
     return data_file

@@ -165,12 +165,13 @@ def run(bundle_paths: list[Path], settings: DeviceSettings, runner: Runner = run
             for delegate in delegates(settings):
                 for threads in settings.threads:
                     for seq in settings.seq_lens:
-                        record = _record(info, bundle, art, opts, threads, seq, delegate, settings)
+                        record = _record(info, bundle, art, opts, threads=threads, seq=seq, delegate=delegate,
+                                         settings=settings)
                         if seq not in (art.details.get("buckets") or []):
                             record["skipped"] = f"no seq_{seq} signature (buckets {art.details.get('buckets')})"
                         else:
-                            argv = benchmark_command(settings, remote, threads, seq, delegate,
-                                                     signature_tensors(art.path, seq), vocab)
+                            argv = benchmark_command(settings, remote, threads, seq, delegate=delegate,
+                                                     tensors=signature_tensors(art.path, seq), vocab=vocab)
                             code, out, err = runner(argv)
                             try:
                                 _fill(record, parse(out + "\n" + err))

@@ -83,7 +83,8 @@ def measure_bundle(path: Path, *, limit: int | None = None, threads: int = 1, da
             latency = _latency_ms(backend, bundle.input_names, min(SEQ_LEN, max_length))
         measured[art.recipe] = (art, logits, score(features, logits)[examples.metric], latency)
         progress(f"  {path.name} {art.recipe}: {examples.metric} {measured[art.recipe][2]:.2f}, {latency:.1f} ms")
-    return [{**_record(bundle, path, record, examples.metric, features, measured, recipe, threads),
+    return [{**_record(bundle, path, record, examples.metric, features=features, measured=measured, recipe=recipe,
+                       threads=threads),
              "seq_len": min(SEQ_LEN, max_length)} for recipe in measured]
 
 

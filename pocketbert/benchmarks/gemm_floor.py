@@ -92,7 +92,7 @@ def _callable(method: str, g: Gemm, threads: int) -> Callable[[], object]:
         return lambda: torch._int_mm(a, b)
     if method == "ort.MatMul":
         weight = rng.standard_normal(b_shape, dtype=np.float32) if g.kind == "weight" else None
-        session = _ort_session("MatMul", a_shape, b_shape, threads, weight)
+        session = _ort_session("MatMul", a_shape, b_shape, threads, b_const=weight)
         feeds = {"A": rng.standard_normal(a_shape, dtype=np.float32)}
         if weight is None:
             feeds["B"] = rng.standard_normal(b_shape, dtype=np.float32)
@@ -101,7 +101,7 @@ def _callable(method: str, g: Gemm, threads: int) -> Callable[[], object]:
         if g.batch > 1:
             raise ValueError("int8 is only timed for weight products")
         session = _ort_session("MatMulInteger", a_shape, b_shape, threads,
-                               rng.integers(-128, 127, b_shape, dtype=np.int8))
+                               b_const=rng.integers(-128, 127, b_shape, dtype=np.int8))
         feeds = {"A": rng.integers(0, 255, a_shape, dtype=np.uint8)}
         return lambda: session.run(None, feeds)
     raise ValueError(f"unknown GEMM method {method!r}")

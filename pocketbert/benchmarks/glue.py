@@ -112,7 +112,7 @@ def convert_recipes(options: GlueOptions, checkpoint: Path, out: Path, recipes: 
     while recipes:
         try:
             with silenced():  # the exporters' C++ logs
-                convert(_convert_options(options, checkpoint, out, recipes, opts, calibration))
+                convert(_convert_options(options, checkpoint, out, recipes, opts=opts, calibration=calibration))
             break
         except VerificationError as exc:
             failed = [r for r in recipes if f"{r}:" in exc.problem and not r.endswith(":fp32")]
@@ -135,14 +135,15 @@ def bundles(options: GlueOptions, task: str, teacher_dir: Path, recovered_dir: P
     made, refused = {}, {}
     floats = [r for r in ("onnx:fp32", "tflite:fp32") if r in options.recipes] or ["onnx:fp32"]
     log(f"{task}: converting the teacher ({', '.join(floats)})")
-    made["teacher"], _ = convert_recipes(options, teacher_dir, root / "teacher", floats, None, None, log)
+    made["teacher"], _ = convert_recipes(options, teacher_dir, root / "teacher", floats, opts=None, calibration=None,
+                                         log=log)
     for backend in ("onnx", "tflite"):
         recipes = [r for r in options.recipes if r.startswith(backend + ":")]
         if not recipes:
             continue
         log(f"{task}: converting the recovered model ({', '.join(recipes)})")
         made[backend], why = convert_recipes(options, recovered_dir, root / f"recovered-{backend}", recipes,
-                                             "nonorm,relu,fold", train_file, log)
+                                             opts="nonorm,relu,fold", calibration=train_file, log=log)
         refused.update(why)
     return made, refused
 
@@ -154,11 +155,11 @@ def run_task(options: GlueOptions, task: str, log, save=lambda rows: None) -> li
     teacher_dir = teacher(options, task, log)
     save([teacher_row(options, task, teacher_dir)])
     recovered_dir = recovered(options, task, teacher_dir, log)
-    partial = torch_rows(options, task, "dev", teacher_dir, recovered_dir)
+    partial = torch_rows(options, task, "dev", teacher_dir, recovered_dir=recovered_dir)
     for r in partial:
         r["training"] = _training_summary(teacher_dir, recovered_dir)
     save(partial)
-    made, refused = bundles(options, task, teacher_dir, recovered_dir, log)
+    made, refused = bundles(options, task, teacher_dir, recovered_dir, log=log)
     cache = task_dir(options, task) / "scores.json"
     key = {name: _manifest_sha(path) for name, path in made.items()}
     if cache.is_file():
@@ -168,7 +169,8 @@ def run_task(options: GlueOptions, task: str, log, save=lambda rows: None) -> li
             return cached["rows"]
     rows = []
     for split in ("dev", *EXTRA_SPLITS.get(task, ())):
-        rows += score_task(options, task, split, made, refused, teacher_dir, recovered_dir, log)
+        rows += score_task(options, task, split, made, refused=refused, teacher_dir=teacher_dir,
+                           recovered_dir=recovered_dir, log=log)
     for r in rows:
         r["training"] = _training_summary(teacher_dir, recovered_dir)
         r["task_wall_seconds"] = round(time.perf_counter() - start, 1)

@@ -53,7 +53,7 @@ def torch_rows(options: GlueOptions, task: str, split: str, teacher_dir: Path, r
     record = json.loads((recovered_dir / "training.json").read_text())
     metric = record["metric"]
     torch_scores = record["dev_scores"] if split == "dev" else pytorch_scores(
-        teacher_dir, recovered_dir, task, split, options.data_dir, options.threads)
+        teacher_dir, recovered_dir, task, split, data_dir=options.data_dir, threads=options.threads)
     model = f"{Path(options.base).name}-{task.replace(':', '-')}"
     return [{"model": model, "task": task, "split": split, "metric": metric, "stage": stage, "runner": "pytorch:fp32",
              "opts": "" if stage == "teacher" else "nonorm,relu", "score": scores[metric], "scores": scores}
@@ -75,7 +75,7 @@ def score_task(options: GlueOptions, task: str, split: str, made: dict, refused:
     """Every artifact on ``split`` through the runtime, with the PyTorch rows and the gates."""
     from .accuracy import evaluate
 
-    rows = torch_rows(options, task, split, teacher_dir, recovered_dir)
+    rows = torch_rows(options, task, split, teacher_dir, recovered_dir=recovered_dir)
     model, metric = rows[0]["model"], rows[0]["metric"]
     teacher_score = next(r["score"] for r in rows if r["stage"] == "teacher")
     reference = _latency(made["teacher"]).get("tflite:fp32")

@@ -89,14 +89,15 @@ def _bundle_runners(bundle, backends: list[str]) -> list[_Runner]:
     out = []
     for art in bundle.artifacts:
         if art.backend in backends and art.passed:
-            out.append(_Runner(art.recipe, art.backend, art.path, art.precision, "bundle",
-                               art.details.get("buckets") if art.backend == "tflite" else None))
+            out.append(_Runner(art.recipe, art.backend, art.path, art.precision, variant="bundle",
+                               buckets=art.details.get("buckets") if art.backend == "tflite" else None))
     return out
 
 
 def _peer_runners(peers: list[Peer], backends: list[str], buckets: list[int]) -> list[_Runner]:
     wanted = {"torch", *backends}
-    return [_Runner(p.runner, p.kind, p.path, p.precision, "peer", buckets if p.kind == "tflite" else None, p.note)
+    return [_Runner(p.runner, p.kind, p.path, p.precision, variant="peer",
+                    buckets=buckets if p.kind == "tflite" else None, note=p.note)
             for p in peers if p.kind in wanted]
 
 
@@ -126,14 +127,15 @@ def run(bundle_paths: list[Path], settings: LatencySettings, work_dir: Path, pro
         # peers come from the group's plain bundle when there is one: its fp32 files are the plain exports
         first = next((b for b in bundles if plain_bundle(b.path, b.manifest, settings.seq_lens)), bundles[0])
         info = describe_bundle(first.path, first.manifest)
-        config, runners = _group_runners(first, bundles, info, settings, work_dir, peers_done, progress)
+        config, runners = _group_runners(first, bundles, info, settings, work_dir=work_dir, peers_done=peers_done,
+                                         progress=progress)
         # Configuration outside, runner inside: the records a ratio compares are measured minutes apart,
         # not an hour apart, so a drifting background load biases them less.
         for threads in settings.threads:
             for seq in settings.seq_lens:
                 for batch in settings.batches:
-                    for record in _measure_in_rounds(first, runners, info, config, (threads, seq, batch),
-                                                     settings, work_dir, floor):
+                    for record in _measure_in_rounds(first, runners, info, config, shape=(threads, seq, batch),
+                                                     settings=settings, work_dir=work_dir, floor=floor):
                         data["results"].append(record)
                         if advance:
                             advance(1)
@@ -181,7 +183,7 @@ def _group_runners(first, bundles: list, info: dict, settings: LatencySettings, 
     if settings.peers and info["model"] not in peers_done:
         peers_done.add(info["model"])
         try:
-            peers = build(first.path, first.manifest, settings.seq_lens, work_dir, settings.checkpoint,
+            peers = build(first.path, first.manifest, settings.seq_lens, work_dir, checkpoint=settings.checkpoint,
                           log=progress, tflite="tflite" in settings.backends)
         except PeerError as exc:
             raise LatencyError(exc.problem, exc.fix) from exc
@@ -205,7 +207,8 @@ def _measure_in_rounds(first, runners: list, info: dict, config, shape: tuple[in
         for i, (bundle, r) in enumerate(runners):
             if records[i] is not None and (records[i]["skipped"] or records[i]["timed"] is None):
                 continue
-            record = _measure_one(first, bundle, r, info, config, threads, seq, batch, share, work_dir, floor)
+            record = _measure_one(first, bundle, r, info, config=config, threads=threads, seq=seq, batch=batch,
+                                  settings=share, work_dir=work_dir, floor=floor)
             records[i] = record if records[i] is None else _merged(records[i], record)
     for record in records:
         record["rounds"] = rounds
@@ -290,7 +293,7 @@ def _measure_one(first, bundle, r: _Runner, info: dict, config, threads: int, se
                   timed=schema.summarize(result["times_ms"]), times_ms=result["times_ms"],
                   peak_rss_mb=result["peak_rss_mb"], rss_before_load_mb=result["rss_before_load_mb"])
     if config is not None:
-        products = gemms(config, seq, batch, manifest["task"], len(manifest["labels"]))
+        products = gemms(config, seq, batch, manifest["task"], labels=len(manifest["labels"]))
         record["macs"] = sum(g.macs for g in products)
         if settings.floor:
             f = floor.floor(products, floor_precision(r.precision), threads)

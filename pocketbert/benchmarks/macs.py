@@ -67,15 +67,17 @@ def gemms(config, seq: int, batch: int = 1, task: str = "classification", labels
         h, layers, heads, ffn = config.dim, config.n_layers, config.n_heads, config.hidden_dim
         body = [Gemm("q,k,v,out projections", tokens, h, h, count=4 * layers),
                 Gemm("ffn in", tokens, h, ffn, count=layers), Gemm("ffn out", tokens, ffn, h, count=layers)]
-        return body + _attention("", tokens, seq, h, heads, layers, batch) + _head(task, h, labels, batch, tokens, h)
+        return (body + _attention("", tokens, seq, h, heads=heads, layers=layers, rows=batch)
+                + _head(task, h, labels, batch, tokens=tokens, pre=h))
     if model_type == "mobilebert":
-        return _mobilebert(config, seq, batch, task, labels)
+        return _mobilebert(config, seq, batch, task, labels=labels)
     if model_type in ("bert", "") or hasattr(config, "intermediate_size"):
         h, layers = config.hidden_size, config.num_hidden_layers
         heads, ffn = config.num_attention_heads, config.intermediate_size
         body = [Gemm("q,k,v,out projections", tokens, h, h, count=4 * layers),
                 Gemm("ffn in", tokens, h, ffn, count=layers), Gemm("ffn out", tokens, ffn, h, count=layers)]
-        return body + _attention("", tokens, seq, h, heads, layers, batch) + _head(task, h, labels, batch, tokens, h)
+        return (body + _attention("", tokens, seq, h, heads=heads, layers=layers, rows=batch)
+                + _head(task, h, labels, batch, tokens=tokens, pre=h))
     raise ValueError(f"no MAC count for model type {model_type!r}")
 
 
@@ -95,15 +97,15 @@ def _mobilebert(config, seq: int, batch: int, task: str, labels: int) -> list[Ge
     out += [Gemm("q,k projections", tokens, inner, inner, count=2 * layers),
             Gemm("v projection", tokens, v_in, inner, count=layers),
             Gemm("attention out", tokens, inner, inner, count=layers)]
-    out += _attention("", tokens, seq, inner, heads, layers, batch)
+    out += _attention("", tokens, seq, inner, heads=heads, layers=layers, rows=batch)
     ffns = config.num_feedforward_networks
     out += [Gemm("ffn in", tokens, inner, config.intermediate_size, count=ffns * layers),
             Gemm("ffn out", tokens, config.intermediate_size, inner, count=ffns * layers)]
     if use_bottleneck:
         out.append(Gemm("bottleneck out", tokens, inner, h, count=layers))
     pre = h if getattr(config, "classifier_activation", True) else None
-    return out + _head(task, h, labels, batch, tokens, pre)
+    return out + _head(task, h, labels, batch, tokens=tokens, pre=pre)
 
 
 def count_macs(config, seq: int, batch: int = 1, task: str = "classification", labels: int | None = None) -> int:
-    return sum(g.macs for g in gemms(config, seq, batch, task, labels))
+    return sum(g.macs for g in gemms(config, seq, batch, task, labels=labels))

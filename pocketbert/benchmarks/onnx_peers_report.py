@@ -33,11 +33,11 @@ def rows(records: list[dict]) -> list[str]:
             if peer is not None and ours:
                 # the plain file is the same model as the peer; an --opt file needs recovery to be one
                 plain = min((r for r in ours if not r.get("opts")), key=typical_ms, default=None)
-                out.append(_row(key, precision, plain, min(ours, key=typical_ms), peer))
+                out.append(_row(key, precision, plain, min(ours, key=typical_ms), peer=peer))
         # the question a user asks: our fastest file of any kind against the fastest thing ORT's tools give
         peers = [r for r in same if r["runner"] in dict(PAIRS).values()]
         if len(peers) == len(PAIRS) and ours_all:
-            out.append(_row(key, "best", None, min(ours_all, key=typical_ms), min(peers, key=typical_ms)))
+            out.append(_row(key, "best", None, min(ours_all, key=typical_ms), peer=min(peers, key=typical_ms)))
     return out
 
 

@@ -95,7 +95,7 @@ def plain_onnx(checkpoint: Path, manifest: dict, dest: Path) -> None:
     names = list(loaded.family.input_names)
     example = encode(loaded.tokenizer, ["a short one", "a somewhat longer example sentence, with padding"],
                      input_names=names, max_length=64)
-    export_onnx(LogitsModel(loaded.model, names).eval(), example, names, "logits", dest)
+    export_onnx(LogitsModel(loaded.model, names).eval(), example, names, "logits", dest=dest)
 
 
 def quantize_like_optimum(fp32: Path, dest: Path) -> None:
@@ -122,9 +122,9 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
     source = source_checkpoint(manifest, checkpoint)
     name = (manifest.get("source") or {}).get("builtin") or source.name
     buckets = sorted({b for b in buckets if b <= manifest["max_sequence_length"]})
-    peers = [Peer("peer:torch-eager-fp32", "torch", source, "fp32", "Hugging Face checkpoint, PyTorch eager")]
+    peers = [Peer("peer:torch-eager-fp32", "torch", source, "fp32", note="Hugging Face checkpoint, PyTorch eager")]
     if tflite:
-        peers.append(_tflite_peer(bundle, manifest, buckets, work_dir, source, name, log))
+        peers.append(_tflite_peer(bundle, manifest, buckets, work_dir, source=source, name=name, log=log))
     optimum_dir = work_dir / "peers" / _cache_key(source, manifest, buckets) / "optimum-from-plain-export"
     optimum_dir.mkdir(parents=True, exist_ok=True)
     fp32, int8 = optimum_dir / "model.optimized.onnx", optimum_dir / "model.optimized.int8-dynamic.onnx"
@@ -140,9 +140,9 @@ def build(bundle: Path, manifest: dict, buckets: list[int], work_dir: Path, chec
         info.write_text(json.dumps({"fused": fused}))
     fused = json.loads(info.read_text())["fused"]
     fused_text = ", ".join(f"{k} {v}" for k, v in sorted(fused.items())) or "nothing fused"
-    peers.append(Peer("peer:ort-optimum-fp32", "onnx", fp32, "fp32", f"ORT transformer optimizer: {fused_text}"))
+    peers.append(Peer("peer:ort-optimum-fp32", "onnx", fp32, "fp32", note=f"ORT transformer optimizer: {fused_text}"))
     peers.append(Peer("peer:ort-optimum-int8-dynamic", "onnx", int8, "int8-dynamic",
-                      "optimizer + quantize_dynamic (QInt8, per-tensor)"))
+                      note="optimizer + quantize_dynamic (QInt8, per-tensor)"))
     return peers
 
 
@@ -163,4 +163,4 @@ def _tflite_peer(bundle: Path, manifest: dict, buckets: list[int], work_dir: Pat
                                        buckets=sorted(buckets), verify_samples=64, measure_latency=False,
                                        overwrite=True, allow_accuracy_loss=True))
     note = "the bundle's own file (it is the plain conversion)" if reused else "converter, no --opt"
-    return Peer("peer:tflite-plain-fp32", "tflite", plain_dir / "model.tflite", "fp32", note)
+    return Peer("peer:tflite-plain-fp32", "tflite", plain_dir / "model.tflite", "fp32", note=note)

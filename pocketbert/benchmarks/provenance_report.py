@@ -55,20 +55,21 @@ def _where(f: dict) -> str | None:
     if device.get("kind") == "browser":  # web_demo's measure panel
         threads = device.get("hardware_concurrency")
         return _known(f"browser {device.get('user_agent') or 'unknown'}",
-                      f"{threads} hardware threads" if threads else None, device.get("runtime"))
+                      [f"{threads} hardware threads" if threads else None, device.get("runtime")])
     if machine.get("cpu"):
         usable, logical = machine.get("usable_cpus"), machine.get("logical_cpus")
-        return _known(machine["cpu"], cpu_class(machine) if machine.get("matrix_flags") else None,
-                      f"{usable} of {logical} CPUs" if usable and logical else None)
+        return _known(machine["cpu"], [cpu_class(machine) if machine.get("matrix_flags") else None,
+                                       f"{usable} of {logical} CPUs" if usable and logical else None])
     if device.get("serial") or device.get("model"):  # `device`: a phone over adb, no desktop machine
         android = device.get("android")
-        return _known(f"phone {device.get('model') or 'unknown model'}", device.get("soc"),
-                      f"Android {android}" if android else None, device.get("abi"),
-                      f"serial {device['serial']}" if device.get("serial") else None)
+        return _known(f"phone {device.get('model') or 'unknown model'}",
+                      [device.get("soc"), f"Android {android}" if android else None, device.get("abi"),
+                       f"serial {device['serial']}" if device.get("serial") else None])
     return None
 
 
-def _known(head: str, *details: str | None) -> str:
+def _known(head: str, details: list[str | None]) -> str:
+    """``head (detail, detail)`` with the details that are known."""
     known = [d for d in details if d]
     return head + (f" ({', '.join(known)})" if known else "")
 

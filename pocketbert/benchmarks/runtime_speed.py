@@ -73,7 +73,7 @@ def stages(pipe, texts: list[str]) -> dict[str, float]:
         enc, logits = encoded[i][0], outputs[i][0]
         if ner:
             window = TokenizedWindow(enc.ids, enc.tokens, enc.offsets, enc.special_tokens_mask)
-            return decode_text(texts[i], [window], [logits], "simple", pipe.decoding)
+            return decode_text(texts[i], [window], [logits], "simple", how=pipe.decoding)
         return ranked(scores(logits[None], pipe.function)[0], pipe.labels, legacy=True)
 
     return {"tokenize": _median_ms(tokenize, texts),

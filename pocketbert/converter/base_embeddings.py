@@ -50,7 +50,7 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     metric = train.metric
     log(f"word embeddings {relative:.1%} (relative norm) from the base's; dev {metric} "
         f"{scores['dev_before'][metric]:.2f} -> {swapped[metric]:.2f} with the base's table")
-    run = _retune(teacher, student, train, budget, lr) if relative > 0 else None  # frozen in training: nothing to do
+    run = _retune(teacher, student, train, budget, lr=lr) if relative > 0 else None  # frozen in training: nothing to do
     after = _score(student, dev_features) if run else swapped
     if fp16:
         job.round_to_fp16(student.model, keep=is_table_key)

@@ -1,8 +1,11 @@
 """The one record a conversion's stages pass along, as ExecuTorch's export stages pass one artifact.
 
-Each stage reads what the stages before it left and adds its own part: ``load`` the checkpoint and
-the verification inputs, ``transform`` the model and the reference logits, ``export``/``quantize``
-the artifacts, ``verify`` their figures, ``bundle`` the manifest and the committed directory.
+The record holds what the conversion was given (options, plan, staging directory) and one part per
+stage, each a small result: ``load`` the checkpoint and the verification inputs, ``transform`` the model
+and the reference logits, ``export``/``quantize`` the artifacts, ``metadata`` what the .tflite files
+embed, ``verify`` their figures, ``bundle`` the manifest and the committed directory.  Each stage
+declares which parts it reads and which it produces (converter/stages/base.py); the pipeline checks the
+order against those declarations before anything runs.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,10 +27,13 @@ from .options import ConvertOptions, Plan
 from .staging import Staging
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+
     from .backends import ExportedArtifact, ExportSpec
     from .loading import Loaded
     from .logits_model import LogitsModel
     from .recipes import Recipe
+    from .training.recovery import PreparedRecovery
     from .transforms import TransformReport
     from .verify import Comparison, EntityView
 
@@ -36,9 +42,11 @@ if TYPE_CHECKING:
 class Encoder:
     """Texts -> model feeds for one tokenizer, with the inputs and length every artifact can take."""
 
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerFast
     input_names: tuple[str, ...]
     max_length: int
+    #: token classification: the labels entities are read with (None: a classifier, no entities)
+    entity_labels: list[str] | None = None
 
     def __call__(self, batch, max_length: int | None = None, pad_to: int | None = None) -> dict[str, np.ndarray]:
         return encode(self.tokenizer, batch, input_names=self.input_names, max_length=max_length or self.max_length,
@@ -51,6 +59,14 @@ class Encoder:
         """Each word's first piece in :meth:`batches` of the same arguments (token classification)."""
         return [word_starts(self.tokenizer, items[i:i + batch_size], max_length=self.max_length, pad_to=pad_to)
                 for i in range(0, len(items), batch_size)]
+
+    def entity_view(self, texts, batch_size: int = 32, pad_to: int | None = None) -> EntityView | None:
+        """Token classification: how to read entities from :meth:`batches` of the same arguments."""
+        if self.entity_labels is None:
+            return None
+        from .verify import EntityView
+
+        return EntityView(self.word_starts(texts, batch_size, pad_to), list(self.entity_labels))
 
 
 @dataclass
@@ -102,6 +118,82 @@ class ConvertResult:
     notes: list[str]
 
 
+def verify_length(max_length: int, buckets: list[int], plan: Plan) -> int:
+    """Inputs every artifact can take, the bundle's input length every reader uses (contract.input_length)."""
+    return input_length(max_length, [buckets] if plan.fixed_lengths else [])
+
+
+@dataclass
+class LoadResult:
+    """The load stage's part: the checkpoint, its lengths, how texts become feeds, the verification inputs."""
+
+    loaded: Loaded
+    max_length: int
+    buckets: list[int]  # TFLite sequence-length buckets
+    verify_length: int  # see verify_length()
+    encoder: Encoder
+    inputs: Inputs
+    recovery: PreparedRecovery | None = None  # --recover: the task data, read and checked
+
+
+@dataclass
+class TransformResult:
+    """The transform stage's part: the model as exported, what the rewrites did, the reference logits."""
+
+    model: LogitsModel
+    spec: ExportSpec  # what the backends export
+    parity_ref: list[np.ndarray]  # PyTorch logits on the fixed parity inputs
+    verify_ref: list[np.ndarray]  # and on the verification sentences
+    latency_feeds: dict[str, np.ndarray]  # the input the latency figures time
+    reports: list[TransformReport] = field(default_factory=list)
+    damage: Comparison | None = None  # nonorm/relu: the change measured against the original model
+    recovered: dict | None = None  # --recover: the recovery job's record
+
+
+@dataclass
+class ExportResult:
+    """The export stage's part: the bundle's tokenizer settings and each backend's float file."""
+
+    tokenizer_settings: dict
+    built: list[Built]
+    float_exports: dict[str, Path]  # backend -> plain float file to quantise
+
+
+@dataclass
+class QuantizeResult:
+    """The quantize stage's part: the int8/fp16 files, each chosen and judged on the calibration text."""
+
+    built: list[Built] = field(default_factory=list)
+
+
+@dataclass
+class MetadataResult:
+    """The metadata stage's part: recipe -> what its .tflite now embeds (also in the artifact's details)."""
+
+    embedded: dict[str, dict] = field(default_factory=dict)
+
+
+@dataclass
+class VerifyResult:
+    """The verify stage's part: every artifact's figures, in plan order."""
+
+    results: list[ArtifactResult]
+
+
+@dataclass
+class BundleResult:
+    """The bundle stage's part: the manifest written and the committed bundle directory."""
+
+    manifest: dict
+    path: Path
+
+
+#: the record's parts given before any stage runs
+GIVEN = ("options", "plan", "staging")
+#: the record's parts a stage produces, each one result
+PARTS = ("load", "transform", "export", "quantize", "metadata", "verify", "bundle")
+
+
 @dataclass
 class Conversion:
     options: ConvertOptions
@@ -110,35 +202,22 @@ class Conversion:
     emit: Listener
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    # load
-    loaded: Loaded | None = None
-    max_length: int = 0
-    buckets: list[int] = field(default_factory=list)
-    encoder: Encoder | None = None
-    inputs: Inputs | None = None
-    recovery: Any = None  # training.recovery.PreparedRecovery when --recover was given
-    # transform
-    model: LogitsModel | None = None
-    reports: list[TransformReport] = field(default_factory=list)
-    damage: Comparison | None = None
-    recovered: dict | None = None
-    parity_ref: list | None = None
-    verify_ref: list | None = None
-    spec: ExportSpec | None = None
-    latency_feeds: dict[str, np.ndarray] | None = None
-    # export, quantize
-    tokenizer_settings: dict | None = None
-    built: list[Built] = field(default_factory=list)
-    float_exports: dict[str, Path] = field(default_factory=dict)  # backend -> plain float file to quantise
-    # verify, bundle
-    results: list[ArtifactResult] = field(default_factory=list)
-    manifest: dict | None = None
-    bundle: Path | None = None
+    load: LoadResult | None = None
+    transform: TransformResult | None = None
+    export: ExportResult | None = None
+    quantize: QuantizeResult | None = None
+    metadata: MetadataResult | None = None
+    verify: VerifyResult | None = None
+    bundle: BundleResult | None = None
+
+    def produced(self) -> set[str]:
+        """The parts present now: what was given and what the stages so far produced."""
+        return set(GIVEN) | {part for part in PARTS if getattr(self, part) is not None}
 
     @property
-    def verify_length(self) -> int:
-        """Inputs every artifact can take, the bundle's input length every reader uses (contract.input_length)."""
-        return input_length(self.max_length, [self.buckets] if self.plan.fixed_lengths else [])
+    def built(self) -> list[Built]:
+        """Every artifact written so far: the float exports, then the quantised files."""
+        return [*(self.export.built if self.export else []), *(self.quantize.built if self.quantize else [])]
 
     @contextlib.contextmanager
     def step(self, stage: str, description: str) -> Iterator[None]:
@@ -156,14 +235,6 @@ class Conversion:
         if keep:
             self.notes.append(message)
 
-    def entity_view(self, texts, batch_size: int = 32, pad_to: int | None = None) -> EntityView | None:
-        """Token classification: how to read entities from ``encoder.batches`` of the same arguments."""
-        if self.loaded.task != "ner":
-            return None
-        from .verify import EntityView
-
-        return EntityView(self.encoder.word_starts(texts, batch_size, pad_to), list(self.loaded.labels))
-
     def result(self) -> ConvertResult:
-        return ConvertResult(bundle=self.bundle, manifest=self.manifest, artifacts=self.results,
+        return ConvertResult(bundle=self.bundle.path, manifest=self.bundle.manifest, artifacts=self.verify.results,
                              stage_seconds=self.timings, notes=self.notes)

@@ -35,7 +35,7 @@ class Target:
 TARGETS = {
     "phone": Target("tflite", True, True, reader="the Android app (android_demo/copy_bundle.sh)"),
     # LiteRT.js exposes no output scale and zero point, so the page cannot dequantise int8 logits
-    "web": Target("tflite", True, True, ("int8-static",), "the web page (web_demo/src/bundle.js)"),
+    "web": Target("tflite", True, True, ("int8-static",), reader="the web page (web_demo/src/bundle.js)"),
     "desktop": Target("onnx", False, False, reader="the Python runtime with ONNX Runtime"),
 }
 
@@ -75,8 +75,9 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
         path = staging.commit()
     sizes = {name: listed[name] for name in names} | {MANIFEST: (path / MANIFEST).stat().st_size}
     return CutResult(path, kept, record["dropped"], sizes,
-                     sum(listed.values()) + bundle.resolve(MANIFEST).stat().st_size, sum(sizes.values()),
-                     sha256(path / MANIFEST))
+                     bytes_before=sum(listed.values()) + bundle.resolve(MANIFEST).stat().st_size,
+                     bytes_after=sum(sizes.values()),
+                     pin=sha256(path / MANIFEST))
 
 
 def choose(bundle: Bundle, target: str, recipe: str | None) -> list[Artifact]:

@@ -163,13 +163,14 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     head_task = _existing_head(raw)
     task = _task(task, head_task, builtin_name)
     _check_label_options(labels, num_labels)
-    final_labels = _head_labels(raw, path, task, head_task, labels, num_labels, builtin_name)
+    final_labels = _head_labels(raw, path, task, head_task, labels=labels, num_labels=num_labels,
+                                builtin_name=builtin_name)
     if not head_task:
         notes.append(f"the checkpoint has no {task} head: a freshly initialised one (seed {seed}) was attached, "
                      "so its predictions are untrained")
     tokenizer = _tokenizer(path)
     model, info = _model(path, task, final_labels, seed)
-    head_missing = _check_weights(model, info, raw, path, notes)
+    head_missing = _check_weights(model, info, raw, path, notes=notes)
     if head_task and head_missing:
         notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "
                      f"(e.g. {head_missing[0]})")

@@ -81,8 +81,8 @@ def plan(options: ConvertOptions) -> Plan:
     """Option and calibration-file checks that need no model: they fail in a second."""
     opts = parse_opts(options.opts)
     _check_scalars(options, opts)
-    recipes = select(opts, options.int8, parse_formats(options.formats), _named_recipes(options, opts),
-                     _max_bytes(options))
+    recipes = select(opts, options.int8, parse_formats(options.formats), named=_named_recipes(options, opts),
+                     max_bytes=_max_bytes(options))
     chosen = Plan(opts, recipes, None, None)
     _check_opt_backends(opts, chosen.backends)
     int8_planned = any(isinstance(r, RecipeChoice) or r.kind == "int8" for r in recipes)

@@ -98,7 +98,7 @@ class CalibrationJudge:
         return meets_bar and reported >= bars.target_agreement, {**figures, "meets_bar": meets_bar}
 
 
-@dataclass
+@dataclass(kw_only=True)  # eleven settings: named at every call, never by position
 class Quantizer:
     loaded: loading.Loaded
     spec: ExportSpec
@@ -127,8 +127,8 @@ class Quantizer:
     def judge(self, backend, precision: str) -> CalibrationJudge:
         """The ladder's judge of a candidate file on the calibration text (see :class:`CalibrationJudge`)."""
         lengths = self.judged if backend.fixed_lengths else self.judged[:1]
-        bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement, self.target_agreement,
-                                   self.min_entity_f1)
+        bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement,
+                                   target_agreement=self.target_agreement, min_entity_f1=self.min_entity_f1)
         return CalibrationJudge(lambda path: self._load(backend, path, precision), lengths, bars)
 
     def plain(self, recipe: Recipe, dest: Path) -> ExportedArtifact:
@@ -138,7 +138,7 @@ class Quantizer:
         accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" else None
         spec, equalization = self._base(recipe)
         float_export = None if equalization else self.float_exports.get(recipe.backend)
-        artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept,
+        artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept=accept,
                                     float_fallback=False, float_export=float_export)
         artifact.details.update(smoothing=None, equalization=equalization)
         return artifact
@@ -177,13 +177,13 @@ class Quantizer:
         backend = backends.get(recipe.backend)
         smoothed_spec, smoothing = self._smoothed_spec(recipe)
         laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
-                                    self.judge(backend, recipe.precision))
+                                    accept=self.judge(backend, recipe.precision))
         if not laddered.details["float_fallback"]["target_met"]:
             cheapest = self._plain_meeting_the_bar(recipe, dest, artifact)
             if cheapest is not None:
                 return cheapest  # short of the target, plain is the cheapest step meeting the bar
-        laddered.details.update(smoothing=smoothing, equalization=self._base(recipe)[1],
-                                unsmoothed_attempt=artifact.details["float_fallback"]["search"][0] if artifact else None)
+        unsmoothed = artifact.details["float_fallback"]["search"][0] if artifact else None
+        laddered.details.update(smoothing=smoothing, equalization=self._base(recipe)[1], unsmoothed_attempt=unsmoothed)
         if predicted:
             laddered.details["plain_skipped"] = {"reason": "the plain dynamic int8 file missed the target",
                                                  "dynamic": predicted}

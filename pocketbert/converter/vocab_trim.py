@@ -167,7 +167,8 @@ def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_di
         f"{before[metric]:.2f} -> {after[metric]:.2f}; {report['texts_tokenized_unchanged']:.1%} of dev texts "
         "tokenize unchanged")
     if budget:
-        report["retune"], after = _retune(teacher, loaded, tokenizer, train, trimmed, budget, retune_lr, after, log)
+        report["retune"], after = _retune(teacher, loaded, tokenizer, train, trimmed=trimmed, budget=budget,
+                                          lr=retune_lr, scores=after, log=log)
     if fp16:
         job.round_to_fp16(loaded.model)
         after = trimmed.score(tokenizer)

@@ -103,7 +103,8 @@ def choose(bundle: Bundle, precision: str | None, threads: int | None, measure: 
     runner_up = sorted(figures.values())[1]
     choice = Choice(best, "measured", f"fastest of {len(figures)} artifacts on this machine: {figures[best]:.1f} ms "
                     f"for one row of {_length(bundle)} tokens, {runner_up / figures[best]:.2f}x ahead of the next "
-                    f"({threads or 'default'} threads)", {k: round(v, 3) for k, v in figures.items()}, str(path))
+                    f"({threads or 'default'} threads)", {k: round(v, 3) for k, v in figures.items()},
+                    cache_file=str(path))
     _write_cache(path, choice)
     return by_recipe[best], choice
 
@@ -142,7 +143,7 @@ def _read_cache(path: Path, by_recipe: dict[str, Artifact]) -> Choice | None:
     if not isinstance(data, dict) or data.get("recipe") not in by_recipe:
         return None  # from another bundle state or damaged: measure again
     return Choice(data["recipe"], "cached", f"measured at an earlier load on this machine: {data.get('reason', '')}",
-                  data.get("figures") or {}, str(path))
+                  data.get("figures") or {}, cache_file=str(path))
 
 
 def _write_cache(path: Path, choice: Choice) -> None:

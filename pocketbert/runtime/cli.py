@@ -160,7 +160,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     """
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
-        _check_arguments(bundle, texts, file, expect_sha256, no_verify)
+        _check_arguments(bundle, texts, file, expect_sha256, no_verify=no_verify)
         _warn_oversubscribed(threads, err)
         load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
                             batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)

@@ -113,7 +113,7 @@ def tokens_of(text: str, window: TokenizedWindow, best: list[int], best_scores: 
             is_subword = len(word) != end - start
         else:
             is_subword = start > 0 and " " not in text[start - 1:start + 1]
-        out.append(_Token(idx, word, start, end, is_subword, best[idx], best_scores[idx]))
+        out.append(_Token(idx, word, start, end, is_subword=is_subword, label=best[idx], score=best_scores[idx]))
     return out
 
 
@@ -221,7 +221,7 @@ def decode(text: str, window: TokenizedWindow, logits: np.ndarray | Scored, aggr
     skip = _never_reported(tuple(how.labels), aggregation, tuple(ignore_labels))
     if skip and skip.issuperset(labels):  # nothing to report (a sentence without entities)
         return []
-    tokens = tokens_of(text, window, labels, best_scores, how, skip)
+    tokens = tokens_of(text, window, labels, best_scores, how=how, skip=skip)
     if aggregation in ("none", "simple"):
         entities = [None if t is None else
                     {"entity": how.labels[t.label], "score": t.score, "index": t.index + index_offset,
@@ -255,7 +255,7 @@ def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[
     window ``k`` counts from ``k * step``); entities of several windows are merged."""
     entities = []
     for k, (window, row) in enumerate(zip(windows, logits)):
-        entities += decode(text, window, row, aggregation, how, ignore_labels, index_offset=k * step)
+        entities += decode(text, window, row, aggregation, how=how, ignore_labels=ignore_labels, index_offset=k * step)
     return merge_overlapping(entities) if len(windows) > 1 else entities
 
 
@@ -312,5 +312,6 @@ class TokenClassificationPipeline(Pipeline):
         for text, encodings in zip(strings, per_text):
             windows = [EncodingWindow(e) for e in encodings]
             rows = [next(logits) for _ in windows]
-            results.append(decode_text(text, windows, rows, aggregation, self.decoding, ignore_labels, step))
+            results.append(decode_text(text, windows, rows, aggregation, how=self.decoding,
+                                       ignore_labels=ignore_labels, step=step))
         return results[0] if texts.single else results

@@ -61,8 +61,8 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
         if b not in ("onnx", "tflite"):
             fail(f"unknown backend {b!r}", "use onnx or tflite (comma-separated)", 2)
     try:
-        data = acc.evaluate(list(bundle_dirs), task, split, limit, wanted, model_name, variant, threads, data_dir,
-                            fast, progress=log)
+        data = acc.evaluate(list(bundle_dirs), task, split, limit, backends=wanted, model_name=model_name,
+                            variant=variant, threads=threads, data_dir=data_dir, fast=fast, progress=log)
     except acc.AccuracyError as exc:
         fail(exc.problem, exc.fix)
     name = f"accuracy-{task.replace(':', '-')}-{split}" + (f"-{variant}" if variant else "") + ("-fast" if fast else "")

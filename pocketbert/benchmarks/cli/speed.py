@@ -50,7 +50,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
 
     quiet_transformers()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    settings = lat.Settings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
+    settings = lat.LatencySettings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
                             checkpoint=checkpoint, floor=not no_floor, fast=fast, rounds=rounds)
     if fast:
         settings.threads, settings.seq_lens, settings.batches = [1], [32], [1]

@@ -142,7 +142,7 @@ class OnnxExportBackend(ExportBackend):
                 if precision == "int8-dynamic":
                     _quantize_dynamic(source, out, nodes)
                 else:
-                    _quantize_static(source, out, calibration, nodes, tmp / "calibration-cache.json")
+                    _quantize_static(source, out, calibration, exclude=nodes, cache=tmp / "calibration-cache.json")
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback)
@@ -176,10 +176,10 @@ def export_fused(spec: ExportSpec, dest: Path) -> dict:
     config = spec.model.config
     try:
         with fusable(spec.model) as model:
-            export_onnx(model, example, spec.input_names, spec.output_name, dest)
+            export_onnx(model, example, spec.input_names, output_name=spec.output_name, dest=dest)
         return {"applied": True, **fuse(dest, spec.family.num_heads(config), spec.family.hidden_size(config))}
     except Exception as exc:  # an optimizer limit, not the user's problem: the plain export is always valid
-        export_onnx(spec.model, example, spec.input_names, spec.output_name, dest)
+        export_onnx(spec.model, example, spec.input_names, output_name=spec.output_name, dest=dest)
         return {"applied": False, "reason": f"fusion failed: {type(exc).__name__}: {str(exc)[:200]}"}
 
 
@@ -195,7 +195,7 @@ def _float_source(spec: ExportSpec, precision: str, float_export: Path | None, s
     if float_export is not None and not is_fused(float_export):
         return float_export
     export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
-                spec.output_name, scratch)
+                output_name=spec.output_name, dest=scratch)
     return scratch
 
 

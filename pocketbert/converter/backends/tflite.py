@@ -213,7 +213,8 @@ class TfliteExportBackend(ExportBackend):
             def attempt(float_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
                 out = dest if final else candidate
                 scopes = [scope for role in float_roles for scope in roles[role]]
-                clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated, float_ops)
+                clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated=calibrated,
+                                                float_ops=float_ops)
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,

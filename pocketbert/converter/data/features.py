@@ -53,9 +53,9 @@ class TaskData:
     def subset(self, count: int | None) -> TaskData:
         if count is None or count >= len(self):
             return self
-        return TaskData(self.name, self.kind, self.split, self.path, self.texts[:count],
-                        None if self.labels is None else self.labels[:count], self.label_names, self.metric,
-                        dict(self.details, subset=count))
+        return TaskData(self.name, self.kind, self.split, self.path, texts=self.texts[:count],
+                        labels=None if self.labels is None else self.labels[:count], label_names=self.label_names,
+                        metric=self.metric, details=dict(self.details, subset=count))
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Features:
 
     def batches(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
                 input_names: tuple[str, ...] = INPUT_NAMES) -> Batches:
-        return Batches(self, batch_size, shuffle, seed, tuple(input_names))
+        return Batches(self, batch_size, shuffle, seed, input_names=tuple(input_names))
 
 
 def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[str] | None = None) -> Features:
@@ -124,8 +124,8 @@ def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[s
                 labels = [int(v) for v in task.labels]
         truncated = sum(1 for ids in enc["input_ids"] if len(ids) >= max_length)
     token_types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]
-    return Features(task, enc["input_ids"], token_types, labels, word_ids, truncated,
-                    tokenizer.pad_token_id or 0, model_labels)
+    return Features(task, enc["input_ids"], token_types, labels, word_ids=word_ids, truncated=truncated,
+                    pad_id=tokenizer.pad_token_id or 0, label_names=model_labels)
 
 
 class Batches:

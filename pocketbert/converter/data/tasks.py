@@ -28,16 +28,16 @@ _GLUE_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
 TASKS: dict[str, TaskSpec] = {spec.name: spec for spec in [
-    TaskSpec("glue:sst2", "classification", "glue/SST-2", _GLUE_FILES, ("negative", "positive"), "accuracy",
-             "SST-2 movie-review sentiment"),
-    TaskSpec("glue:mrpc", "classification", "glue/MRPC", _GLUE_FILES, ("not_equivalent", "equivalent"), "f1",
-             "MRPC paraphrase pairs"),
-    TaskSpec("glue:cola", "classification", "glue/CoLA", _GLUE_FILES, ("unacceptable", "acceptable"), "matthews",
-             "CoLA grammatical acceptability"),
-    TaskSpec("glue:stsb", "regression", "glue/STS-B", _GLUE_FILES, ("similarity",), "pearson",
-             "STS-B sentence similarity, 0-5"),
+    TaskSpec("glue:sst2", "classification", "glue/SST-2", _GLUE_FILES, label_names=("negative", "positive"),
+             metric="accuracy", description="SST-2 movie-review sentiment"),
+    TaskSpec("glue:mrpc", "classification", "glue/MRPC", _GLUE_FILES, label_names=("not_equivalent", "equivalent"),
+             metric="f1", description="MRPC paraphrase pairs"),
+    TaskSpec("glue:cola", "classification", "glue/CoLA", _GLUE_FILES, label_names=("unacceptable", "acceptable"),
+             metric="matthews", description="CoLA grammatical acceptability"),
+    TaskSpec("glue:stsb", "regression", "glue/STS-B", _GLUE_FILES, label_names=("similarity",), metric="pearson",
+             description="STS-B sentence similarity, 0-5"),
     TaskSpec("conll2003", "ner", "conll2003", {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"},
-             CONLL_LABELS, "f1", "CoNLL-2003 English NER (IOB2)"),
+             label_names=CONLL_LABELS, metric="f1", description="CoNLL-2003 English NER (IOB2)"),
 ]}
 TASK_NAMES = tuple(TASKS)
 
@@ -103,8 +103,8 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         if unknown:
             raise ConverterInputError(f"{str(path)!r} has tags {unknown} outside {spec}'s label set {names}",
                                       "give the matching file, or the file as a path so its own tags are used")
-        data = TaskData(task.name if task else str(path), "ner", split, path, sentences.words, sentences.tags, names,
-                        "f1", {"scheme": sentences.scheme})
+        data = TaskData(task.name if task else str(path), "ner", split, path, texts=sentences.words,
+                        labels=sentences.tags, label_names=names, metric="f1", details={"scheme": sentences.scheme})
     else:
         rows = glue.read_tsv(path, what=f"{split} data")
         if rows.labels is None:
@@ -112,7 +112,8 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         else:
             labels, names, kind = _label_ids(rows, path, task.label_names if task else None)
         metric = task.metric if task else ("pearson" if kind == "regression" else "accuracy")
-        data = TaskData(task.name if task else str(path), kind, split, path, rows.texts, labels, names, metric)
+        data = TaskData(task.name if task else str(path), kind, split, path, texts=rows.texts, labels=labels,
+                        label_names=names, metric=metric)
     return data.subset(limit)
 
 

@@ -38,9 +38,11 @@ class BertFamily(Family):
         for i, layer in enumerate(base.encoder.layer):
             attention, prefix = layer.attention, f"encoder.layer.{i}"
             streams.append(ResidualStream(path, norm, [attention.self.query, attention.self.key, attention.self.value],
-                                          attention.output.dense, attention.output.LayerNorm, summands))
+                                          attention.output.dense, next_norm=attention.output.LayerNorm,
+                                          summands=summands))
             streams.append(ResidualStream(f"{prefix}.attention.output.LayerNorm", attention.output.LayerNorm,
-                                          [layer.intermediate.dense], layer.output.dense, layer.output.LayerNorm))
+                                          [layer.intermediate.dense], layer.output.dense,
+                                          next_norm=layer.output.LayerNorm))
             path, norm, summands = f"{prefix}.output.LayerNorm", layer.output.LayerNorm, []
         # sequence heads read the pooler (the first token); token heads read every token
         head = [base.pooler.dense] if getattr(base, "pooler", None) is not None else [model.classifier]

@@ -36,9 +36,9 @@ class DistilBertFamily(Family):
         for i, layer in enumerate(base.transformer.layer):
             attention, prefix = layer.attention, f"transformer.layer.{i}"
             streams.append(ResidualStream(path, norm, [attention.q_lin, attention.k_lin, attention.v_lin],
-                                          attention.out_lin, layer.sa_layer_norm, summands))
+                                          attention.out_lin, next_norm=layer.sa_layer_norm, summands=summands))
             streams.append(ResidualStream(f"{prefix}.sa_layer_norm", layer.sa_layer_norm, [layer.ffn.lin1],
-                                          layer.ffn.lin2, layer.output_layer_norm))
+                                          layer.ffn.lin2, next_norm=layer.output_layer_norm))
             path, norm, summands = f"{prefix}.output_layer_norm", layer.output_layer_norm, []
         # sequence heads read the first token through pre_classifier; token heads read every token
         head = [model.pre_classifier] if hasattr(model, "pre_classifier") else [model.classifier]

@@ -2,8 +2,10 @@
 
     load -> transform -> export -> quantize -> metadata -> verify -> bundle
 
-Every stage takes the :class:`~pocketbert.converter.conversion.Conversion` record, reads what the
-stages before it left there and adds its own part (ExecuTorch's ``Stage.run(artifact)``).
+Every stage takes the :class:`~pocketbert.converter.conversion.Conversion` record, reads the parts it
+declares (``reads``: what was given, what earlier stages produced) and sets the part it declares
+(``produces``), as ExecuTorch's ``Stage.run(artifact)``.  The pipeline checks this order against the
+declarations before it runs anything (stages/base.py ``check_order``).
 """
 
 from __future__ import annotations

@@ -10,20 +10,22 @@ from pocketbert.runtime.contract import write_manifest
 from pocketbert.runtime.errors import BundleError
 
 from .. import manifest
-from ..conversion import Conversion
+from ..conversion import BundleResult, Conversion
 from ..errors import VerificationError
 from .base import Stage
 
 
 class BundleStage(Stage):
     name = "bundle"
+    reads = ("options", "plan", "staging", "load", "transform", "export", "verify")
+    produces = ("bundle",)
 
-    def run(self, c: Conversion) -> None:
-        with c.step(self.name, "Writing bundle"):
-            c.manifest = manifest.build(c)
-            write_manifest(c.staging.path, c.manifest)
-            readable_by_the_runtime(c.staging.path)
-            c.bundle = c.staging.commit()
+    def run(self, conversion: Conversion) -> None:
+        with conversion.step(self.name, "Writing bundle"):
+            written = manifest.build(conversion)
+            write_manifest(conversion.staging.path, written)
+            readable_by_the_runtime(conversion.staging.path)
+            conversion.bundle = BundleResult(manifest=written, path=conversion.staging.commit())
 
 
 def readable_by_the_runtime(directory: Path) -> None:

@@ -3,35 +3,50 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from .. import loading, verify
 from .. import texts as textdata
-from ..conversion import Conversion, Encoder, Inputs
+from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
 from ..recipes import Recipe
 from ..training_record import task_file
 from .base import Stage
+
+if TYPE_CHECKING:
+    from ..training.recovery import PreparedRecovery
 
 DEFAULT_BUCKETS = (32, 64, 128, 256)
 
 
 class LoadStage(Stage):
     name = "load"
+    reads = ("options", "plan")
+    produces = ("load",)
 
-    def run(self, c: Conversion) -> None:
-        options = c.options
-        with c.step(self.name, "Loading checkpoint"):
-            c.loaded = loading.load(options.checkpoint, task=options.task, labels=options.labels,
-                                    num_labels=options.num_labels, seed=options.seed)
+    def run(self, conversion: Conversion) -> None:
+        options = conversion.options
+        with conversion.step(self.name, "Loading checkpoint"):
+            loaded = loading.load(options.checkpoint, task=options.task, labels=options.labels,
+                                  num_labels=options.num_labels, seed=options.seed)
             torch.set_num_threads(max(1, options.threads))
-        for note in c.loaded.notes:
-            c.note(note, warning=True, keep=True)
-        c.max_length = max_length(c.loaded, options.max_length)
-        c.buckets = buckets(options.buckets, c.max_length)
-        c.encoder = Encoder(c.loaded.tokenizer, c.loaded.family.input_names, c.verify_length)
-        c.inputs = _inputs(c)
-        c.recovery = _prepare_recovery(c)
+        for note in loaded.notes:
+            conversion.note(note, warning=True, keep=True)
+        with conversion.step(self.name, "Reading the verification sentences"):
+            longest = max_length(loaded, options.max_length)
+            lengths = buckets(options.buckets, longest)
+            length = verify_length(longest, lengths, conversion.plan)
+            encoder = Encoder(loaded.tokenizer, loaded.family.input_names, length,
+                              entity_labels=loaded.labels if loaded.task == "ner" else None)
+            inputs = _inputs(conversion, loaded, encoder)
+        result = LoadResult(loaded=loaded, max_length=longest, buckets=lengths, verify_length=length,
+                            encoder=encoder, inputs=inputs)
+        if options.recover:
+            with conversion.step(self.name, f"Reading the recovery data ({options.recover})"):
+                result.recovery = _prepare_recovery(conversion, loaded, longest)
+        conversion.load = result
 
 
 def max_length(loaded: loading.Loaded, requested: int | None) -> int:
@@ -61,27 +76,26 @@ def _sorted_by_length(items: list) -> list:
     return sorted(items, key=lambda t: len(t) if isinstance(t, str) else len(t[0]) + len(t[1]))
 
 
-def _inputs(c: Conversion) -> Inputs:
-    data = textdata.data_dir(c.options.data_dir)
-    own = task_file(c.loaded.checkpoint, "dev", data)
-    texts, source = textdata.default_verify_texts(c.loaded.task, data, own)
-    texts = _sorted_by_length(texts[: c.options.verify_samples])
+def _inputs(conversion: Conversion, loaded: loading.Loaded, encoder: Encoder) -> Inputs:
+    options = conversion.options
+    data = textdata.data_dir(options.data_dir)
+    own = task_file(loaded.checkpoint, "dev", data)
+    texts, source = textdata.default_verify_texts(loaded.task, data, own)
+    texts = _sorted_by_length(texts[: options.verify_samples])
     if source.startswith("built-in"):
-        c.notes.append("no data directory found: verification used the built-in English sentences "
-                       "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
-    tokenizer = c.loaded.tokenizer
-    parity = verify.parity_inputs(c.encoder, texts, max_length=c.verify_length, vocab_size=len(tokenizer),
+        conversion.notes.append("no data directory found: verification used the built-in English sentences "
+                                "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
+    tokenizer = loaded.tokenizer
+    parity = verify.parity_inputs(encoder, texts, max_length=encoder.max_length, vocab_size=len(tokenizer),
                                   special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
-    return Inputs(texts=texts, source=source, batches=c.encoder.batches(texts), parity=parity,
-                  entities=c.entity_view(texts))
+    return Inputs(texts=texts, source=source, batches=encoder.batches(texts), parity=parity,
+                  entities=encoder.entity_view(texts))
 
 
-def _prepare_recovery(c: Conversion):
+def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: int) -> PreparedRecovery:
     """--recover: read and check the task data, labels and budget before any slow work."""
-    options, loaded = c.options, c.loaded
-    if not options.recover:
-        return None
-    if not c.plan.opts.changing:
+    options = conversion.options
+    if not conversion.plan.opts.changing:
         raise ConverterInputError("--recover was given but --opt has neither nonorm nor relu: there is nothing to "
                                   "recover", "add nonorm,relu to --opt, or drop --recover")
     if loaded.head_initialized:
@@ -95,13 +109,13 @@ def _prepare_recovery(c: Conversion):
     settings.setdefault("data_dir", options.data_dir)
     settings.setdefault("budget", recovery_job.DEFAULT_BUDGET)
     if settings.get("qat") is None:
-        settings["qat"] = full_integer_planned(c.plan)
+        settings["qat"] = full_integer_planned(conversion.plan)
     if settings["qat"]:
-        c.note("quantization-aware recovery: training through a simulation of the full-integer TFLite export",
-               keep=True)
+        conversion.note("quantization-aware recovery: training through a simulation of the full-integer TFLite "
+                        "export", keep=True)
     job = recovery_job.RecoverOptions(task=options.recover, **settings)
     return recovery_job.prepare(job, task_kind=loaded.task, tokenizer=loaded.tokenizer, labels=loaded.labels,
-                                input_names=loaded.family.input_names, eval_length=min(512, c.max_length))
+                                input_names=loaded.family.input_names, eval_length=min(512, longest))
 
 
 def full_integer_planned(plan) -> bool:

@@ -13,23 +13,29 @@ from pocketbert.runtime.contract import VOCAB_FILE
 
 from .. import __version__
 from ..backends import tflite_metadata
-from ..conversion import Conversion
+from ..conversion import Built, Conversion, MetadataResult
 from ..errors import VerificationError
 from .base import Stage
 
 
 class MetadataStage(Stage):
     name = "metadata"
+    reads = ("staging", "load", "export", "quantize")
+    produces = ("metadata",)
 
-    def run(self, c: Conversion) -> None:
-        for built in c.built:
+    def run(self, conversion: Conversion) -> None:
+        result = MetadataResult()
+        for built in conversion.built:
             if built.recipe.backend == "tflite":
-                with c.step(self.name, f"Embedding metadata in {built.recipe.name}"):
-                    built.artifact.details["metadata"] = embed(c, built.artifact.path)
-                _check_size(built)
+                with conversion.step(self.name, f"Embedding metadata in {built.recipe.name}"):
+                    result.embedded[built.recipe.name] = embed(conversion, built.artifact.path)
+                    # the file changed in place: its details say what it now holds
+                    built.artifact.details["metadata"] = result.embedded[built.recipe.name]
+                    _check_size(built)
+        conversion.metadata = result
 
 
-def _check_size(built) -> None:
+def _check_size(built: Built) -> None:
     """--max-size holds for the shipped bytes, metadata included (the quantize stage reserved room for it)."""
     limit = (built.artifact.details.get("size_choice") or {}).get("max_bytes")
     size = built.artifact.path.stat().st_size
@@ -38,11 +44,13 @@ def _check_size(built) -> None:
                                 f"{limit / 1e6:g} MB", f"raise --max-size to {math.ceil(size / 1e4) / 100:g}MB")
 
 
-def embed(c: Conversion, path: Path) -> dict:
-    loaded = c.loaded
+def embed(conversion: Conversion, path: Path) -> dict:
+    loaded = conversion.load.loaded
     source = loaded.builtin or Path(loaded.checkpoint).name
-    return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels, vocab_file=c.staging.path / VOCAB_FILE,
-                                 do_lower_case=c.tokenizer_settings["do_lower_case"],
-                                 input_names=list(c.encoder.input_names), name=f"{source} ({loaded.task})",
+    return tflite_metadata.embed(path, task=loaded.task, labels=loaded.labels,
+                                 vocab_file=conversion.staging.path / VOCAB_FILE,
+                                 do_lower_case=conversion.export.tokenizer_settings["do_lower_case"],
+                                 input_names=list(conversion.load.encoder.input_names),
+                                 name=f"{source} ({loaded.task})",
                                  version=__version__,
                                  description=f"{loaded.config.model_type} {loaded.task} model converted by PocketBERT")

@@ -9,10 +9,10 @@ from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
 from .. import backends, size_fit, verify
 from .. import texts as textdata
-from ..conversion import Built, Conversion
+from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
 from ..quantization import Judged, Quantizer
-from ..recipes import Fit, RecipeChoice
+from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
 
@@ -21,75 +21,88 @@ CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens 
 
 class QuantizeStage(Stage):
     name = "quantize"
+    reads = ("options", "plan", "staging", "load", "transform", "export")
+    produces = ("quantize",)
 
-    def run(self, c: Conversion) -> None:
-        planned = [r for r in c.plan.recipes if isinstance(r, RecipeChoice) or r.quantized]
-        if not planned:
-            return
-        quantizer = _quantizer(c)
-        for recipe in planned:
-            start = time.perf_counter()
-            if isinstance(recipe, Fit):
-                with c.step(self.name, f"Choosing the TFLite file for --max-size {recipe.max_bytes / 1e6:g} MB "
-                                       f"({', '.join(r.precision for r in recipe.candidates)})"):
-                    recipe, artifact = size_fit.fit(
-                        quantizer, recipe, c.staging.path, reserve=_metadata_reserve(c),
-                        float_bytes=_float_bytes(c, recipe.candidates[0].backend), shape=_shape(c))
-            elif isinstance(recipe, RecipeChoice):
-                with c.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
-                    recipe, artifact = quantizer.choose(recipe, c.staging.path, c.latency_feeds)
-            else:
-                with c.step(self.name, f"Quantising {recipe.name}"):
-                    artifact = quantizer.build(recipe, c.staging.path / backends.get(recipe.backend).filename(
-                        recipe.precision))
-            if recipe.kind == "int8":
-                artifact.details.update(calibration_source=textdata.describe(c.plan.calibration_source),
-                                        calibration_texts=len(c.plan.calibration_texts))
-            artifact.details["weight_bytes"] = backends.get(recipe.backend).weight_bytes(artifact.path)
-            c.emit(ArtifactBuilt(recipe.name, artifact.details, c.options.int8_target_agreement))
-            c.built.append(Built(recipe, artifact, time.perf_counter() - start))
+    def run(self, conversion: Conversion) -> None:
+        result = QuantizeResult()
+        planned = [r for r in conversion.plan.recipes if isinstance(r, RecipeChoice) or r.quantized]
+        if planned:
+            texts = _whole_batches(conversion.plan.calibration_texts or [])
+            with conversion.step(self.name, "Preparing the calibration text"):
+                quantizer = _quantizer(conversion, texts)
+            for recipe in planned:
+                result.built.append(self._built(conversion, quantizer, recipe, len(texts)))
+        conversion.quantize = result
+
+    def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice, texts: int) -> Built:
+        """``recipe`` quantised (a choice: its chosen candidate), with the seconds it took."""
+        staging, start = conversion.staging.path, time.perf_counter()
+        if isinstance(recipe, Fit):
+            with conversion.step(self.name, f"Choosing the TFLite file for --max-size {recipe.max_bytes / 1e6:g} MB "
+                                            f"({', '.join(r.precision for r in recipe.candidates)})"):
+                recipe, artifact = size_fit.fit(
+                    quantizer, recipe, staging, reserve=_metadata_reserve(conversion),
+                    float_bytes=_float_bytes(conversion, recipe.candidates[0].backend), shape=_shape(conversion))
+        elif isinstance(recipe, RecipeChoice):
+            with conversion.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
+                recipe, artifact = quantizer.choose(recipe, staging, conversion.transform.latency_feeds)
+        else:
+            with conversion.step(self.name, f"Quantising {recipe.name}"):
+                artifact = quantizer.build(recipe, staging / backends.get(recipe.backend).filename(recipe.precision))
+        if recipe.kind == "int8":
+            artifact.details.update(calibration_source=textdata.describe(conversion.plan.calibration_source),
+                                    calibration_texts=texts)
+        artifact.details["weight_bytes"] = backends.get(recipe.backend).weight_bytes(artifact.path)
+        conversion.emit(ArtifactBuilt(recipe.name, artifact.details, conversion.options.int8_target_agreement))
+        return Built(recipe, artifact, time.perf_counter() - start)
 
 
-def _metadata_reserve(c: Conversion) -> int:
+def _metadata_reserve(conversion: Conversion) -> int:
     """Bytes the metadata stage will add to a TFLite file: the vocabulary and labels it embeds, and its tables."""
-    files = [c.staging.path / name for name in (VOCAB_FILE, LABELS_FILE)]
+    files = [conversion.staging.path / name for name in (VOCAB_FILE, LABELS_FILE)]
     return sum(f.stat().st_size for f in files if f.exists()) + 8192
 
 
-def _float_bytes(c: Conversion, backend: str) -> int:
-    export = next(b.artifact for b in c.built if b.recipe.name == f"{backend}:fp32")
+def _float_bytes(conversion: Conversion, backend: str) -> int:
+    export = next(b.artifact for b in conversion.export.built if b.recipe.name == f"{backend}:fp32")
     return sum(backends.get(backend).weight_bytes(export.path).values())
 
 
-def _shape(c: Conversion) -> dict:
-    config = c.loaded.model.config
-    return {"vocab_size": config.vocab_size, "hidden_size": c.loaded.family.hidden_size(config)}
+def _shape(conversion: Conversion) -> dict:
+    loaded = conversion.load.loaded
+    return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config)}
 
 
-def _quantizer(c: Conversion) -> Quantizer:
-    texts = c.plan.calibration_texts or []
-    # Whole batches only: ONNX Runtime's calibrator stacks every batch's activations into one array, and a
-    # shorter last batch crashed it (--calibration-samples 1000: 62 batches of 16 and one of 8).
+def _whole_batches(texts: list) -> list:
+    """Whole batches only: ONNX Runtime's calibrator stacks every batch's activations into one array, and a
+    shorter last batch crashed it (--calibration-samples 1000: 62 batches of 16 and one of 8)."""
     if len(texts) > CALIBRATION_BATCH:
-        texts = texts[: len(texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
-    c.plan.calibration_texts = texts
-    pad_to = min(64, c.verify_length)
-    calibration = c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
+        return texts[: len(texts) // CALIBRATION_BATCH * CALIBRATION_BATCH]
+    return texts
+
+
+def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
+    load, transform, options = conversion.load, conversion.transform, conversion.options
+    pad_to = min(64, load.verify_length)
+    calibration = load.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
     # the judge also reads every other bucket a fixed-shape file has (each TFLite signature is its own graph)
-    fixed = any(backends.get(name).fixed_lengths for name in c.plan.backends)
-    others = sorted({b for b in c.spec.buckets or [] if b != pad_to and b <= c.verify_length}) if fixed else []
+    fixed = any(backends.get(name).fixed_lengths for name in conversion.plan.backends)
+    others = sorted({b for b in transform.spec.buckets or [] if b != pad_to and b <= load.verify_length}
+                    if fixed else [])
     computed: dict = {}  # the float model's logits per trimmed batch, shared by the lengths
-    judged = [_judged(c, texts, pad_to, computed, calibration)] + [_judged(c, texts, length, computed)
-                                                                   for length in others]
-    options = c.options
-    return Quantizer(c.loaded, c.spec, calibration, judged, options.threads,
-                     options.int8_min_cosine, options.int8_min_agreement, options.smooth_alpha,
-                     options.int8_target_agreement, options.int8_min_entity_f1,
-                     float_exports=dict(c.float_exports),
+    judged = [_judged(conversion, texts, pad_to, computed, batches=calibration),
+              *(_judged(conversion, texts, n, computed) for n in others)]
+    return Quantizer(loaded=load.loaded, spec=transform.spec, calibration=calibration, judged=judged,
+                     threads=options.threads, min_cosine=options.int8_min_cosine,
+                     min_agreement=options.int8_min_agreement, smooth_alpha=options.smooth_alpha,
+                     target_agreement=options.int8_target_agreement, min_entity_f1=options.int8_min_entity_f1,
+                     float_exports=dict(conversion.export.float_exports),
                      equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None)
 
 
-def _judged(c: Conversion, texts: list, length: int, computed: dict, batches: list | None = None) -> Judged:
-    batches = batches or c.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=length)
-    return Judged(batches, verify.unpadded_logits(c.model, batches, computed),
-                  c.entity_view(texts, batch_size=CALIBRATION_BATCH, pad_to=length))
+def _judged(conversion: Conversion, texts: list, length: int, computed: dict, batches: list | None = None) -> Judged:
+    encoder = conversion.load.encoder
+    batches = batches or encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=length)
+    return Judged(batches, verify.unpadded_logits(conversion.transform.model, batches, computed),
+                  encoder.entity_view(texts, batch_size=CALIBRATION_BATCH, pad_to=length))

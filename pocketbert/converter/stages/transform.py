@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import backends, verify
-from ..conversion import Conversion
+from ..conversion import Conversion, Inputs, LoadResult, TransformResult
 from ..errors import AccuracyLossRefused, VerificationError
 from ..logits_model import LogitsModel
 from ..transforms import OPTS, TransformReport
@@ -26,25 +27,47 @@ LATENCY_SEQ = 128
 
 class TransformStage(Stage):
     name = "transform"
+    reads = ("options", "plan", "load")
+    produces = ("transform",)
 
-    def run(self, c: Conversion) -> None:
-        c.model = LogitsModel(c.loaded.model, list(c.encoder.input_names)).eval()
-        with c.step(self.name, "Applying optimisations"):
-            original = _change(c)
+    def run(self, conversion: Conversion) -> None:
+        load = conversion.load
+        model = LogitsModel(load.loaded.model, list(load.encoder.input_names)).eval()
+        changed = Changed()
+        with conversion.step(self.name, "Applying optimisations"):
+            original = _change(conversion, model, changed)
         if original is not None:
-            if c.recovery is not None:
-                _recover(c, original)
+            if load.recovery is not None:
+                _recover(conversion, original, model, changed)
             del original
-            _accept(c)
-        for name in c.plan.opts.exact:
-            with c.step(self.name, OPTS[name].action):
-                c.reports.append(_exact(c, name))
-        c.parity_ref = verify.torch_logits(c.model, c.inputs.parity)
-        c.verify_ref = verify.torch_logits(c.model, c.inputs.batches)
-        c.spec = backends.ExportSpec(model=c.model, family=c.loaded.family, input_names=list(c.encoder.input_names),
-                                     output_name="logits", max_length=c.max_length, make_batches=c.encoder.batches,
-                                     threads=c.options.threads, buckets=c.buckets)
-        c.latency_feeds = _full_row(c.encoder(["x"], pad_to=min(LATENCY_SEQ, c.verify_length)))
+            _accept(conversion, changed)
+        for name in conversion.plan.opts.exact:
+            with conversion.step(self.name, OPTS[name].action):
+                changed.reports.append(_exact(load, model, name))
+        with conversion.step(self.name, "Computing the reference logits"):
+            conversion.transform = _reference(conversion, model, changed)
+
+
+@dataclass
+class Changed:
+    """What the rewrites did, as the stage goes: their reports, the damage measured, the recovery's record."""
+
+    reports: list[TransformReport] = field(default_factory=list)
+    damage: verify.Comparison | None = None
+    recovered: dict | None = None
+
+
+def _reference(conversion: Conversion, model: LogitsModel, changed: Changed) -> TransformResult:
+    """The transformed model's logits every artifact is verified against, and the spec the backends export."""
+    load = conversion.load
+    encoder = load.encoder
+    spec = backends.ExportSpec(model=model, family=load.loaded.family, input_names=list(encoder.input_names),
+                               output_name="logits", max_length=load.max_length, make_batches=encoder.batches,
+                               threads=conversion.options.threads, buckets=load.buckets)
+    return TransformResult(model=model, spec=spec, parity_ref=verify.torch_logits(model, load.inputs.parity),
+                           verify_ref=verify.torch_logits(model, load.inputs.batches),
+                           latency_feeds=_full_row(encoder(["x"], pad_to=min(LATENCY_SEQ, load.verify_length))),
+                           reports=changed.reports, damage=changed.damage, recovered=changed.recovered)
 
 
 def _full_row(feeds: dict) -> dict:
@@ -53,43 +76,47 @@ def _full_row(feeds: dict) -> dict:
     return {**feeds, "attention_mask": np.ones_like(feeds["attention_mask"])}
 
 
-def _change(c: Conversion) -> LogitsModel | None:
+def _change(conversion: Conversion, model: LogitsModel, changed: Changed) -> LogitsModel | None:
     """Apply nonorm/relu; keeps their reports and the damage measured on real sentences, and returns the
     untransformed original (the teacher for recovery) when something changed."""
-    changing = c.plan.opts.changing
-    if not changing:
+    names = conversion.plan.opts.changing
+    if not names:
         return None
-    original = copy.deepcopy(c.model)
-    c.reports = [OPTS[name].apply(c.loaded.model, c.loaded.family) for name in changing]
-    if all(r.noop for r in c.reports):
+    loaded = conversion.load.loaded
+    original = copy.deepcopy(model)
+    changed.reports = [OPTS[name].apply(loaded.model, loaded.family) for name in names]
+    if all(r.noop for r in changed.reports):
         return None
-    c.damage = _damage(c, original)
+    changed.damage = _damage(conversion.load.inputs, original, model)
     return original
 
 
-def _damage(c: Conversion, original: LogitsModel) -> verify.Comparison:
-    batches = c.inputs.batches
-    return verify.compare(verify.torch_logits(original, batches), verify.torch_logits(c.model, batches), c.inputs.masks,
-                          c.inputs.entities)
+def _damage(inputs: Inputs, original: LogitsModel, model: LogitsModel) -> verify.Comparison:
+    batches = inputs.batches
+    return verify.compare(verify.torch_logits(original, batches), verify.torch_logits(model, batches), inputs.masks,
+                          inputs.entities)
 
 
-def _recover(c: Conversion, original: LogitsModel) -> None:
+def _recover(conversion: Conversion, original: LogitsModel, model: LogitsModel, changed: Changed) -> None:
     from ..training import recovery as recovery_job
 
+    load = conversion.load
     start = time.perf_counter()  # no spinner: the training loop draws its own progress
-    c.note(f"Recovering accuracy by distillation on {c.options.recover} ({c.recovery.options.budget.describe()})")
-    c.recovered = recovery_job.run(c.recovery, original.model, c.loaded.model, c.loaded.family, log=c.note)
-    c.recovered["transform_damage_before_recovery"] = c.damage.to_json()
-    c.damage = _damage(c, original)
-    c.timings["recover"] = time.perf_counter() - start
+    conversion.note(f"Recovering accuracy by distillation on {conversion.options.recover} "
+                    f"({load.recovery.options.budget.describe()})")
+    changed.recovered = recovery_job.run(load.recovery, original.model, load.loaded.model, load.loaded.family,
+                                         log=conversion.note)
+    changed.recovered["transform_damage_before_recovery"] = changed.damage.to_json()
+    changed.damage = _damage(load.inputs, original, model)
+    conversion.timings["recover"] = time.perf_counter() - start
 
 
-def _accept(c: Conversion) -> None:
+def _accept(conversion: Conversion, changed: Changed) -> None:
     """Refuse a model nonorm/relu degraded, unless recovery won the accuracy back or the loss is accepted."""
-    options, recovered = c.options, c.recovered
-    message = damage_message(c.damage, [r for r in c.reports if not r.noop], recovered)
+    options, recovered = conversion.options, changed.recovered
+    message = damage_message(changed.damage, [r for r in changed.reports if not r.noop], recovered)
     if recovered and -recovered["delta_vs_teacher"] <= options.max_accuracy_drop:
-        c.note(message)
+        conversion.note(message)
         return
     if not options.allow_accuracy_loss:
         if recovered:
@@ -99,8 +126,8 @@ def _accept(c: Conversion) -> None:
             fix = ("recover it by distillation with --recover TASK (e.g. --recover glue:sst2), or pass "
                    "--allow-accuracy-loss to accept it, or drop nonorm/relu")
         raise AccuracyLossRefused(message + "; refusing to write a silently degraded model", fix)
-    c.note(message + " (accepted: --allow-accuracy-loss)", warning=True)
-    c.notes.append(message)
+    conversion.note(message + " (accepted: --allow-accuracy-loss)", warning=True)
+    conversion.notes.append(message)
 
 
 def damage_message(comparison: verify.Comparison, changed: list[TransformReport], recovered: dict | None = None) -> str:
@@ -119,12 +146,12 @@ def damage_message(comparison: verify.Comparison, changed: list[TransformReport]
             f"recovery {scores['without_recovery'][metric]:.2f}); on real sentences, {figures}")
 
 
-def _exact(c: Conversion, name: str) -> TransformReport:
+def _exact(load: LoadResult, model: LogitsModel, name: str) -> TransformReport:
     """An exact rewrite (fold: NoNorm γ/β into neighbouring layers), checked on real and fixed inputs."""
-    check = c.inputs.parity + c.inputs.batches[:8]
-    expect = verify.torch_logits(c.model, check)  # before the rewrite
-    report = OPTS[name].apply(c.loaded.model, c.loaded.family)
-    change = verify.compare(expect, verify.torch_logits(c.model, check), [b["attention_mask"] for b in check])
+    check = load.inputs.parity + load.inputs.batches[:8]
+    expect = verify.torch_logits(model, check)  # before the rewrite
+    report = OPTS[name].apply(load.loaded.model, load.loaded.family)
+    change = verify.compare(expect, verify.torch_logits(model, check), [b["attention_mask"] for b in check])
     tolerance = verify.fp32_tolerance(expect)
     report.details.append(f"{OPTS[name].compared}: max |Δlogit| {change.max_abs:.3g} (tolerance {tolerance:.3g})")
     if change.max_abs > tolerance:

@@ -10,35 +10,41 @@ from __future__ import annotations
 import time
 
 from .. import backends, verify
-from ..conversion import ArtifactResult, Built, Conversion
+from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified
+from ..options import ConvertOptions
 from ..recipes import Recipe
 from .base import Stage
 
 
 class VerifyStage(Stage):
     name = "verify"
+    # metadata: the .tflite files are verified as they ship, with their metadata embedded
+    reads = ("options", "plan", "load", "transform", "export", "quantize", "metadata")
+    produces = ("verify",)
 
-    def run(self, c: Conversion) -> None:
-        for built in sorted(c.built, key=lambda b: _position(c.plan.recipes, b.recipe)):
+    def run(self, conversion: Conversion) -> None:
+        results, input_names = [], list(conversion.load.encoder.input_names)
+        for built in sorted(conversion.built, key=lambda b: _position(conversion.plan.recipes, b.recipe)):
             recipe = built.recipe
             start = time.perf_counter()
-            with c.step(self.name, f"Verifying {recipe.name}"):
-                runner = backends.get(recipe.backend).load(built.artifact.path, list(c.encoder.input_names),
-                                                           recipe.precision, threads=c.options.threads)
-                result = _verified(c, built, runner)
-                if c.options.measure_latency:
-                    result.latency_ms = backends.median_latency_ms(runner, c.latency_feeds)
+            with conversion.step(self.name, f"Verifying {recipe.name}"):
+                runner = backends.get(recipe.backend).load(built.artifact.path, input_names, recipe.precision,
+                                                           threads=conversion.options.threads)
+                result = _verified(conversion, built, runner)
+                if conversion.options.measure_latency:
+                    result.latency_ms = backends.median_latency_ms(runner, conversion.transform.latency_feeds)
             result.seconds = built.seconds + time.perf_counter() - start
-            c.emit(ArtifactVerified(recipe.name, result.verification))
-            c.results.append(result)
-        failed = [r for r in c.results if not r.passed]
+            conversion.emit(ArtifactVerified(recipe.name, result.verification))
+            results.append(result)
+        failed = [r for r in results if not r.passed]
         if failed:
             lines = "; ".join(f"{r.recipe}: {r.verification['failure']}" for r in failed)
             raise VerificationError(f"verification failed, no bundle written: {lines}",
                                     "see the figures above; for int8 try --int8 dynamic, --calibration with "
                                     "text like your inputs, or convert without int8")
+        conversion.verify = VerifyResult(results=results)
 
 
 def _position(planned: list, recipe: Recipe) -> int:
@@ -47,23 +53,25 @@ def _position(planned: list, recipe: Recipe) -> int:
     return next(i for i, p in enumerate(planned) if p == recipe or recipe in getattr(p, "candidates", ()))
 
 
-def _verified(c: Conversion, built: Built, runner) -> ArtifactResult:
-    real = verify.compare(c.verify_ref, verify.runner_logits(runner, c.inputs.batches), c.inputs.masks,
-                          c.inputs.entities)
+def _verified(conversion: Conversion, built: Built, runner) -> ArtifactResult:
+    inputs = conversion.load.inputs
+    real = verify.compare(conversion.transform.verify_ref, verify.runner_logits(runner, inputs.batches), inputs.masks,
+                          inputs.entities)
     kind = built.recipe.kind
     figures = {"real_sentences": real.to_json()}
     if kind in ("fp32", "fp16"):
-        figures.update(_float_figures(c, runner, real, kind))
+        figures.update(_float_figures(conversion, runner, real, kind))
     else:
-        figures.update(_int8_figures(c, real, built.recipe.precision))
+        figures.update(_int8_figures(conversion.options, real, built.recipe.precision))
     path = built.artifact.path
     return ArtifactResult(recipe=built.recipe.name, file=path.name, bytes=path.stat().st_size, verification=figures,
                           passed=figures["passed"], details=built.artifact.details)
 
 
-def _float_figures(c: Conversion, runner, real: verify.Comparison, kind: str) -> dict:
-    fixed = verify.compare(c.parity_ref, verify.runner_logits(runner, c.inputs.parity), c.inputs.parity_masks)
-    tolerance = (verify.fp32_tolerance if kind == "fp32" else verify.fp16_tolerance)(c.parity_ref)
+def _float_figures(conversion: Conversion, runner, real: verify.Comparison, kind: str) -> dict:
+    inputs, reference = conversion.load.inputs, conversion.transform.parity_ref
+    fixed = verify.compare(reference, verify.runner_logits(runner, inputs.parity), inputs.parity_masks)
+    tolerance = (verify.fp32_tolerance if kind == "fp32" else verify.fp16_tolerance)(reference)
     figures = {"fixed_inputs": fixed.to_json(), "tolerance": {"max_abs": tolerance}}
     passed = fixed.max_abs <= tolerance and real.max_abs <= tolerance
     if not passed:
@@ -78,10 +86,10 @@ def _float_figures(c: Conversion, runner, real: verify.Comparison, kind: str) ->
     return figures
 
 
-def _int8_figures(c: Conversion, real: verify.Comparison, precision: str) -> dict:
-    o = c.options
-    bars = verify.integer_bars(precision, o.int8_min_cosine, o.int8_min_agreement, o.int8_target_agreement,
-                               o.int8_min_entity_f1)
+def _int8_figures(options: ConvertOptions, real: verify.Comparison, precision: str) -> dict:
+    bars = verify.integer_bars(precision, min_cosine=options.int8_min_cosine, min_agreement=options.int8_min_agreement,
+                               target_agreement=options.int8_target_agreement,
+                               min_entity_f1=options.int8_min_entity_f1)
     figures = {"tolerance": bars.to_json(real.entity_f1 is not None)}
     failure = real.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1)
     if failure:

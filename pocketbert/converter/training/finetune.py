@@ -99,7 +99,8 @@ def supervised_loss(model):
 
 def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     start = time.perf_counter()
-    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
+    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit,
+                             dev_limit=options.dev_limit)
     job.begin(options.out, options.overwrite, options.threads)  # before any training
     loaded = load_for_task(options.checkpoint, train, options.seed)
     names = loaded.family.input_names
@@ -118,8 +119,8 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
                            progress=options.progress)
     scores = evaluate(loaded.model, dev_features, input_names=names)
     log(f"{dev.name} {dev.split}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
-    warnings = [w for w in [chance.warning(dev, scores[dev.metric], untrained, train_log, len(batches),
-                                           options.budget)] if w]
+    warnings = [w for w in [chance.warning(dev, scores[dev.metric], untrained, train_log,
+                                           batches_per_epoch=len(batches), budget=options.budget)] if w]
     for w in warnings:
         log(f"warning: {w}")
     record = {
@@ -142,7 +143,7 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     }
     out = job.write(loaded.model, loaded.tokenizer, options.out, overwrite=options.overwrite, record=record)
     _remove(state_dir)
-    return FinetuneResult(out, scores, train_log, record, warnings)
+    return FinetuneResult(out, scores, train_log, record, warnings=warnings)
 
 
 def _remove(directory: Path) -> None:

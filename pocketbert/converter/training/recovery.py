@@ -75,7 +75,8 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
                                   f"use one of {', '.join(SCHEDULES)}")
     if options.init not in INITS:
         raise ConverterInputError(f"unknown NoNorm initialisation {options.init!r}", f"use one of {', '.join(INITS)}")
-    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit, options.dev_limit)
+    train, dev = load_splits(options.task, options.dev, options.data_dir, options.train_limit,
+                             dev_limit=options.dev_limit)
     data_task = "ner" if train.kind == "ner" else "classification"
     if data_task != task_kind:
         raise ConverterInputError(f"--recover {options.task} is {train.kind} data but the model is a {task_kind} model",
@@ -87,8 +88,9 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
     options.budget.check(len(batches))
-    return PreparedRecovery(options, train.name, train.metric, features, dev_features, input_names, batches,
-                            str(train.path), str(dev.path))
+    return PreparedRecovery(options, train.name, train.metric, features, dev_features=dev_features,
+                            input_names=input_names, batches=batches,
+                            train_file=str(train.path), dev_file=str(dev.path))
 
 
 def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print) -> dict:

@@ -65,7 +65,8 @@ def run(bundle: str, output: str | None, load: dict, *, top_k: int, aggregation:
         raise click.UsageError("--resume continues a streaming run; a Ray run retries failed tasks itself: drop one")
     settings = Settings(text_field=text_field, pair_field=pair_field, prefix=prefix, top_k=top_k,
                         aggregation=aggregation, stride=stride, load=load)
-    job = Job(bundle, input_path, Path(output), settings, chunk_rows, skip_bad, resume, overwrite)
+    job = Job(bundle, input_path, Path(output), settings, chunk_rows=chunk_rows, skip_bad=skip_bad, resume=resume,
+              overwrite=overwrite)
     check_paths(job)  # an output already there is refused before the bundle loads
     with quiet_load():
         predictor = Predictor.load(bundle, settings)

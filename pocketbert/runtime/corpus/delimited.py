@@ -89,10 +89,10 @@ class DelimitedReader:
             lines.append(start)
             line = end
             if len(rows) == size:
-                yield self._chunk(rows, lines, problems, self._offset, line)
+                yield self._chunk(rows, lines, problems, self._offset, line=line)
                 rows, lines, problems = [], [], {}
         if rows:
-            yield self._chunk(rows, lines, problems, self._offset, line)
+            yield self._chunk(rows, lines, problems, self._offset, line=line)
 
     def _records(self, offset: int, line: int) -> Iterator[tuple[list[str], int, int, str | None]]:
         """(record, first line, last line, problem) from ``offset``; ``self._offset`` follows the records."""
@@ -153,7 +153,8 @@ class DelimitedReader:
     def _chunk(self, rows, lines, problems, offset, line) -> Chunk:
         pairs = None if self.pair_index is None else self._field(rows, self.pair_index)
         position = {"offset": offset, "line": line, "header": self.header}
-        return Chunk(rows, lines, self._field(rows, self.text_index), pairs, position, offset, problems)
+        return Chunk(rows, lines, self._field(rows, self.text_index), pairs, position=position, done=offset,
+                     problems=problems)
 
     @staticmethod
     def keep(rows: list, indices: list[int]) -> list:

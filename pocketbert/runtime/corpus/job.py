@@ -99,13 +99,13 @@ def run(job: Job, *, predictor: Predictor | None = None, progress: Callable[[int
     fmt = check_paths(job)
     predictor = predictor or Predictor.load(job.bundle, job.settings)
     with OutputLock(job.output):  # a second run on this output is refused, not mixed in
-        return _run(job, fmt, predictor, started, progress, on_bad, on_start)
+        return _run(job, fmt, predictor, started, progress=progress, on_bad=on_bad, on_start=on_start)
 
 
 def _run(job: Job, fmt: str, predictor: Predictor, started: float, progress, on_bad, on_start) -> Summary:
     partial, prints = Partial(job.output), fingerprint(job, fmt, predictor)
     saved = partial.prepare(prints, resume=job.resume, overwrite=job.overwrite)
-    reader, writer = open_format(fmt, job.input, job.settings, saved and saved["position"], predictor.kinds)
+    reader, writer = open_format(fmt, job.input, job.settings, saved and saved["position"], kinds=predictor.kinds)
     header = writer.begin(columns_of(reader))
     if saved:
         partial.reopen(saved)
@@ -116,7 +116,7 @@ def _run(job: Job, fmt: str, predictor: Predictor, started: float, progress, on_
         on_start(reader.total(), reader.position.get("offset", reader.position.get("row", 0)), reader.unit)
     try:
         for chunk in reader.chunks(job.chunk_rows):
-            skipped = _chunk(job, reader, writer, partial, predictor, chunk)
+            skipped = _chunk(job, reader, writer, partial, predictor=predictor, chunk=chunk)
             for line, reason in skipped:
                 on_bad and on_bad(f"{reader.unit} {line}", reason)
             if progress:
@@ -125,8 +125,8 @@ def _run(job: Job, fmt: str, predictor: Predictor, started: float, progress, on_
     finally:
         partial.close()
     s = partial.state
-    return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], resumed_at,
-                   time.perf_counter() - started, partial.kept)
+    return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], resumed_at=resumed_at,
+                   seconds=time.perf_counter() - started, kept=partial.kept)
 
 
 def _chunk(job: Job, reader, writer, partial: Partial, predictor: Predictor, chunk) -> list[tuple[int, str]]:

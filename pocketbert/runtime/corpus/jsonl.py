@@ -47,15 +47,16 @@ class JsonlReader:
                 rows.append((record, raw))  # the bytes are what is written back
                 lines.append(line)
                 if len(rows) == size:
-                    yield self._chunk(rows, lines, problems, offset, line)
+                    yield self._chunk(rows, lines, problems, offset, line=line)
                     rows, lines, problems = [], [], {}
         if rows:
-            yield self._chunk(rows, lines, problems, offset, line)
+            yield self._chunk(rows, lines, problems, offset, line=line)
 
     def _chunk(self, rows, lines, problems, offset, line) -> Chunk:
         texts = [_get(r, self.text_field) for r in rows]
         pairs = None if not self.pair_field else [_get(r, self.pair_field) for r in rows]
-        return Chunk(rows, lines, texts, pairs, {"offset": offset, "line": line}, offset, problems)
+        return Chunk(rows, lines, texts, pairs, position={"offset": offset, "line": line}, done=offset,
+                     problems=problems)
 
     @staticmethod
     def keep(rows: list, indices: list[int]) -> list:

@@ -84,7 +84,8 @@ class ParquetReader:
             values = [batch.column(i).to_pylist() for i in self.fields]
             lines = list(range(row + 1, row + 1 + batch.num_rows))
             row += batch.num_rows
-            yield Chunk(batch, lines, values[0], values[1] if len(values) > 1 else None, {"row": row}, row)
+            yield Chunk(batch, lines, values[0], values[1] if len(values) > 1 else None, position={"row": row},
+                        done=row)
 
     @staticmethod
     def keep(batch, indices: list[int]):

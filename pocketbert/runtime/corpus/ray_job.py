@@ -68,7 +68,7 @@ def run(job: Job, predictor: Predictor, address: str, workers: int | None, *, pr
     require_ray()
     Partial(job.output).prepare_output(job.overwrite)
     with OutputLock(job.output):  # a second run on this output is refused, not mixed in
-        return _run(job, predictor, address, workers, progress, on_start, on_bad)
+        return _run(job, predictor, address, workers, progress=progress, on_start=on_start, on_bad=on_bad)
 
 
 def _run(job: Job, predictor: Predictor, address: str, workers: int | None, progress, on_start, on_bad) -> Summary:
@@ -76,7 +76,7 @@ def _run(job: Job, predictor: Predictor, address: str, workers: int | None, prog
     fmt = format_of(job.input)
     partial = Partial(job.output)
     partial.prepare({"engine": "ray"}, resume=False, overwrite=job.overwrite)
-    reader, writer = open_format(fmt, job.input, job.settings, None, predictor.kinds)
+    reader, writer = open_format(fmt, job.input, job.settings, None, kinds=predictor.kinds)
     header = writer.begin(columns_of(reader))
     if fmt == "jsonl":
         writer.follow(reader)  # JSON Lines keeps the input's bytes: the driver reads them itself
@@ -86,11 +86,11 @@ def _run(job: Job, predictor: Predictor, address: str, workers: int | None, prog
         ray.init(address=address, include_dashboard=False, log_to_driver=False,  # "local": always a new instance
                  logging_level="ERROR")
     try:
-        dataset = _predicted(job, predictor, fmt, reader, workers)
+        dataset = _predicted(job, predictor, fmt, reader, workers=workers)
         if on_start:
             on_start(_estimate_rows(job.input, fmt, reader), 0, "row")
         partial.start(header, {}, {"engine": "ray", "input": str(Path(job.input).resolve())})
-        _write(job, dataset, writer, partial, progress, on_bad)
+        _write(job, dataset, writer, partial, progress=progress, on_bad=on_bad)
         partial.finish(getattr(writer, "finalize", None))
     except BaseException:
         partial.close()
@@ -100,8 +100,8 @@ def _run(job: Job, predictor: Predictor, address: str, workers: int | None, prog
         if own_instance:
             ray.shutdown()
     s = partial.state
-    return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], 0,
-                   time.perf_counter() - started, partial.kept)
+    return Summary(Path(job.output), s["rows_written"], s["rows_read"], s["skipped_count"], resumed_at=0,
+                   seconds=time.perf_counter() - started, kept=partial.kept)
 
 
 def _predicted(job: Job, predictor: Predictor, fmt: str, reader, workers: int | None):

@@ -80,7 +80,7 @@ def calibrate_nonorm(model: nn.Module, family: Family, batches: list[dict[str, T
         order = forward_order(model, list(norms.items()), batches[0])
         for path in order:
             module = norms[path]
-            stats = _collect(model, module, batches, eps, teacher, teacher_norms.get(path))
+            stats = _collect(model, module, batches, eps, teacher=teacher, counterpart=teacher_norms.get(path))
             weight, bias = stats.solve("moments" if method == "moments" else "lstsq")
             module.weight.copy_(weight)
             module.bias.copy_(bias)

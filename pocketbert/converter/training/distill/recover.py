@@ -163,8 +163,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     ``torch.no_grad()``.  The student is left in eval mode with all parameters trainable, in float.  Every
     check (families, widths, depths, heads, labels, budget, data) runs before any training.
     """
-    weights = _checked_weights(schedule, init, weights, temperature, budget)
-    pair_, stages, budgets = _plan(teacher, student, family, batches, weights, schedule=schedule,
+    weights = _checked_weights(schedule, init, weights, temperature, budget=budget)
+    pair_, stages, budgets = _plan(teacher, student, family, batches, weights=weights, schedule=schedule,
                                    final_share=final_share, budget=budget, frozen=frozen)
     train_fn = train_fn or _default_loop()
     started = time.perf_counter()
@@ -178,10 +178,11 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             no_dropout(student):
         report.gap_before = gap()
         if init is not None:
-            _initialise(report, pair_, teacher, student, family, _take(batches, init_batches), init, gap)
+            _initialise(report, pair_, teacher, student, family=family, batches=_take(batches, init_batches),
+                        init=init, gap=gap)
         with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
-            _train_stages(report, pair_, stages, budgets, batches, train_fn, temperature=temperature, lr=lr,
-                          seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
+            _train_stages(report, pair_, stages, budgets, batches=batches, train_fn=train_fn, temperature=temperature,
+                          lr=lr, seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
             student.requires_grad_(True)
             student.eval()
             report.gap_after = gap()

@@ -83,8 +83,9 @@ def gap(teacher, student, teacher_features: Features, student_features: Features
     total, count = 0.0, 0
     try:
         for rows in student_batches.order(0):
-            s_logits, t_logits, _ = paired_outputs(teacher, student, teacher_features, student_features, rows,
-                                                   teacher_batches, student_batches, teacher_inputs, student_inputs)
+            s_logits, t_logits, _ = paired_outputs(teacher, student, teacher_features, student_features, rows=rows,
+                                                   teacher_batches=teacher_batches, student_batches=student_batches,
+                                                   teacher_inputs=teacher_inputs, student_inputs=student_inputs)
             total += losses.logit_distillation(s_logits, t_logits).item() * len(s_logits)
             count += len(s_logits)
     finally:
@@ -118,8 +119,9 @@ def distill_retokenized(teacher, student, teacher_features: Features, student_fe
 
     def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         s_logits, t_logits, layers = paired_outputs(
-            teacher, student, teacher_features, student_features, batch["index"].tolist(), teacher_batches,
-            student_batches, teacher_inputs, student_inputs, hidden=hidden_weight > 0, student_batch=batch)
+            teacher, student, teacher_features, student_features, rows=batch["index"].tolist(),
+            teacher_batches=teacher_batches, student_batches=student_batches, teacher_inputs=teacher_inputs,
+            student_inputs=student_inputs, hidden=hidden_weight > 0, student_batch=batch)
         logit_loss = losses.logit_distillation(s_logits, t_logits, temperature=temperature)
         parts = {"logits": logit_loss.item()}
         loss = logit_loss

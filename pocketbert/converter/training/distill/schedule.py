@@ -68,11 +68,12 @@ def progressive(student: PreTrainedModel, family: Family, weights: dict[str, flo
     hidden = _active(weights, "hidden")
     stages = []
     if hidden:
-        stages.append(TrainingStage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0, [0]))
+        stages.append(TrainingStage("embeddings", list(family.embeddings(student).parameters()), hidden, 0.0,
+                                    layers=[0]))
     for index, block in enumerate(blocks, start=1):
         terms = _active(weights, "hidden", "attention")
         if terms:
-            stages.append(TrainingStage(f"layer{index}", list(block.parameters()), terms, 0.0, [index]))
+            stages.append(TrainingStage(f"layer{index}", list(block.parameters()), terms, 0.0, layers=[index]))
     for stage in stages:
         stage.share = transfer / len(stages)
     final = _active(weights, "logits", "hard", "stream")
