@@ -42,12 +42,10 @@ class Timeline:
 
 
 def _judgements(details: dict) -> list[dict]:
-    """Every candidate file the ladder judged for one recipe (the unsmoothed attempt, then the search)."""
+    """Every candidate file the ladder judged for the artifact it shipped: the unsmoothed attempt, then the
+    search (an ``--int8 auto`` choice's other candidates are summarised in ``selection``, not counted)."""
     found = [details["unsmoothed_attempt"]] if details.get("unsmoothed_attempt") else []
-    found += (details.get("float_fallback") or {}).get("search", [])
-    for candidate in (details.get("selection") or {}).get("candidates", []):
-        found.append(candidate)
-    return found
+    return found + (details.get("float_fallback") or {}).get("search", [])
 
 
 def measure(options: ConvertOptions, profile_rows: int = 0, tell: Callable[[str], None] | None = None) -> dict:
