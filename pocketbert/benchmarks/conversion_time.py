@@ -4,7 +4,7 @@ metadata and verification), with the accuracy ladder's judgements, on the machin
     pocketbert-bench conversion-time sst2-demo --opt nonorm,relu,fold \
         --recipe onnx:int8-dynamic,onnx:int8-static,tflite:int8-dynamic [--cprofile 15]
 
-It runs the real conversion (into a temporary directory unless ``--out``), so its figures are the
+It runs the real conversion, into a temporary directory, so its figures are the
 converter's own; ``--cprofile N`` adds the N functions with the most cumulative time.  The table goes to
 the terminal and, with the CPU, date, command and machine load, to ``results/conversion-time-<model>.json``.
 """
@@ -80,13 +80,10 @@ def top_functions(profiler: cProfile.Profile, rows: int) -> list[dict]:
              "calls": timing[1]} for (file, line, name), timing in entries[:rows]]
 
 
-def run(checkpoint: str, out: Path | None, profile_rows: int = 0, tell: Callable[[str], None] | None = None,
-        **options) -> dict:
-    """The conversion of ``checkpoint`` (into a temporary directory unless ``out``), measured."""
+def run(checkpoint: str, profile_rows: int = 0, tell: Callable[[str], None] | None = None, **options) -> dict:
+    """The conversion of ``checkpoint`` into a temporary directory, measured."""
     with tempfile.TemporaryDirectory(prefix="pocketbert-conversion-time-") as tmp:
-        destination = out or Path(tmp) / "bundle"
-        return measure(ConvertOptions(checkpoint=checkpoint, out=destination, overwrite=True, **options),
-                       profile_rows, tell)
+        return measure(ConvertOptions(checkpoint=checkpoint, out=Path(tmp) / "bundle", **options), profile_rows, tell)
 
 
 def results_file(checkpoint: str, figures: dict, command_line: str) -> dict:

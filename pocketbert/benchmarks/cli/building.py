@@ -72,7 +72,7 @@ def conversion_time(checkpoint, opts, recipes, formats, profile_rows, threads, d
     log(f"converting {checkpoint} ({settings}), {threads} threads")
     try:
         with silenced():  # the exporters' C++ logs; our own lines still show
-            figures = timing.run(checkpoint, None, profile_rows, tell=log, threads=threads, **chosen)
+            figures = timing.run(checkpoint, profile_rows, tell=log, threads=threads, **chosen)
     except ConverterError as exc:
         fail(exc.problem, exc.fix or "")
     for line in timing.table_lines(checkpoint, figures):
