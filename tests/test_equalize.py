@@ -12,6 +12,7 @@ import torch
 from pocketbert.converter.backends import get
 from pocketbert.converter.families import Family, family_for
 from pocketbert.converter.transforms import equalize
+from pocketbert.converter.transforms.smoothquant import activation_hooks, activation_maxima, forward_all
 
 from .conftest import FAMILY_NAMES, FULL_INTEGER_TEXTS, FULL_INTEGER_UNSEEN, build_checkpoint, export_spec, nonorm_model
 
@@ -53,6 +54,29 @@ def test_equalisation_is_exact_in_float(checkpoints, family_name, head, fold):
     equalised, record = equalize.equalize(model, family, maxima)
     assert record["streams"] == len(streams) and record["largest_scale"] >= 1
     np.testing.assert_allclose(_logits(equalised, batches), before, rtol=1e-4, atol=1e-4 * np.abs(before).max())
+
+
+@pytest.mark.parametrize("fold", [False, True], ids=["norm", "folded"])
+@pytest.mark.parametrize("family_name", [name for name in FAMILY_NAMES if _mapped(name)])
+def test_reader_maxima_are_what_the_equalised_model_measures(checkpoints, family_name, fold):
+    """Smoothing the equalised model uses maxima derived from the plain model's pass, not a pass of its own."""
+    loaded, spec = nonorm_model(checkpoints[family_name]["classification"], *(["fold"] if fold else []))
+    model, family = loaded.model, loaded.family
+    batches = spec.make_batches(TEXTS, pad_to=16)
+    linears, streams = {}, []
+    hooks = activation_hooks(model, family, linears) + equalize.stream_hooks(model, family, streams)
+    forward_all(model, batches, hooks)
+    assert all(torch.equal(a, b) for a, b in zip(streams, equalize.stream_maxima(model, family, batches)))
+    measured_plain = activation_maxima(model, family, batches)
+    assert linears.keys() == measured_plain.keys() and all(torch.equal(linears[k], measured_plain[k]) for k in linears)
+    factors = equalize.scales(streams)
+    assert max(float(f.max()) for f in factors) > 1.5  # some readers' inputs really change
+    equalized, _ = equalize.equalize(model, family, streams)
+    measured = activation_maxima(equalized, family, batches)
+    derived = equalize.reader_maxima(model, family, linears, factors)
+    assert derived.keys() == measured.keys()
+    for name in measured:
+        torch.testing.assert_close(derived[name], measured[name], rtol=1e-4, atol=1e-5 * float(measured[name].max()))
 
 
 def test_layernorm_models_are_not_equalised(checkpoints):

@@ -19,7 +19,7 @@ from .errors import VerificationError
 from .logits_model import LogitsModel
 from .recipes import Recipe, RecipeChoice
 from .transforms import equalize
-from .transforms.smoothquant import activation_maxima, smooth
+from .transforms.smoothquant import activation_hooks, forward_all, smooth
 
 
 @dataclass
@@ -117,6 +117,7 @@ class Quantizer:
     float_exports: dict[str, Path] = field(default_factory=dict)
     equalize_alpha: float | None = equalize.DEFAULT_ALPHA  # None: never equalise
     _equalized: tuple[ExportSpec, dict] | None = None
+    _statistics: tuple[dict, list] | None = None
     _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
     #: backend -> its plain dynamic int8 figures when they missed the target (see build)
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
@@ -149,10 +150,22 @@ class Quantizer:
         if recipe.precision != "int8-static" or self.equalize_alpha is None or not equalize.supported(model, family):
             return self.spec, None
         if self._equalized is None:
-            maxima = equalize.stream_maxima(model, family, self.calibration)
-            equalized, record = equalize.equalize(model, family, maxima, alpha=self.equalize_alpha)
+            equalized, record = equalize.equalize(model, family, self._maxima()[1], alpha=self.equalize_alpha)
             self._equalized = self._with_model(equalized), record
         return self._equalized
+
+    def _maxima(self) -> tuple[dict, list]:
+        """Every Linear's input maxima (smoothing) and, if the model can be equalised, each residual stream's
+        (equalisation; else empty): one forward pass over the calibration text for both."""
+        if self._statistics is None:
+            model, family = self.spec.model.model, self.loaded.family
+            linears, streams = {}, []
+            handles = activation_hooks(model, family, linears)
+            if self.equalize_alpha is not None and equalize.supported(model, family):
+                handles += equalize.stream_hooks(model, family, streams)
+            forward_all(model, self.calibration, handles)
+            self._statistics = linears, streams
+        return self._statistics
 
     def _with_model(self, model) -> ExportSpec:
         return ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(model, self.spec.input_names).eval()})
@@ -213,9 +226,12 @@ class Quantizer:
         base, equalization = self._base(recipe)
         key = equalization is not None
         if key not in self._smoothed:
-            model = base.model.model  # the LogitsModel's Hugging Face model
-            maxima = activation_maxima(model, self.loaded.family, self.calibration)
-            smoothed, count = smooth(model, self.loaded.family, maxima, alpha=self.smooth_alpha)
+            model, family = base.model.model, self.loaded.family  # the LogitsModel's Hugging Face model
+            maxima, streams = self._maxima()
+            if equalization is not None:  # what the equalised model's Linears read, derived from the plain model's
+                factors = equalize.scales(streams, self.equalize_alpha)
+                maxima = equalize.reader_maxima(self.spec.model.model, family, maxima, factors)
+            smoothed, count = smooth(model, family, maxima, alpha=self.smooth_alpha)
             self._smoothed[key] = (self._with_model(smoothed),
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]

@@ -15,8 +15,8 @@ Choices, each measured on this project's models (see README "Measured choices"):
   kernels never saturated); measured on the SST-2 demo model, the 7-bit weights lost no agreement.
 * int8 dynamic: activations quantised at run time; quantised from the fused graph (Attention becomes
   QAttention: Q/K/V in int8 with the input quantised once, which the un-fused graph computes identically).
-* int8 static: QDQ, per-channel int8 weights, uint8 activations calibrated on real text with
-  fixed-length batches; only MatMul/Gemm are quantised; Softmax, normalisation, GELU and residual
+* int8 static: QDQ, per-channel int8 weights, uint8 activations calibrated on real text without
+  its padding (:func:`calibrate`); only MatMul/Gemm are quantised; Softmax, normalisation, GELU and residual
   adds stay in float, where int8 costs accuracy and buys little.
 * Accuracy-driven float fallback: when the int8 model misses the agreement target on the
   calibration text, the most sensitive Linear roles go back to float until it meets it (on
@@ -43,6 +43,7 @@ from onnxruntime.quantization import (
     quantize_dynamic,
     quantize_static,
 )
+from onnxruntime.quantization.calibrate import HistogramCollector, create_calibrator, save_tensors_data
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
@@ -215,18 +216,69 @@ def _quantize_dynamic(source: Path, dest: Path, exclude: list[str]) -> None:
                      nodes_to_exclude=exclude, **_COMMON)
 
 
+class _Batches(CalibrationDataReader):
+    def __init__(self, calibration):
+        self._batches = iter(calibration)
+
+    def get_next(self):
+        return next(self._batches, None)
+
+
+def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Path) -> None:
+    """Activation ranges of ``source`` on the calibration text, written where ``quantize_static`` reads its
+    ``calibration_cache_path`` (every float-fallback attempt then reuses them): ONNX Runtime's own
+    Percentile calibrator, settings as ``quantize_static`` gives it, fed the texts without their padding.
+
+    The calibration batches are padded to one length (64 tokens), since ONNX Runtime's calibrator stacks
+    every batch of a tensor into one array.  On the demo tasks' text about two thirds of every tensor, and
+    more of attention's score tensors, were padding, and calibration held 14 GB.  Here the rows are sorted
+    by length and each batch is cut to its longest row (:func:`unpadded_batches`), and the calibrator's
+    histogram collector takes each tensor's batches of different lengths as one array of their values
+    (:class:`RaggedHistogramCollector`).  A padded position's activations never reach a real token's
+    output, so they have no place in its range either.
+    """
+    with tempfile.TemporaryDirectory(prefix="calibration.") as tmp:
+        calibrator = create_calibrator(source, ["MatMul", "Gemm"],
+                                       augmented_model_path=str(Path(tmp) / "augmented.onnx"),
+                                       calibrate_method=CalibrationMethod.Percentile,
+                                       extra_options={"percentile": PERCENTILE})
+        calibrator.collector = RaggedHistogramCollector(
+            method=calibrator.method, symmetric=calibrator.symmetric, num_bins=calibrator.num_bins,
+            num_quantized_bins=calibrator.num_quantized_bins, percentile=calibrator.percentile,
+            scenario=calibrator.scenario)
+        calibrator.collect_data(_Batches(unpadded_batches(calibration)))
+        save_tensors_data(calibrator.compute_data(), cache)
+
+
+class RaggedHistogramCollector(HistogramCollector):
+    """ONNX Runtime's histogram collector, for batches of different lengths: each tensor's values from every
+    batch in one flat array, so that its histogram is computed in one pass, as ONNX Runtime computes it from
+    equal-shaped batches (it stacks them; a histogram does not depend on the values' order)."""
+
+    def collect(self, name_to_arr):
+        return super().collect({name: np.concatenate([np.ravel(a) for a in arrays]) if isinstance(arrays, list)
+                                else arrays for name, arrays in name_to_arr.items()})
+
+
+def unpadded_batches(batches: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    """The batches' rows (padded on the right) sorted by length, longest first, re-batched at the same batch
+    size, each batch cut to its longest row.  Inputs without an attention mask are returned as given."""
+    if "attention_mask" not in batches[0]:
+        return batches
+    rows = {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
+    lengths = rows["attention_mask"].sum(axis=1)
+    order = np.argsort(-lengths, kind="stable")
+    size = len(batches[0]["attention_mask"])
+    return [{name: value[chosen, :int(lengths[chosen].max())] for name, value in rows.items()}
+            for chosen in (order[start:start + size] for start in range(0, len(order), size))]
+
+
 def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], cache: Path) -> None:
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self._batches = iter(calibration)
-
-        def get_next(self):
-            return next(self._batches, None)
-
     extra = dict(_COMMON["extra_options"], CalibPercentile=PERCENTILE)
-    # Ranges are computed once and cached: the float-fallback search re-quantises several times.
     with contextlib.redirect_stdout(io.StringIO()):  # the calibrator prints its histogram progress
-        quantize_static(source, dest, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+        if not cache.exists():
+            calibrate(source, calibration, cache)
+        quantize_static(source, dest, None, quant_format=QuantFormat.QDQ, per_channel=True,
                         reduce_range=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=exclude,
                         calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=cache,

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from ..families import Family, ResidualStream, is_nonorm
+from .smoothquant import forward_all
 
 DEFAULT_ALPHA = 0.5
 
@@ -47,8 +48,15 @@ def supported(model: nn.Module, family: Family) -> bool:
 @torch.no_grad()
 def stream_maxima(model: nn.Module, family: Family, batches: Iterable[dict]) -> list[Tensor]:
     """Per stream, per channel: the largest |value| over the int8 tensors carrying that stream's scale."""
+    maxima: list[Tensor | None] = []
+    forward_all(model, batches, stream_hooks(model, family, maxima))
+    return maxima
+
+
+def stream_hooks(model: nn.Module, family: Family, maxima: list) -> list:
+    """Hooks filling the empty list ``maxima`` with what :func:`stream_maxima` returns (one shared forward pass)."""
     streams = family.residual_streams(model)
-    maxima: list[Tensor | None] = [None] * len(streams)
+    maxima.extend([None] * len(streams))
 
     def record(index: int, x: Tensor) -> None:
         value = x.detach().abs().reshape(-1, x.shape[-1]).amax(0)
@@ -60,13 +68,22 @@ def stream_maxima(model: nn.Module, family: Family, batches: Iterable[dict]) -> 
         if stream.next_norm is not None:  # the residual sum: stream + writer output, still at this scale
             handles.append(stream.next_norm.register_forward_pre_hook(
                 lambda _module, inputs, index=index: record(index, inputs[0])))
-    try:
-        for batch in batches:
-            model(**{k: torch.as_tensor(v) for k, v in batch.items()})
-    finally:
-        for handle in handles:
-            handle.remove()
-    return maxima
+    return handles
+
+
+def reader_maxima(model: nn.Module, family: Family, maxima: dict[str, Tensor],
+                  factors: list[Tensor]) -> dict[str, Tensor]:
+    """What ``smoothquant.activation_maxima`` finds on the model equalised by ``factors``, from ``maxima``, its
+    finding on ``model``: a Linear reading stream i sees that stream divided by ``factors[i]``; every other
+    Linear's input is unchanged, since equalisation leaves each sublayer's function as it was."""
+    names = {id(module): name for name, module in family.base(model).named_modules()}
+    derived = dict(maxima)
+    for stream, factor in zip(family.residual_streams(model), factors):
+        for reader in stream.readers:
+            name = names.get(id(reader))
+            if name in derived:
+                derived[name] = derived[name] / factor
+    return derived
 
 
 def _producer_hook(index: int, record):

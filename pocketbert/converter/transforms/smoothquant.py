@@ -41,8 +41,14 @@ class SmoothedLinear(nn.Module):
 @torch.no_grad()
 def activation_maxima(model: nn.Module, family: Family, batches: Iterable[dict]) -> dict[str, torch.Tensor]:
     """Per-input-channel max |x| of every encoder Linear, over the calibration batches."""
-    linears = {name: m for name, m in family.base(model).named_modules() if isinstance(m, nn.Linear)}
     maxima: dict[str, torch.Tensor] = {}
+    forward_all(model, batches, activation_hooks(model, family, maxima))
+    return maxima
+
+
+def activation_hooks(model: nn.Module, family: Family, maxima: dict[str, torch.Tensor]) -> list:
+    """Hooks recording into ``maxima`` what :func:`activation_maxima` returns, to share one forward pass."""
+    linears = {name: m for name, m in family.base(model).named_modules() if isinstance(m, nn.Linear)}
 
     def hook(name):
         def record(_module, inputs):
@@ -50,14 +56,18 @@ def activation_maxima(model: nn.Module, family: Family, batches: Iterable[dict])
             maxima[name] = torch.maximum(maxima[name], x) if name in maxima else x
         return record
 
-    handles = [m.register_forward_pre_hook(hook(name)) for name, m in linears.items()]
+    return [m.register_forward_pre_hook(hook(name)) for name, m in linears.items()]
+
+
+@torch.no_grad()
+def forward_all(model: nn.Module, batches: Iterable[dict], handles: list) -> None:
+    """Run ``model`` on every batch, then remove ``handles`` (the hooks recording what the pass is for)."""
     try:
         for batch in batches:
-            model(**{k: torch.from_numpy(v) for k, v in batch.items()})
+            model(**{k: torch.as_tensor(v) for k, v in batch.items()})
     finally:
         for handle in handles:
             handle.remove()
-    return maxima
 
 
 @torch.no_grad()
