@@ -59,6 +59,18 @@ def test_tflite_int8_dynamic(family, checkpoints, options):
     assert manifest["verification"]["texts"] == "conll2003/dev.txt"  # NER: token rows
     assert (result.bundle / int8["file"]).stat().st_size < 0.6 * (result.bundle / fp32["file"]).stat().st_size
     assert not [op for op in int8["details"]["op_histogram"] if op.startswith("CUSTOM")]
+    # activations quantised per token at run time: a text's logits do not depend on the signature it is padded
+    # to, so the ladder judged the calibration texts at one length (64 texts), not at every bucket
+    assert int8["details"]["float_fallback"]["search"][0]["judged_texts"] == 64
+    runner = Interpreter(model_path=str(result.bundle / int8["file"]))
+    texts = [[101, 2023, 3185, 2001, 2204, 102], [101, 1037, 2843, 1010, 1996, 2190, 1997, 2035, 102]]
+    for ids in texts:
+        logits = {}
+        for bucket in (32, 128):
+            feeds = {name: np.zeros((1, bucket), np.int32) for name in [i["name"] for i in manifest["inputs"]]}
+            feeds["input_ids"][0, :len(ids)], feeds["attention_mask"][0, :len(ids)] = ids, 1
+            logits[bucket] = runner.get_signature_runner(f"seq_{bucket}")(**feeds)["logits"][0, :len(ids)]
+        np.testing.assert_allclose(logits[128], logits[32], rtol=1e-5, atol=1e-5 * np.abs(logits[32]).max())
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
@@ -117,6 +129,8 @@ def test_tflite_int8_static_is_full_integer_and_dequantised(checkpoints, options
                              int8="static", buckets=[32, 64], int8_min_cosine=0.95))
     fp32, static = read_manifest(result.bundle)["artifacts"]
     assert static["recipe"] == "tflite:int8-static" and static["details"]["method"] == "static"
+    # each signature calibrated on its own: the ladder judged the 64 calibration texts at both lengths
+    assert static["details"]["float_fallback"]["search"][0]["judged_texts"] == 2 * 64
     real = static["verification"]["real_sentences"]
     assert real["cosine"] >= 0.95 and real["top1_agreement"] >= 0.95 and real["max_abs"] < 0.01
     interpreter = Interpreter(model_path=str(result.bundle / static["file"]))

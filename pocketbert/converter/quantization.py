@@ -45,7 +45,7 @@ SCREEN_TEXTS = 128
 @dataclass
 class CalibrationJudge:
     """accept(path) -> (meets the int8 target on the calibration text?, figures): a full judgement, on all the
-    calibration text at every length a fixed-shape file has.
+    calibration text at every length it is given (a per-length quantised file's every signature).
 
     ``screen(path)``: the same figures on ``SCREEN_TEXTS`` texts at the first length, which the float-fallback
     search uses to rank roles (each role's candidate judged once, so screening them saves most of the
@@ -103,9 +103,9 @@ class Quantizer:
     loaded: loading.Loaded
     spec: ExportSpec
     calibration: list[dict[str, np.ndarray]]  # fixed-length batches of calibration text
-    #: the calibration text at each length the judge compares on: the calibration batches first; a
-    #: fixed-shape backend (one TFLite signature per length) is judged on every length, each signature
-    #: being its own quantised graph
+    #: the calibration text at each length the judge compares on: the calibration batches first, then (only
+    #: when a recipe is quantised per length: TFLite int8-static, each signature calibrated on its own) every
+    #: other length of a fixed-shape backend (``ExportBackend.judged_per_length``)
     judged: list[Judged]
     threads: int
     min_cosine: float
@@ -127,7 +127,7 @@ class Quantizer:
 
     def judge(self, backend, precision: str) -> CalibrationJudge:
         """The ladder's judge of a candidate file on the calibration text (see :class:`CalibrationJudge`)."""
-        lengths = self.judged if backend.fixed_lengths else self.judged[:1]
+        lengths = self.judged if backend.judged_per_length(precision) else self.judged[:1]
         bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement,
                                    target_agreement=self.target_agreement, min_entity_f1=self.min_entity_f1)
         return CalibrationJudge(lambda path: self._load(backend, path, precision), lengths, bars)

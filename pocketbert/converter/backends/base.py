@@ -65,6 +65,15 @@ class ExportBackend(ABC):
     #: ``--max-size``'s candidates, most accurate first (each about half the one before); empty: not offered
     size_ladder: tuple[str, ...] = ()
 
+    #: precisions quantised for each sequence length on its own (a fixed-shape file's signatures, each calibrated
+    #: apart), which the int8 judge reads at every length; every other precision quantises activations per
+    #: token at run time, so a text's logits do not depend on the length it is padded to (TFLite int8-dynamic
+    #: on the demo models: the same bits from every signature) and one length judges it
+    length_specific: frozenset[str] = frozenset()
+
+    def judged_per_length(self, precision: str) -> bool:
+        return self.fixed_lengths and precision in self.length_specific
+
     @property
     def fixed_lengths(self) -> bool:
         """Static shapes: one graph per sequence-length bucket, each quantised on its own (declared by the

@@ -142,6 +142,7 @@ class TfliteExportBackend(ExportBackend):
                   "int4-dynamic": "ai-edge-quantizer dynamic_wi4_afp32 and int4 embedding rows: half int8's size, "
                                   "for phones"}
     size_ladder = ("fp16", "int8-dynamic", "int4-dynamic")
+    length_specific = frozenset({"int8-static"})  # calibrated per signature (_calibrate)
 
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         import litert_torch

@@ -86,10 +86,11 @@ def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
     load, transform, options = conversion.load, conversion.transform, conversion.options
     pad_to = min(64, load.verify_length)
     calibration = load.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
-    # the judge also reads every other bucket a fixed-shape file has (each TFLite signature is its own graph)
-    fixed = any(backends.get(name).fixed_lengths for name in conversion.plan.backends)
+    # a recipe quantised per length (TFLite int8-static) is judged at every other bucket too
+    planned = [r for recipe in conversion.plan.recipes for r in getattr(recipe, "candidates", [recipe])]
+    per_length = any(backends.get(r.backend).judged_per_length(r.precision) for r in planned)
     others = sorted({b for b in transform.spec.buckets or [] if b != pad_to and b <= load.verify_length}
-                    if fixed else [])
+                    if per_length else [])
     computed: dict = {}  # the float model's logits per trimmed batch, shared by the lengths
     judged = [_judged(conversion, texts, pad_to, computed, batches=calibration),
               *(_judged(conversion, texts, n, computed) for n in others)]
