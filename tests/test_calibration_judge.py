@@ -1,5 +1,5 @@
-"""The int8 ladder's judge: a full judgement on all the calibration texts at every length it is given, and a cheap screen
-on the first texts of the first length, to rank roles by."""
+"""The int8 ladder's judge: a full judgement on all the calibration texts at every length it is given, and a
+cheap screen on the first texts of the first length, to rank roles by."""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def dev_data(record: dict, dev: str | Path | None = None) -> str:
 
 
 def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP, int8_extra: float = INT8_EXTRA,
-          data_dir: str | None = None, dev: str | Path | None = None, progress=print) -> list[dict]:
+          data_dir: str | None = None, dev: str | Path | None = None, threads: int | None = None,
+          progress=print) -> list[dict]:
     from pocketbert.runtime import Bundle
     from pocketbert.runtime.errors import BundleError
 
@@ -74,7 +75,7 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
     scored = dev_data(record, dev)
-    data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, progress=progress)
+    data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]
     reference = max(floats) if floats else None

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from pocketbert.cli_options import threads_option, usable_cpus
+
 from .common import (
     RESULTS,
     bundles_argument,
@@ -81,7 +83,8 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
 @data_dir_option()
 @click.option("--dev", type=click.Path(path_type=Path), default=None, help="dev file of a task given as a file "
               "[default: the dev file the bundle records; a short name's task uses its dev split]")
-def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
+@threads_option(default=usable_cpus())
+def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, threads):
     from .. import gates as gate_checks
     from ..accuracy import AccuracyError
 
@@ -90,7 +93,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev):
     for bundle in bundle_dirs:
         try:
             rows += gate_checks.check(bundle, limit=limit, max_drop=max_drop, int8_extra=int8_extra,
-                                      data_dir=data_dir, dev=dev, progress=log)
+                                      data_dir=data_dir, dev=dev, threads=threads, progress=log)
         except AccuracyError as exc:
             fail(exc.problem, exc.fix)
     click.echo(gate_checks.table(rows))
