@@ -231,11 +231,11 @@ def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Pat
 
     The calibration batches are padded to one length (64 tokens), since ONNX Runtime's calibrator stacks
     every batch of a tensor into one array.  On the demo tasks' text about two thirds of every tensor, and
-    more of attention's score tensors, were padding, and calibration held 14 GB.  Here the rows are sorted
-    by length and each batch is cut to its longest row (:func:`unpadded_batches`), and the calibrator's
-    histogram collector takes each tensor's batches of different lengths as one array of their values
-    (:class:`RaggedHistogramCollector`).  A padded position's activations never reach a real token's
-    output, so they have no place in its range either.
+    more of attention's score tensors, were padding (NER demo: about 14 GB of activations by the tensors'
+    sizes).  Here the rows are sorted by length and each batch is cut to its longest row
+    (:func:`unpadded_batches`), and the calibrator's histogram collector takes each tensor's batches of
+    different lengths as one array of their values (:class:`RaggedHistogramCollector`).  A padded
+    position's activations never reach a real token's output, so they have no place in its range either.
     """
     with tempfile.TemporaryDirectory(prefix="calibration.") as tmp:
         calibrator = create_calibrator(source, ["MatMul", "Gemm"],
