@@ -349,3 +349,37 @@ def test_float_fallback_search_ranks_roles_by_screening_and_accepts_only_full_ju
     result = float_fallback_search({"a": [1], "b": [2]}, attempt)
     assert result["accepted"] and result["target_met"] and result["roles"] == ["b"]  # b helps most alone
     assert judge.calls == [("full", ()), ("screen", ("a",)), ("screen", ("b",)), ("full", ("b",))]
+
+
+def test_profiler_based_calibration_finds_the_ranges_the_default_mode_finds(checkpoints, tmp_path):
+    """int8-static calibrates in ai-edge-quantizer's profiler-based mode (min and max tracked in C++): every
+    tensor the default mode (each tensor copied out and reduced in Python) calibrates gets the same range."""
+    from ai_edge_quantizer import quantizer
+    from ai_edge_quantizer.calibrator import CalibrationMode
+
+    from pocketbert.converter.backends import get
+    from pocketbert.converter.backends.tflite import _fit
+    from pocketbert.converter.backends.tflite_graph import masked_softmax_ops, model_bytes
+    from pocketbert.converter.backends.tflite_recipes import quiet, recipe_for
+
+    from .conftest import FULL_INTEGER_TEXTS, export_spec
+
+    _, spec = export_spec(checkpoints["bert"]["classification"], buckets=[16, 32])
+    path = tmp_path / "float.tflite"
+    get("tflite").export(spec, path)
+    batch = spec.make_batches(FULL_INTEGER_TEXTS, pad_to=32)[0]
+    rows = [{n: batch[n][i:i + 1] for n in spec.input_names} for i in range(len(FULL_INTEGER_TEXTS))]
+    data = {f"seq_{b}": [{n: _fit(r[n], b) for n in r} for r in rows] for b in (16, 32)}
+    found = {}
+    for mode in (CalibrationMode.CALIBRATION_PROFILER_BASED, CalibrationMode.CALIBRATION_PRESERVE_ALL_TENSORS):
+        qt = quantizer.Quantizer(model_bytes(path), recipe_for("int8-static", [], masked_softmax_ops(path)))
+        with quiet():
+            found[mode] = qt.calibrate(data, num_threads=1, mode=mode)
+    profiler, default = found[CalibrationMode.CALIBRATION_PROFILER_BASED], found[
+        CalibrationMode.CALIBRATION_PRESERVE_ALL_TENSORS]
+    assert len(default) > 20 and set(default) <= set(profiler)
+    for name, qsv in default.items():
+        for bound in ("min", "max"):
+            ours, theirs = np.ravel(profiler[name][bound]), np.ravel(qsv[bound])  # (1,) there, (1, 1) here
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(theirs).max())),
+                                       err_msg=name)
