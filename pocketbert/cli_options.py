@@ -5,8 +5,6 @@ command modules pull in torch, which the benchmark harness loads only when a com
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from pocketbert.runtime import MAX_THREADS
@@ -18,8 +16,3 @@ def threads_option(default: int | None = 2):
                         show_default=default is not None,
                         help=None if default else "PyTorch threads [default: all cores].")
 
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the OS has one), within the accepted threads."""
-    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(count, MAX_THREADS)

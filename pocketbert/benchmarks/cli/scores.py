@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from pocketbert.cli_options import threads_option, usable_cpus
+from pocketbert.cli_options import threads_option
+from pocketbert.runtime import MAX_THREADS
+from pocketbert.runtime.machine import usable_cpus
 
 from .common import (
     RESULTS,
@@ -83,7 +85,7 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
 @data_dir_option()
 @click.option("--dev", type=click.Path(path_type=Path), default=None, help="dev file of a task given as a file "
               "[default: the dev file the bundle records; a short name's task uses its dev split]")
-@threads_option(default=usable_cpus())
+@threads_option(default=min(usable_cpus(), MAX_THREADS))
 def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, threads):
     from .. import gates as gate_checks
     from ..accuracy import AccuracyError

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from pocketbert.runtime.errors import Error
+from pocketbert.runtime.machine import usable_cpus
 from pocketbert.runtime.terminal import plain
 
 from .common import (
@@ -49,7 +48,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
     from .. import schema
 
     quiet_transformers()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = usable_cpus()
     settings = lat.LatencySettings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
                             checkpoint=checkpoint, floor=not no_floor, fast=fast, rounds=rounds)
     if fast:
