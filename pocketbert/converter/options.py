@@ -63,8 +63,14 @@ class Plan:
     calibration_source: Path | None
 
     @property
+    def candidates(self) -> list[Recipe]:
+        """Every recipe the conversion may build: a choice's candidates each (all are built, one kept)."""
+        return [r for planned in self.recipes
+                for r in (planned.candidates if isinstance(planned, RecipeChoice) else [planned])]
+
+    @property
     def backends(self) -> set[str]:
-        return {r.candidates[0].backend if isinstance(r, RecipeChoice) else r.backend for r in self.recipes}
+        return {r.backend for r in self.candidates}
 
     @property
     def fixed_lengths(self) -> bool:

@@ -45,8 +45,7 @@ class ExportStage(Stage):
 def space_estimate(conversion: Conversion) -> tuple[int, str]:
     """Bytes the model files take, roughly: every int8 candidate is built, then one kept."""
     weights = sum(p.numel() * 4 for p in conversion.load.loaded.model.parameters())
-    built = [r for planned in conversion.plan.recipes
-             for r in (planned.candidates if isinstance(planned, RecipeChoice) else [planned])]
+    built = conversion.plan.candidates
     fraction = sum(SIZE_VS_FP32.get(r.precision, 0.5) for r in built)
     return int(weights * fraction), (f"{len(built)} model file(s) made from {weights / 1e6:.1f} MB of float32 "
                                      "weights")

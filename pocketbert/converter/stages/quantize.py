@@ -87,8 +87,7 @@ def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
     pad_to = min(64, load.verify_length)
     calibration = load.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
     # a recipe quantised per length (TFLite int8-static) is judged at every other bucket too
-    planned = [r for recipe in conversion.plan.recipes for r in getattr(recipe, "candidates", [recipe])]
-    per_length = any(backends.get(r.backend).judged_per_length(r.precision) for r in planned)
+    per_length = any(backends.get(r.backend).judged_per_length(r.precision) for r in conversion.plan.candidates)
     others = sorted({b for b in transform.spec.buckets or [] if b != pad_to and b <= load.verify_length}
                     if per_length else [])
     computed: dict = {}  # the float model's logits per trimmed batch, shared by the lengths
