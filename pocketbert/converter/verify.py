@@ -182,6 +182,21 @@ def unpadded_logits(model: torch.nn.Module, batches: Sequence[dict[str, np.ndarr
     return out
 
 
+def unpadded_batches(batches: Sequence[dict[str, np.ndarray]],
+                     size: int | None = None) -> list[dict[str, np.ndarray]]:
+    """The batches' rows (padded on the right) sorted by length, longest first, re-batched ``size`` rows at a
+    time (default: the first batch's size), each batch cut to its longest row.  Inputs without an attention
+    mask are returned as given."""
+    if "attention_mask" not in batches[0]:
+        return list(batches)
+    rows = {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
+    lengths = rows["attention_mask"].sum(axis=1)
+    order = np.argsort(-lengths, kind="stable")
+    size = size or len(batches[0]["attention_mask"])
+    return [{name: value[chosen, :int(lengths[chosen].max())] for name, value in rows.items()}
+            for chosen in (order[start:start + size] for start in range(0, len(order), size))]
+
+
 def runner_logits(runner: Callable, batches: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
     return [runner(b) for b in batches]
 

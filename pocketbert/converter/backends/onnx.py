@@ -47,6 +47,7 @@ from onnxruntime.quantization.calibrate import HistogramCollector, create_calibr
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from ..errors import VerificationError
+from ..verify import unpadded_batches
 from . import register
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .onnx_fusion import fusable, fuse, is_fused
@@ -233,7 +234,7 @@ def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Pat
     every batch of a tensor into one array.  On the demo tasks' text about two thirds of every tensor, and
     more of attention's score tensors, were padding (NER demo: about 14 GB of activations by the tensors'
     sizes).  Here the rows are sorted by length and each batch is cut to its longest row
-    (:func:`unpadded_batches`), and the calibrator's histogram collector takes each tensor's batches of
+    (``verify.unpadded_batches``), and the calibrator's histogram collector takes each tensor's batches of
     different lengths as one array of their values (:class:`RaggedHistogramCollector`).  A padded
     position's activations never reach a real token's output, so they have no place in its range either.
     """
@@ -258,19 +259,6 @@ class RaggedHistogramCollector(HistogramCollector):
     def collect(self, name_to_arr):
         return super().collect({name: np.concatenate([np.ravel(a) for a in arrays]) if isinstance(arrays, list)
                                 else arrays for name, arrays in name_to_arr.items()})
-
-
-def unpadded_batches(batches: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
-    """The batches' rows (padded on the right) sorted by length, longest first, re-batched at the same batch
-    size, each batch cut to its longest row.  Inputs without an attention mask are returned as given."""
-    if "attention_mask" not in batches[0]:
-        return batches
-    rows = {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
-    lengths = rows["attention_mask"].sum(axis=1)
-    order = np.argsort(-lengths, kind="stable")
-    size = len(batches[0]["attention_mask"])
-    return [{name: value[chosen, :int(lengths[chosen].max())] for name, value in rows.items()}
-            for chosen in (order[start:start + size] for start in range(0, len(order), size))]
 
 
 def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], cache: Path) -> None:

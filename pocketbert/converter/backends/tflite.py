@@ -280,9 +280,8 @@ def _widen_output_ranges(spec: ExportSpec, float_path: Path, calibrated: dict, d
     computed: dict = {}
     for signature, rows in data.items():
         name = interpreter.get_signature_runner(signature).get_output_details()[spec.output_name]["name"]
-        rows = sorted(rows, key=lambda r: int(r["attention_mask"].sum()))
-        batches = [{n: np.concatenate([r[n] for r in rows[i:i + 64]]).astype(np.int64) for n in spec.input_names}
-                   for i in range(0, len(rows), 64)]
+        batches = verify.unpadded_batches([{n: r[n].astype(np.int64) for n in spec.input_names} for r in rows],
+                                          size=64)
         with torch.no_grad():
             logits = verify.unpadded_logits(spec.model, batches, computed)
         qsv = calibrated[name]
