@@ -52,3 +52,25 @@ def test_demo_model_scores_on_real_dev_data(name):
     torch.set_num_threads(2)
     score = evaluate(loaded.model, dev, input_names=loaded.family.input_names)[metric]
     assert score > {"accuracy": 85, "f1": 82}[metric]
+
+
+def test_the_phone_demo_stores_its_factors_and_takes_the_rest_from_the_sst2_demo():
+    """sst2-phone: the SST-2 demo with 16,000 pieces and rank-160 factored word embeddings; its card's promise (the
+    shipped model within 1.0 point of the teacher) and the weights as loaded, on real dev text."""
+    from safetensors import safe_open
+
+    path = BUILTIN["sst2-phone"].path()
+    config = json.loads((path / "config.json").read_text())["pocketbert"]
+    assert config["word_embedding_rank"] == 160 and config["base_weights"]["model"] == "sst2-demo"
+    with safe_open(str(path / "model.safetensors"), framework="pt") as weights:
+        assert all(".word_embeddings." in key for key in weights.keys())
+    record = json.loads((path / "training.json").read_text())
+    scores = record["dev_scores"]
+    assert scores["shipped"]["accuracy"] >= scores["teacher"]["accuracy"] - 1.0
+    assert record["factored_embeddings"]["rows"] == 16000
+    loaded, demo = loading.load("sst2-phone"), loading.load("sst2-demo")
+    assert len(loaded.tokenizer) == 16000 and loaded.model.get_input_embeddings().rank == 160
+    body = {k: v for k, v in loaded.model.state_dict().items() if ".word_embeddings." not in k}
+    assert all(torch.equal(v, demo.model.state_dict()[k]) for k, v in body.items())
+    dev = load_task("glue:sst2", "dev", DATA, limit=300).encode(loaded.tokenizer, 512, loaded.labels)
+    assert evaluate(loaded.model, dev, input_names=loaded.family.input_names)["accuracy"] > 85

@@ -52,3 +52,15 @@ def test_nothing_fits_names_every_size_and_the_vocabulary_that_would(checkpoints
     assert "tflite:int4-dynamic" in caught.value.problem and "MB (too big)" in caught.value.problem
     assert "trim-vocab" in caught.value.fix and "--size " in caught.value.fix and "shrink" in caught.value.fix
     assert not out.exists()  # nothing half-written
+
+
+def test_the_refusal_names_the_vocabulary_and_the_rank_that_would_fit():
+    """SST-2 demo shape at int4: 204 bytes a row; 4.7 MB too many leaves 7,482 rows, or rows of rank 76."""
+    from pocketbert.converter.size_fit import _table_levers
+
+    shape = {"vocab_size": 30522, "hidden_size": 384, "table_width": 384}
+    trim, factor = _table_levers(shape, 4_700_000)
+    assert "trim-vocab CHECKPOINT --task TASK --size 7482 " in trim
+    assert "factor-embeddings CHECKPOINT --task TASK --rank 76 " in factor
+    factored = _table_levers({**shape, "table_width": 160}, 1_000_000)  # already factored: no second factoring
+    assert len(factored) == 1 and "trim-vocab" in factored[0]

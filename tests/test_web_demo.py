@@ -1,17 +1,17 @@
 """The web demo (web_demo/): the page run in headless Chromium against the Python runtime.
 
-The page is built (esbuild) into a temporary folder with two bundles converted here (ner-demo and
-sst2-demo, TFLite fp32, buckets 32 and 64; sst2-demo also tflite:int4-dynamic), served from localhost, and driven by
-``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium). What the browser computes
-is compared here with the runtime: the seed example's entities, the golden vectors, 2,000+ random texts
-tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4; the int4 file, which
-the page chooses by default there: the runtime's labels, logits within 0.1), a tampered
-model refused with a visible message, and the measure panel's record in the benchmarks' schema; Measure keeps
-the page responsive and can be cancelled; a missing bundle, the page opened as a file and any console error
-(LiteRT's own INFO and WARNING lines are not errors) are checked in the same browser run.  The
-JS modules' own node tests (decoding edge cases) run too.  Debian's chromium is installed with apt-get when
-missing and we are root (web_demo/tools/ensure_chromium.py); otherwise, as a missing node or npm, it is a
-failure with the command that installs it, not a skip; missing npm packages are installed with ``npm ci``.
+The page is built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the
+SST-2 demo with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic),
+served from localhost, and driven by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium).
+What the browser computes is compared here with the runtime: the seed example's entities, the golden vectors,
+2,000+ random texts tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4; the
+int4 file, which the page chooses by default there: the runtime's labels, logits within 0.1), a tampered model
+refused with a visible message, and the measure panel's record in the benchmarks' schema; Measure keeps the page
+responsive and can be cancelled; a missing bundle, the page opened as a file and any console error (LiteRT's own
+INFO and WARNING lines are not errors) are checked in the same browser run. The JS modules' own node tests
+(decoding edge cases) run too. Debian's chromium is installed with apt-get when missing and we are root
+(web_demo/tools/ensure_chromium.py); otherwise, as a missing node or npm, it is a failure with the command that
+installs it, not a skip; missing npm packages are installed with ``npm ci``.
 """
 
 from __future__ import annotations
@@ -92,10 +92,11 @@ def _convert(name: str, out: Path, *recipes: str) -> Path:
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     work = tmp_path_factory.mktemp("web-bundles")
-    # int4 on one real model only: quantising and verifying it adds ~11 s (2 cores, load 6); ner-demo's int4
-    # quantisation runs its accuracy ladder (584 s) and its file runs the same ops (docs/web.md)
+    # int4 on one real model only, the phone-sized one (sst2-demo with factored word embeddings): quantising and
+    # verifying it adds ~5 s; ner-demo's int4 quantisation runs its accuracy ladder (584 s) and its file runs the
+    # same ops (docs/web.md)
     return {"ner": _convert("ner-demo", work / "ner"),
-            "classification": _convert("sst2-demo", work / "sst2", "tflite:int4-dynamic")}
+            "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic")}
 
 
 @pytest.fixture(scope="module")
@@ -246,9 +247,9 @@ def test_entities_and_labels_of_real_texts_equal_the_runtime_fp32(browser, bundl
 
 
 def test_the_int4_file_with_shared_tables_gives_the_runtimes_answers_in_the_browser(browser, bundles):
-    """LiteRT.js loads tflite:int4-dynamic (int4 FULLY_CONNECTED and EMBEDDING_LOOKUP, quantisation tables
-    shared between the bucket signatures), the page picks it by default over fp32, and on real texts it gives
-    the Python runtime's labels, its logits within INT4_LOGIT_TOLERANCE."""
+    """LiteRT.js loads the phone-sized tflite:int4-dynamic (int4 FULLY_CONNECTED and EMBEDDING_LOOKUP on a
+    16,000 × 160 table, quantisation tables shared between the bucket signatures), the page picks it by default
+    over fp32, and on real texts it gives the Python runtime's labels, its logits within INT4_LOGIT_TOLERANCE."""
     import numpy as np
 
     from pocketbert import runtime
@@ -257,6 +258,7 @@ def test_the_int4_file_with_shared_tables_gives_the_runtimes_answers_in_the_brow
 
     bundle = bundles["classification"]
     path = bundle / "model.int4-dynamic.tflite"
+    assert path.stat().st_size <= 8_000_000
     count, distinct = table_count(path)
     assert count and distinct <= count // 2 + 1, (count, distinct)  # two signatures, one table each
     page = browser["int4"]

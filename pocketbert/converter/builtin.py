@@ -54,6 +54,11 @@ BUILTIN = {model.name: model for model in [
                     "(fp16, word embeddings from minilm; demo_models/sst2-minilm-nonorm-relu of a checkout)",
         default_task="classification", directory="sst2-minilm-nonorm-relu"),
     BuiltinModel(
+        name="sst2-phone",
+        description="demo: the SST-2 demo for phones: 16,000 word pieces, word embeddings factored at rank 160 "
+                    "(stores the factors only, the rest is sst2-demo's; demo_models/sst2-minilm-phone of a checkout)",
+        default_task="classification", directory="sst2-minilm-phone"),
+    BuiltinModel(
         name="ner-demo",
         description="demo: CoNLL-2003 NER, all-MiniLM-L6-v2 fine-tuned and recovered with nonorm,relu "
                     "(fp16, word embeddings from minilm; demo_models/conll2003-minilm-nonorm-relu of a checkout)",

@@ -22,11 +22,14 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from . import factored_table, shared_body
 from .builtin import BUILTIN
 from .errors import ConverterInputError
+from .factored_table import KEY as FACTORED_KEY
 from .families import Family, family_for, supported_summary
 from .opts import structural_names
 from .recipes import TASKS
+from .shared_body import KEY as BASE_WEIGHTS_KEY
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import is_table_key, restore
 from .transforms import OPTS
@@ -119,6 +122,14 @@ def _check_config_fields(raw: dict, config_file: Path) -> None:
          and isinstance(shared.get("sha256"), str) and bool(re.fullmatch(r"[0-9a-f]{64}", shared["sha256"])),
          f"{SAVED_TRANSFORMS_KEY}.{SHARED_TABLE_KEY}", '{"model": base model, "sha256": 64 hexadecimal digits}',
          shared)
+    body = (saved or {}).get(BASE_WEIGHTS_KEY)
+    need(body is None or isinstance(body, dict) and isinstance(body.get("model"), str)
+         and isinstance(body.get("sha256"), str) and bool(re.fullmatch(r"[0-9a-f]{64}", body["sha256"]))
+         and _whole(body.get("tensors")), f"{SAVED_TRANSFORMS_KEY}.{BASE_WEIGHTS_KEY}",
+         '{"model": base model, "sha256": 64 hexadecimal digits, "tensors": count}', body)
+    rank = (saved or {}).get(FACTORED_KEY)
+    need(rank is None or _whole(rank) and rank >= 1, f"{SAVED_TRANSFORMS_KEY}.{FACTORED_KEY}",
+         "a whole number ≥ 1 (the factored word-embedding table's rank)", rank)
 
 
 def _whole(value: object) -> bool:
@@ -170,6 +181,10 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
                      "so its predictions are untrained")
     tokenizer = _tokenizer(path)
     model, info = _model(path, task, final_labels, seed)
+    rank = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(FACTORED_KEY)
+    if rank:  # the word embeddings are two factors (converter.factored_table), not one table
+        info["missing_keys"] = factored_table.rebuild(model, rank, path, info.get("missing_keys", []))
+        notes.append(f"the word embeddings are factored at rank {rank} (config.json 'pocketbert')")
     head_missing = _check_weights(model, info, raw, path, notes=notes)
     if head_task and head_missing:
         notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "
@@ -280,6 +295,10 @@ def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -
         info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
         restore(model, shared)
         notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
+    body = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(BASE_WEIGHTS_KEY)
+    if body:  # every tensor but the word embeddings comes from another model (converter.shared_body)
+        info["missing_keys"] = shared_body.restore(model, body, info.get("missing_keys", []))
+        notes.append(f"the weights other than the word embeddings come from {body['model']!r} (sha256 checked)")
     missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]
     if missing:
         raise ConverterInputError(f"the weights in {str(path)!r} lack {len(missing)} encoder tensor(s), e.g. "

@@ -4,8 +4,9 @@ Candidates go most accurate first (fp16, int8-dynamic, int4-dynamic), each throu
 first whose file, plus the metadata the next stage embeds, fits and meets its bar ships.  A candidate whose
 weights alone (its precision's bytes per float32 weight of the export) exceed the budget is not built, unless
 it is the smallest.  When
-nothing fits, the refusal names each candidate's size and the two levers that need training: a smaller
-vocabulary (``trim-vocab``, with the number of pieces that would fit) and fewer layers (``shrink``).
+nothing fits, the refusal names each candidate's size and the levers that need training: a smaller vocabulary
+(``trim-vocab``, with the number of pieces that would fit), a factored word-embedding table
+(``factor-embeddings``, with the rank that would fit) and fewer layers (``shrink``).
 """
 
 from __future__ import annotations
@@ -65,14 +66,23 @@ def _refusal(choice: Fit, trials: list[dict], shape: dict) -> VerificationError:
     smallest = next((t["bytes"] for t in reversed(trials) if t["bytes"]), None)
     fix = "raise --max-size"
     if smallest and smallest > choice.max_bytes:
-        row = shape["hidden_size"] // 2 + INT4_ROW_EXTRA
-        pieces = shape["vocab_size"] - math.ceil((smallest - choice.max_bytes) / row)
-        if pieces >= 2000:
-            fix = (f"make the word-embedding table smaller: python -m converter trim-vocab CHECKPOINT --task TASK "
-                   f"--size {pieces} --out DIR (about {pieces:,} of {shape['vocab_size']:,} pieces fit at int4), or "
-                   "keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N --out DIR); "
-                   "then convert that checkpoint, or " + fix)
-        else:
-            fix = ("keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N --out DIR) and "
-                   "trim the vocabulary (python -m converter trim-vocab), then convert that checkpoint; or " + fix)
+        levers = _table_levers(shape, smallest - choice.max_bytes)
+        fix = ("; or ".join(levers + ["keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N "
+                                      "--out DIR)"]) + "; then convert that checkpoint, or " + fix)
     return VerificationError(f"no TFLite recipe fits --max-size {choice.max_bytes / 1e6:g} MB: {sizes}", fix)
+
+
+def _table_levers(shape: dict, excess: int) -> list[str]:
+    """The word-embedding commands that would take ``excess`` bytes out of the int4 table, with their numbers."""
+    vocab, width = shape["vocab_size"], shape["table_width"]
+    row = width // 2 + INT4_ROW_EXTRA
+    levers = []
+    pieces = vocab - math.ceil(excess / row)
+    if pieces >= 2000:
+        levers.append(f"trim the vocabulary: python -m converter trim-vocab CHECKPOINT --task TASK --size {pieces} "
+                      f"--out DIR (about {pieces:,} of {vocab:,} pieces fit at int4)")
+    rank = 2 * math.floor((vocab * row - excess) / vocab - INT4_ROW_EXTRA)
+    if rank >= max(2, width // 16) and width == shape["hidden_size"]:  # a narrower table is little use
+        levers.append(f"factor the word-embedding table: python -m converter factor-embeddings CHECKPOINT --task TASK "
+                      f"--rank {rank} --out DIR (rank {rank} of {width} fits; after trim-vocab a larger rank does)")
+    return levers

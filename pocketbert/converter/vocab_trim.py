@@ -34,7 +34,7 @@ from .training.finetune import eval_length
 from .training.loop import parse_budget
 
 
-def _pieces(tokenizer, texts) -> Counter:
+def piece_counts(tokenizer, texts) -> Counter:
     counts: Counter = Counter()
     for text in texts:
         if isinstance(text, list):  # pre-split words (NER)
@@ -63,7 +63,7 @@ def kept_ids(tokenizer, texts, size: int) -> list[int]:
         raise ConverterInputError(f"--size {size} is smaller than the {len(must)} pieces every vocabulary keeps "
                                   "(special tokens and single characters)", f"use --size {len(must)} or more")
     keep = set(must)
-    ranked = [i for i, _ in _pieces(tokenizer, texts).most_common()]
+    ranked = [i for i, _ in piece_counts(tokenizer, texts).most_common()]
     # reserved slots ([unused0] …) can never be produced by the tokenizer: no use keeping them
     ranked += [i for token, i in sorted(vocab.items(), key=lambda item: item[1]) if not _reserved(token)]
     for i in ranked:
@@ -132,11 +132,11 @@ def trim(model, tokenizer, texts, size: int, check_texts=None):
         model.config.pad_token_id = new_tokenizer.pad_token_id
     check = list(check_texts if check_texts is not None else texts)
     kept = set(ids)
-    counts = _pieces(tokenizer, check)
+    counts = piece_counts(tokenizer, check)
     same = 0
     for text in check:
-        a = _pieces(tokenizer, [text])
-        b = _pieces(new_tokenizer, [text])
+        a = piece_counts(tokenizer, [text])
+        b = piece_counts(new_tokenizer, [text])
         same += sum(a.values()) == sum(b.values()) and all(i in kept for i in a)
     report = {"vocab_size_before": old_size, "vocab_size_after": len(ids),
               "pieces_kept": round(sum(c for i, c in counts.items() if i in kept) / max(1, sum(counts.values())), 5),

@@ -11,6 +11,7 @@ from .. import backends, size_fit, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
+from ..factored_table import FactoredEmbedding
 from ..quantization import Judged, Quantizer
 from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
@@ -71,7 +72,9 @@ def _float_bytes(conversion: Conversion, backend: str) -> int:
 
 def _shape(conversion: Conversion) -> dict:
     loaded = conversion.load.loaded
-    return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config)}
+    table = loaded.model.get_input_embeddings()
+    return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config),
+            "table_width": table.rank if isinstance(table, FactoredEmbedding) else table.embedding_dim}
 
 
 def _whole_batches(texts: list) -> list:

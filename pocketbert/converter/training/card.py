@@ -20,7 +20,9 @@ def model_card(record: dict) -> str:
     lines = _summary(record, scores)
     if record.get("vocab_trim"):
         lines += _trimmed(record["vocab_trim"], scores)
-    if record.get("base_embeddings"):
+    if record.get("factored_embeddings"):  # replaces the input's shipped form (its table is no longer whole)
+        lines += _factored(record["factored_embeddings"], scores)
+    elif record.get("base_embeddings"):
         lines += _shared_embeddings(record["base_embeddings"], scores)
     if record.get("transforms"):
         lines += ["", "## Structure",
@@ -109,6 +111,26 @@ def _shared_embeddings(shared: dict, scores: str) -> list[str]:
     else:
         lines.append("The table was frozen through fine-tuning and recovery (`--freeze-word-embeddings`), so "
                      "no re-tuning was needed; dev as shipped: " + scores + ".")
+    return lines
+
+
+def _factored(factored: dict, scores: str) -> list[str]:
+    """The factored word embeddings (``factor-embeddings``): trim, factoring, re-tuning and what is stored."""
+    dev = lambda key: ", ".join(f"{k} {v:.2f}" for k, v in factored[key].items())  # noqa: E731
+    trim, retune, body = factored.get("vocab_trim"), factored.get("retune"), factored.get("base_weights")
+    lines = ["", "## Shipped form",
+             (f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces, then "
+              if trim else "")
+             + f"word embeddings factored into a {factored['rows']} × {factored['rank']} table and a projection "
+             f"(`python -m converter factor-embeddings`; row-weighted SVD, weighted relative error "
+             f"{factored['weighted_relative_error']:.3f}). Dev {dev('dev_before')} before, {dev('dev_factored')} "
+             "right after factoring" + (f", {scores} after re-tuning the two factors by distillation "
+                                         f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, "
+                                         f"lr {retune['lr']})" if retune else "") + "."]
+    if body:
+        lines.append(f"Only the word embeddings are stored: every other weight is `{body['model']}`'s, unchanged "
+                     f"({body['tensors']} tensors, sha256 `{body['sha256'][:16]}…`), and PocketBERT's loader puts "
+                     "them back" + (". The factors are stored in float16" if factored.get("fp16") else "") + ".")
     return lines
 
 

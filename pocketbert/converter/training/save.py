@@ -13,9 +13,12 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..factored_table import KEY as FACTORED_KEY
 from ..loading import SAVED_TRANSFORMS_KEY
 from ..opts import structural_names
 from ..owned import CHECKPOINT, TRAINING_RECORD, record_files
+from ..shared_body import KEY as BASE_WEIGHTS_KEY
+from ..shared_body import is_own_key
 from ..shared_table import is_table_key
 from ..staging import Staging
 
@@ -26,12 +29,16 @@ def check_output(out: Path, overwrite: bool) -> None:
 
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
-                 transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None) -> Path:
+                 transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None,
+                 word_embedding_rank: int | None = None, base_weights: dict | None = None) -> Path:
     """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + README.md + training.json,
     which records the size and SHA-256 of the others (owned.py: what --overwrite may replace).
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
-    which base model supplies it (converter.base_embeddings)."""
+    which base model supplies it (converter.base_embeddings).  ``word_embedding_rank``: the word embeddings are
+    factored (converter.factored_table); the loader rebuilds them from config.json's record of the rank.
+    ``base_weights`` ({"model", "sha256", "tensors"}): store the word embeddings only, recording which model supplies
+    every other tensor (converter.shared_body)."""
     structural = [t for t in structural_names() if t in transforms]
     with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
         entry = {}
@@ -39,6 +46,10 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             entry["transforms"] = structural
         if base_embeddings:
             entry["base_embeddings"] = base_embeddings
+        if word_embedding_rank:
+            entry[FACTORED_KEY] = word_embedding_rank
+        if base_weights:
+            entry[BASE_WEIGHTS_KEY] = base_weights
         if entry:
             setattr(model.config, SAVED_TRANSFORMS_KEY, entry)
         if dtype is not None:
@@ -48,6 +59,8 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
         state = None
         if base_embeddings:
             state = {k: v for k, v in model.state_dict().items() if not is_table_key(k)}
+        if base_weights:
+            state = {k: v for k, v in model.state_dict().items() if is_own_key(k)}
         dtype_bytes = torch.finfo(dtype).bits // 8 if dtype is not None else 4
         staging.reserve(sum(p.numel() for p in model.parameters()) * dtype_bytes, "the weights")
         model.save_pretrained(staging.path, state_dict=state)

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor, nn
 
+from ..factored_table import FactoredEmbedding
 from ..families import Family, ResidualStream, is_nonorm
 from .smoothquant import forward_all
 
@@ -134,6 +135,8 @@ def _divide_first(stream: ResidualStream, s: Tensor) -> None:
     for module in stream.summands:  # fold made the embedding norm the identity: the tables produce the stream
         if isinstance(module, nn.Embedding):
             module.weight.div_(s[None, :])
+        elif isinstance(module, FactoredEmbedding):
+            module.scale_output(1.0 / s)
         else:
             _scale_rows(module, 1.0 / s)
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from ..errors import ConverterInputError
+from ..factored_table import FactoredEmbedding
 from ..families import Family, is_nonorm
 from . import Opt, TransformReport, register
 
@@ -37,6 +38,8 @@ def _fold_site(site) -> None:
                 module.bias.mul_(gamma)
         elif isinstance(module, nn.Embedding):
             module.weight.mul_(gamma[None, :])
+        elif isinstance(module, FactoredEmbedding):
+            module.scale_output(gamma)
         else:  # a family pointed at something we do not know how to scale
             raise TypeError(f"cannot fold into {type(module).__name__} at {site.path}")
     target = site.bias_into
@@ -44,6 +47,8 @@ def _fold_site(site) -> None:
         if target.bias is None:
             target.bias = nn.Parameter(torch.zeros(target.out_features))
         target.bias.add_(beta)
+    elif isinstance(target, FactoredEmbedding):
+        target.add_to_output(beta)
     else:
         target.weight.add_(beta[None, :])
     setattr(site.parent, site.attr, nn.Identity())

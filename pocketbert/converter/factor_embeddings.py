@@ -1,0 +1,131 @@
+"""``factor-embeddings``: a checkpoint whose word-embedding table is a narrow table and a projection.
+
+The table of a small BERT is the bulk of a phone-sized file (converter.factored_table).  This command
+optionally trims the vocabulary first (``--vocab-size``: converter.vocab_trim, exact on text made of kept pieces),
+factors the table at ``--rank`` from the row-weighted SVD (each row weighted by how often the task's training
+text uses its piece), then distils the factored model on that text from the same model with its table whole
+(trimmed, if asked: trimming is exact on text made of kept pieces, so teacher and student read the same pieces),
+matching the logits and every layer's hidden states at every real token, and training only the two factors.
+Every other weight stays exactly the checkpoint's, so ``--share-body`` can store the factors alone and take the
+rest from the checkpoint at load (converter.shared_body).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import loading, shared_body
+from .factored_table import factor
+from .training import checkpoint_job as job
+from .training.distill import losses
+from .training.distill.pairing import no_dropout
+from .training.evaluate import evaluate
+from .training.finetune import eval_length
+from .training.loop import TrainLog, parse_budget, train
+from .vocab_trim import piece_counts, trim
+
+
+#: what the re-tuning minimises, for records and model cards
+LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the same model with its table "
+        "whole; only the two factors trained")
+
+
+@dataclass
+class FactorOptions:
+    rank: int
+    vocab_size: int | None = None  # trim the vocabulary to this many pieces first
+    retune: str | None = "10m"  # distillation budget for the factors; None or "0steps": the SVD alone
+    lr: float = 1e-3  # the factors start from an SVD and are new parameters: a larger step than fine-tuning's
+    share_body: bool = False  # store the factors only; the loader takes the rest from the checkpoint
+    fp16: bool = False
+    threads: int | None = None
+    train_limit: int | None = None
+    data_dir: str | None = None
+    overwrite: bool = False
+
+
+def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print) -> tuple[Path, dict]:
+    """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint."""
+    job.begin(out, options.overwrite, options.threads)
+    budget = parse_budget(options.retune) if options.retune else None
+    if budget is not None and budget.steps == 0:
+        budget = None
+    train, dev = job.splits(task, options.data_dir, options.train_limit)
+    student = loading.load(checkpoint)
+    metric, length = train.metric, eval_length(student)
+    before = _score(student, student.tokenizer, dev, length)
+    report, tokenizer = {}, student.tokenizer
+    if options.vocab_size:
+        tokenizer, report["vocab_trim"] = trim(student.model, student.tokenizer, train.texts, options.vocab_size,
+                                               check_texts=dev.texts)
+    whole = copy.deepcopy(student.model) if budget else None  # the teacher: trimmed (exact on its text), not factored
+    error = factor(student.model, options.rank, _row_weights(student.model, tokenizer, train.texts))
+    factored = _score(student, tokenizer, dev, length)
+    log(f"word embeddings {'trimmed to ' + str(options.vocab_size) + ' pieces and ' if options.vocab_size else ''}"
+        f"factored at rank {options.rank} (weighted relative error {error:.3f}): dev {metric} {before[metric]:.2f} -> "
+        f"{factored[metric]:.2f}")
+    after, run = factored, None
+    if budget:
+        run = _retune(whole, student, train.encode(tokenizer, 128, student.labels), budget=budget, lr=options.lr)
+        after = _score(student, tokenizer, dev, length)
+        log(f"factors re-tuned by distillation ({run.steps} steps, {run.seconds:.0f} s): dev {metric} "
+            f"{factored[metric]:.2f} -> {after[metric]:.2f}")
+    if options.fp16:
+        job.round_to_fp16(student.model)
+        after = _score(student, tokenizer, dev, length)
+        log(f"dev {metric} with the weights rounded to float16: {after[metric]:.2f}")
+    body = shared_body.reference(student.model, checkpoint) if options.share_body else None
+    record = job.input_record(student.checkpoint, "factor-embeddings", train, dev)
+    record["factored_embeddings"] = {
+        "rank": options.rank, "rows": student.model.get_input_embeddings().num_embeddings, "texts": train.name,
+        "weighted_relative_error": round(error, 5), "fp16": options.fp16, **report,
+        "dev_before": job.rounded(before), "dev_factored": job.rounded(factored), "dev_after": job.rounded(after),
+        "retune": {"budget": budget.to_json(), "lr": options.lr, "steps": run.steps, "seconds": round(run.seconds, 1),
+                   "loss": LOSS} if run else None, "base_weights": body}
+    job.record_shipped(record, f"shipped: word embeddings factored at rank {options.rank}"
+                       + (", re-tuned" if run else "") + (", fp16" if options.fp16 else ""), job.rounded(after))
+    path = job.write(student.model, tokenizer, out, overwrite=options.overwrite, record=record, fp16=options.fp16,
+                     transforms=job.saved_transforms(student.model.config), word_embedding_rank=options.rank,
+                     base_weights=body)
+    return path, record
+
+
+def _score(loaded, tokenizer, dev, length: int) -> dict[str, float]:
+    features = dev.encode(tokenizer, length, loaded.labels)
+    return evaluate(loaded.model, features, input_names=loaded.family.input_names)
+
+
+def _row_weights(model, tokenizer, texts) -> torch.Tensor:
+    """1 + how often the task's text uses each piece: the SVD is best where the text is."""
+    weights = torch.ones(model.get_input_embeddings().weight.shape[0])
+    for piece, count in piece_counts(tokenizer, texts).items():
+        weights[piece] += count
+    return weights
+
+
+def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
+    """Distil the two factors (nothing else) from ``teacher``, the same model with its table whole: both read the
+    same pieces, so every real token's hidden state at every layer is a target, and the logits."""
+    names = student.family.input_names
+    batches = features.batches(32, shuffle=True, seed=0, input_names=names)
+    teacher.eval()
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+
+    def loss_fn(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        inputs, mask = {k: batch[k] for k in names}, batch["attention_mask"]
+        with torch.no_grad():
+            target = teacher(**inputs, output_hidden_states=True)
+        out = student.model(**inputs, output_hidden_states=True)
+        logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
+        hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
+        hidden = hidden / len(out.hidden_states)
+        return logits + hidden, {"logits": logits.item(), "hidden": hidden.item()}
+
+    with no_dropout(student.model):
+        return train(student.model, loss_fn, batches, params=list(student.model.get_input_embeddings().parameters()),
+                     budget=budget, lr=lr, description="re-tune the factored word embeddings")
