@@ -28,7 +28,6 @@ from .training.finetune import eval_length
 from .training.loop import TrainLog, parse_budget, train
 from .vocab_trim import piece_counts, trim
 
-
 #: what the re-tuning minimises, for records and model cards
 LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the same model with its table "
         "whole; only the two factors trained")
