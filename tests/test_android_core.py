@@ -109,12 +109,16 @@ def test_copy_bundle_takes_a_cut_bundle_and_copies_what_it_copies_from_the_full_
 
 
 def test_copy_bundle_copies_the_int4_file_when_asked_or_from_a_phone_cut_keeping_it(java_run, tmp_path):
-    """A bundle converted with int8 and int4 (run_tests.sh's classification bundle): int8 ranks first, so the
-    int4 file is copied with --precision int4-dynamic, or by default from the phone cut that kept it
-    (Int4ArtifactTest loads that cut as the app does), byte for byte the converter's file."""
+    """A bundle converted with int8 and int4 (run_tests.sh's classification bundle, its word embeddings factored as
+    the phone-sized models' are): int8 ranks first, so the int4 file is copied with --precision int4-dynamic, or by
+    default from the phone cut that kept it (Int4ArtifactTest loads that cut as the app does), byte for byte the
+    converter's file."""
     _, work = java_run
     full, phone = work / "pipeline" / "cls-bundle", work / "pipeline" / "cls-int4-phone"
     int4 = "model.int4-dynamic.tflite"
+    # the bundle's model has factored word embeddings, as the phone-sized demo's: the files the core loads hold them
+    config = json.loads((work / "pipeline" / "cls-checkpoint" / "config.json").read_text(encoding="utf-8"))
+    assert config["pocketbert"]["word_embedding_rank"] == 8
     assert (full / int4).is_file() and (full / "model.int8-dynamic.tflite").is_file(), sorted(full.iterdir())
     done = _copy(full, tmp_path / "default")
     assert done.returncode == 0 and "(tflite:int8-dynamic)" in done.stdout, done.stderr

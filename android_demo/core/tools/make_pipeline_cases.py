@@ -7,7 +7,8 @@
    3-label sequence-classification head.
 2. Converts them with ``python -m converter`` into ``WORKDIR/ner-bundle`` (``tflite:fp32`` and
    ``tflite:int8-static``: int8 logits with a scale and zero point) and ``WORKDIR/cls-bundle``
-   (``tflite:fp32``, ``tflite:int8-dynamic`` and ``tflite:int4-dynamic``), buckets 16 and 32, and cuts
+   (``tflite:fp32``, ``tflite:int8-dynamic`` and ``tflite:int4-dynamic``; its word embeddings factored, as the
+   phone-sized models' are: a narrow table and a projection), buckets 16 and 32, and cuts
    ``WORKDIR/cls-int4-phone`` from it: the phone cut keeping the int4 file, as the app's assets hold it.
 3. Runs texts through ``runtime.load(bundle, backend="tflite")`` while recording every LiteRT
    signature call (signature key, named inputs, the raw ``logits`` output with its dtype and
@@ -39,6 +40,7 @@ from pocketbert.runtime.ner import AGGREGATIONS  # noqa: E402
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 CLS_LABELS = ["negative", "neutral", "positive"]
+CLS_EMBEDDING_RANK = 8  # of the tiny config's 32-wide word embeddings
 NER_TEXTS = [
     "Peter Blackburn met EU officials in Brussels on Friday .",
     "Peter Blackburn of the European Commission said on Thursday it disagreed with German advice to consumers to "
@@ -63,6 +65,7 @@ def build_checkpoints(work: Path) -> dict[str, Path]:
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
     from pocketbert.converter.builtin import BUILTIN
+    from pocketbert.converter.factored_table import KEY, factor
     from pocketbert.converter.families import families
 
     tokenizer = AutoTokenizer.from_pretrained(BUILTIN["minilm"].path())
@@ -75,7 +78,11 @@ def build_checkpoints(work: Path) -> dict[str, Path]:
         config.label2id = {label: i for i, label in enumerate(labels)}
         torch.manual_seed(7)
         directory = work / f"{name}-checkpoint"
-        head.from_config(config).eval().save_pretrained(directory)
+        model = head.from_config(config).eval()
+        if name == "cls":  # the phone-sized form: word embeddings factored (the loader rebuilds it from config.json)
+            factor(model, CLS_EMBEDDING_RANK)
+            model.config.pocketbert = {KEY: CLS_EMBEDDING_RANK}
+        model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
         out[name] = directory
     return out
