@@ -94,8 +94,8 @@ def test_only_the_factors_are_re_tuned_and_the_checkpoint_round_trips(factored):
         if ".word_embeddings." not in key:
             assert torch.equal(trained[key], value), key
     again = loading.load(str(path))
-    torch.testing.assert_close(_logits(loaded, ["a gripping film", "dull"]), _logits(again, ["a gripping film", "dull"]),
-                               rtol=0, atol=0)
+    texts = ["a gripping film", "dull"]
+    torch.testing.assert_close(_logits(loaded, texts), _logits(again, texts), rtol=0, atol=0)
 
 
 def test_a_factored_checkpoint_missing_a_factor_or_with_a_bad_rank_is_refused(factored, tmp_path):
@@ -174,3 +174,32 @@ def test_a_shared_body_that_changed_is_refused_at_load_and_at_save(phone, tmp_pa
         loaded.model.classifier.bias.add_(1.0)
     with pytest.raises(ConverterInputError, match="only the word embeddings may change"):
         shared_body.reference(loaded.model, str(source))
+
+
+def test_a_factored_model_saved_by_any_command_keeps_its_rank_and_drops_a_stale_body_record(phone, tmp_path):
+    """save_trained records the rank from the model itself, and never carries the input's base_weights over to
+    weights that are stored whole (a later command may have trained the body)."""
+    from pocketbert.converter.training import checkpoint_job as job
+
+    _, path, record = phone
+    loaded = loading.load(str(path))
+    out = job.write(loaded.model, loaded.tokenizer, tmp_path / "again", overwrite=False, record=record)
+    config = json.loads((out / "config.json").read_text())
+    assert config["pocketbert"] == {"word_embedding_rank": RANK}
+    again = loading.load(str(out))
+    texts = ["a gripping film", "dull"]
+    torch.testing.assert_close(_logits(again, texts), _logits(loaded, texts), rtol=0, atol=0)
+
+
+def test_commands_that_need_a_whole_table_refuse_a_factored_one_with_a_fix(phone, tmp_path):
+    from pocketbert.converter.base_embeddings import share_checkpoint
+    from pocketbert.converter.vocab_trim import trim
+
+    source, path, _ = phone
+    loaded = loading.load(str(path))
+    with pytest.raises(ConverterInputError, match="trim-vocab needs a whole word-embedding table") as caught:
+        trim(loaded.model, loaded.tokenizer, ["a text"], 500)
+    assert "factor-embeddings started from" in caught.value.fix
+    with pytest.raises(ConverterInputError, match="share-embeddings needs a whole word-embedding table"):
+        share_checkpoint(str(path), str(source), "glue:sst2", tmp_path / "out", retune="2steps", train_limit=8,
+                         data_dir=DATA, log=lambda *_: None)

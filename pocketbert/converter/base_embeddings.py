@@ -18,6 +18,7 @@ import torch
 
 from . import loading
 from .errors import ConverterInputError
+from .factored_table import whole_table
 from .shared_table import KEY, base_table, digest, is_table_key
 from .training import checkpoint_job as job
 from .training.distill.retokenized import LOSS, distill_retokenized
@@ -36,7 +37,7 @@ def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune
     table = base_table(base)
     train, dev = job.splits(task, data_dir, train_limit)
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
-    embedding = student.model.get_input_embeddings().weight
+    embedding = whole_table(student.model, "share-embeddings")
     if tuple(table.shape) != tuple(embedding.shape):
         raise ConverterInputError(f"base model {base!r} has a {tuple(table.shape)} word-embedding table, "
                                   f"{checkpoint!r} has {tuple(embedding.shape)}",

@@ -88,8 +88,7 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
     job.record_shipped(record, f"shipped: word embeddings factored at rank {options.rank}"
                        + (", re-tuned" if run else "") + (", fp16" if options.fp16 else ""), job.rounded(after))
     path = job.write(student.model, tokenizer, out, overwrite=options.overwrite, record=record, fp16=options.fp16,
-                     transforms=job.saved_transforms(student.model.config), word_embedding_rank=options.rank,
-                     base_weights=body)
+                     transforms=job.saved_transforms(student.model.config), base_weights=body)
     return path, record
 
 

@@ -66,8 +66,21 @@ class FactoredEmbedding(nn.Module):
         return self.projection(self.table.weight)
 
 
-def is_factored(model) -> bool:
-    return isinstance(model.get_input_embeddings(), FactoredEmbedding)
+def rank_of(model) -> int | None:
+    """The rank of ``model``'s factored word embeddings, or None for a whole table."""
+    embedding = model.get_input_embeddings()
+    return embedding.rank if isinstance(embedding, FactoredEmbedding) else None
+
+
+def whole_table(model, command: str) -> torch.Tensor:
+    """``model``'s word-embedding table as one tensor, or a refusal naming ``command`` when it is factored."""
+    embedding = model.get_input_embeddings()
+    if isinstance(embedding, FactoredEmbedding):
+        raise ConverterInputError(f"{command} needs a whole word-embedding table, but this checkpoint's is factored "
+                                  f"(rank {embedding.rank})",
+                                  f"run {command} on the checkpoint factor-embeddings started from, then factor its "
+                                  "result again")
+    return embedding.weight
 
 
 @torch.no_grad()

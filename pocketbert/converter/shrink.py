@@ -30,6 +30,7 @@ import torch
 
 from . import loading
 from .errors import ConverterInputError
+from .factored_table import whole_table
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import digest
 from .training import checkpoint_job as job
@@ -139,5 +140,5 @@ def _base_table(loaded, student) -> dict | None:
     if not reference:
         return None
     with torch.no_grad():
-        same = digest(student.get_input_embeddings().weight) == reference["sha256"]
+        same = digest(whole_table(student, "shrink --freeze-word-embeddings")) == reference["sha256"]
     return reference if same else None

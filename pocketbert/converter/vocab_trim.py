@@ -27,6 +27,7 @@ from transformers import AutoTokenizer
 
 from . import loading
 from .errors import ConverterInputError
+from .factored_table import whole_table
 from .training import checkpoint_job as job
 from .training.distill.retokenized import LOSS, distill_retokenized
 from .training.evaluate import evaluate
@@ -116,7 +117,7 @@ def trim(model, tokenizer, texts, size: int, check_texts=None):
     Returns (new tokenizer, report).  ``check_texts`` (default ``texts``): where the report measures
     the share of pieces kept and of texts whose tokenization is unchanged.
     """
-    old_size = model.get_input_embeddings().weight.shape[0]
+    old_size = whole_table(model, "trim-vocab").shape[0]
     if size >= old_size:
         raise ConverterInputError(f"--size {size} is not smaller than the vocabulary ({old_size})",
                                   f"choose a size below {old_size}")

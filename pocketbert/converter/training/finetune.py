@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import loading
 from ..data import TaskData, load_task
 from ..errors import ConverterInputError
+from ..factored_table import whole_table
 from . import chance, loop
 from . import checkpoint_job as job
 from .evaluate import evaluate
@@ -111,8 +112,10 @@ def finetune(options: FinetuneOptions, log=print) -> FinetuneResult:
     log(f"fine-tuning {options.checkpoint} on {train.name} ({len(train)} examples, {len(batches)} batches/epoch)")
     untrained = evaluate(loaded.model, dev_features, input_names=names)[dev.metric]
     state_dir = options.out.parent / f".{options.out.name}.training"
-    table = loaded.model.get_input_embeddings().weight
-    params = [p for p in loaded.model.parameters() if p is not table] if options.freeze_word_embeddings else None
+    params = None
+    if options.freeze_word_embeddings:
+        table = whole_table(loaded.model, "--freeze-word-embeddings")
+        params = [p for p in loaded.model.parameters() if p is not table]
     train_log = loop.train(loaded.model, supervised_loss(loaded.model), batches, params=params, budget=options.budget,
                            lr=options.lr, warmup=options.warmup, weight_decay=options.weight_decay, seed=options.seed,
                            description=f"fine-tune {train.name}", checkpoint_dir=state_dir, resume=options.resume,

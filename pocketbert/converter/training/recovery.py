@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..data.features import Features
 from ..errors import ConverterInputError
+from ..factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
 from . import loop
@@ -111,7 +112,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                               "hidden": options.hidden_weight, "stream": options.stream_weight},
                      init=None if options.init == "none" else options.init, eval_batches=eval_batches,
                      checkpoint_dir=options.checkpoint_dir, progress=options.progress, qat=options.qat,
-                     frozen=[student.get_input_embeddings().weight] if options.freeze_word_embeddings else ())
+                     frozen=[whole_table(student, "--freeze-word-embeddings")]
+                     if options.freeze_word_embeddings else ())
     after = evaluate(student, prepared.dev_features, input_names=names)
     log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
         f"{after[metric] - teacher_scores[metric]:+.2f} points)")

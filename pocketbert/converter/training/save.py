@@ -14,6 +14,7 @@ import torch
 
 from .. import __version__
 from ..factored_table import KEY as FACTORED_KEY
+from ..factored_table import rank_of
 from ..loading import SAVED_TRANSFORMS_KEY
 from ..opts import structural_names
 from ..owned import CHECKPOINT, TRAINING_RECORD, record_files
@@ -30,13 +31,13 @@ def check_output(out: Path, overwrite: bool) -> None:
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
                  transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None,
-                 word_embedding_rank: int | None = None, base_weights: dict | None = None) -> Path:
+                 base_weights: dict | None = None) -> Path:
     """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + README.md + training.json,
     which records the size and SHA-256 of the others (owned.py: what --overwrite may replace).
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
-    which base model supplies it (converter.base_embeddings).  ``word_embedding_rank``: the word embeddings are
-    factored (converter.factored_table); the loader rebuilds them from config.json's record of the rank.
+    which base model supplies it (converter.base_embeddings).  Factored word embeddings
+    (converter.factored_table) are recorded with their rank, from which the loader rebuilds them.
     ``base_weights`` ({"model", "sha256", "tensors"}): store the word embeddings only, recording which model supplies
     every other tensor (converter.shared_body)."""
     structural = [t for t in structural_names() if t in transforms]
@@ -46,12 +47,14 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             entry["transforms"] = structural
         if base_embeddings:
             entry["base_embeddings"] = base_embeddings
-        if word_embedding_rank:
-            entry[FACTORED_KEY] = word_embedding_rank
+        if rank_of(model):
+            entry[FACTORED_KEY] = rank_of(model)
         if base_weights:
             entry[BASE_WEIGHTS_KEY] = base_weights
         if entry:
             setattr(model.config, SAVED_TRANSFORMS_KEY, entry)
+        elif hasattr(model.config, SAVED_TRANSFORMS_KEY):  # the input's record would describe other weights
+            delattr(model.config, SAVED_TRANSFORMS_KEY)
         if dtype is not None:
             import copy
 
