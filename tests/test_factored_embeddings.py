@@ -133,10 +133,10 @@ def test_folds_exactly_and_exports_the_narrow_table_to_tflite(factored, options,
 
 @pytest.fixture(scope="module")
 def phone(tokenizer, tmp_path_factory):
-    """Trimmed, factored and sharing its body with the checkpoint it came from."""
+    """Trimmed, factored and sharing its body with the (float32) checkpoint it came from; the factors in float16."""
     root = tmp_path_factory.mktemp("phone")
     source = build_checkpoint(root / "sst2", "bert", tokenizer, labels=("negative", "positive"), seed=2)
-    options = FactorOptions(rank=RANK, vocab_size=3000, retune="4steps", share_body=True, train_limit=64,
+    options = FactorOptions(rank=RANK, vocab_size=3000, retune="4steps", share_body=True, fp16=True, train_limit=64,
                             data_dir=DATA)
     path, record = factor_checkpoint(str(source), "glue:sst2", root / "model", options, log=lambda *_: None)
     return source, path, record

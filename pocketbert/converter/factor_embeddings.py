@@ -56,40 +56,49 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
     train, dev = job.splits(task, options.data_dir, options.train_limit)
     student = loading.load(checkpoint)
     metric, length = train.metric, eval_length(student)
-    before = _score(student, student.tokenizer, dev, length)
+    scores = {"dev_before": _score(student, student.tokenizer, dev, length)}
     report, tokenizer = {}, student.tokenizer
     if options.vocab_size:
         tokenizer, report["vocab_trim"] = trim(student.model, student.tokenizer, train.texts, options.vocab_size,
                                                check_texts=dev.texts)
     whole = copy.deepcopy(student.model) if budget else None  # the teacher: trimmed (exact on its text), not factored
-    error = factor(student.model, options.rank, _row_weights(student.model, tokenizer, train.texts))
-    factored = _score(student, tokenizer, dev, length)
+    report["weighted_relative_error"] = factor(student.model, options.rank,
+                                               _row_weights(student.model, tokenizer, train.texts))
+    scores["dev_factored"] = after = _score(student, tokenizer, dev, length)
     log(f"word embeddings {'trimmed to ' + str(options.vocab_size) + ' pieces and ' if options.vocab_size else ''}"
-        f"factored at rank {options.rank} (weighted relative error {error:.3f}): dev {metric} {before[metric]:.2f} -> "
-        f"{factored[metric]:.2f}")
-    after, run = factored, None
+        f"factored at rank {options.rank} (weighted relative error {report['weighted_relative_error']:.3f}): dev "
+        f"{metric} {scores['dev_before'][metric]:.2f} -> {after[metric]:.2f}")
     if budget:
         run = _retune(whole, student, train.encode(tokenizer, 128, student.labels), budget=budget, lr=options.lr)
+        report["retune"] = {"budget": budget.to_json(), "lr": options.lr, "steps": run.steps,
+                            "seconds": round(run.seconds, 1), "loss": LOSS}
         after = _score(student, tokenizer, dev, length)
         log(f"factors re-tuned by distillation ({run.steps} steps, {run.seconds:.0f} s): dev {metric} "
-            f"{factored[metric]:.2f} -> {after[metric]:.2f}")
-    if options.fp16:
-        job.round_to_fp16(student.model)
+            f"{scores['dev_factored'][metric]:.2f} -> {after[metric]:.2f}")
+    if options.fp16:  # a shared body is the source's, bit for bit: only the factors are rounded
+        job.round_to_fp16(student.model, keep=lambda name: options.share_body and not shared_body.is_own_key(name))
         after = _score(student, tokenizer, dev, length)
         log(f"dev {metric} with the weights rounded to float16: {after[metric]:.2f}")
     body = shared_body.reference(student.model, checkpoint) if options.share_body else None
-    record = job.input_record(student.checkpoint, "factor-embeddings", train, dev)
-    record["factored_embeddings"] = {
-        "rank": options.rank, "rows": student.model.get_input_embeddings().num_embeddings, "texts": train.name,
-        "weighted_relative_error": round(error, 5), "fp16": options.fp16, **report,
-        "dev_before": job.rounded(before), "dev_factored": job.rounded(factored), "dev_after": job.rounded(after),
-        "retune": {"budget": budget.to_json(), "lr": options.lr, "steps": run.steps, "seconds": round(run.seconds, 1),
-                   "loss": LOSS} if run else None, "base_weights": body}
-    job.record_shipped(record, f"shipped: word embeddings factored at rank {options.rank}"
-                       + (", re-tuned" if run else "") + (", fp16" if options.fp16 else ""), job.rounded(after))
+    record = _record(student, train, dev, options=options,
+                     report={**report, **scores, "dev_after": after, "base_weights": body})
     path = job.write(student.model, tokenizer, out, overwrite=options.overwrite, record=record, fp16=options.fp16,
                      transforms=job.saved_transforms(student.model.config), base_weights=body)
     return path, record
+
+
+def _record(student, train, dev, *, options: FactorOptions, report: dict) -> dict:
+    """The input's training record, extended with what this command did and the shipped dev scores."""
+    record = job.input_record(student.checkpoint, "factor-embeddings", train, dev)
+    record["factored_embeddings"] = {
+        "rank": options.rank, "rows": student.model.get_input_embeddings().num_embeddings, "texts": train.name,
+        "fp16": options.fp16, "retune": None,
+        **{k: job.rounded(v) if k.startswith("dev_") else v for k, v in report.items()}}
+    record["factored_embeddings"]["weighted_relative_error"] = round(report["weighted_relative_error"], 5)
+    name = (f"shipped: word embeddings factored at rank {options.rank}" + (", re-tuned" if report.get("retune") else "")
+            + (", fp16" if options.fp16 else ""))
+    job.record_shipped(record, name, job.rounded(report["dev_after"]))
+    return record
 
 
 def _score(loaded, tokenizer, dev, length: int) -> dict[str, float]:
