@@ -203,3 +203,31 @@ def test_commands_that_need_a_whole_table_refuse_a_factored_one_with_a_fix(phone
     with pytest.raises(ConverterInputError, match="share-embeddings needs a whole word-embedding table"):
         share_checkpoint(str(path), str(source), "glue:sst2", tmp_path / "out", retune="2steps", train_limit=8,
                          data_dir=DATA, log=lambda *_: None)
+
+
+def test_residual_stream_equalisation_stays_exact_through_the_projection(factored):
+    """Static int8's equalisation divides the first stream's producers by its factors: for a folded model with a
+    factored table that is the projection, and the logits must not move."""
+    import copy
+
+    from pocketbert.converter.transforms import equalize
+
+    from .conftest import FULL_INTEGER_TEXTS, nonorm_model
+
+    _, path, _ = factored
+    loaded, spec = nonorm_model(path, "fold")
+    model, family = loaded.model, loaded.family
+    assert isinstance(model.get_input_embeddings(), FactoredEmbedding)
+    batches = spec.make_batches(FULL_INTEGER_TEXTS)
+    maxima = equalize.stream_maxima(model, family, batches)
+    generator = torch.Generator().manual_seed(2)
+    factors = [torch.exp(torch.rand(m.shape, generator=generator) * 4.6) for m in maxima]
+    equalized = copy.deepcopy(model)
+    equalize.apply_scales(equalized, family, factors)
+
+    def logits(m):
+        with torch.no_grad():
+            return torch.cat([m(**{k: torch.from_numpy(v) for k, v in b.items()}).logits for b in batches])
+
+    before = logits(model)
+    torch.testing.assert_close(logits(equalized), before, rtol=1e-4, atol=1e-4 * before.abs().max().item())
