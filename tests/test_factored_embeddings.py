@@ -231,3 +231,12 @@ def test_residual_stream_equalisation_stays_exact_through_the_projection(factore
 
     before = logits(model)
     torch.testing.assert_close(logits(equalized), before, rtol=1e-4, atol=1e-4 * before.abs().max().item())
+
+
+def test_converts_to_onnx_fp32_and_both_int8_recipes(factored, options):
+    _, path, _ = factored
+    result = convert(options(path, opts="nonorm,fold", recipes="onnx:fp32,onnx:int8-dynamic,onnx:int8-static",
+                             allow_accuracy_loss=True))
+    manifest = json.loads((result.bundle / "manifest.json").read_text())
+    assert [a["recipe"] for a in manifest["artifacts"]] == ["onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static"]
+    assert all(a["verification"]["passed"] for a in manifest["artifacts"])
