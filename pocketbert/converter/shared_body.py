@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from . import shared_table
 from .builtin import BUILTIN
 from .errors import ConverterInputError
 
@@ -34,24 +35,10 @@ def digest(tensors: dict[str, torch.Tensor]) -> str:
     return hasher.hexdigest()
 
 
-def _directory(base: str) -> Path:
-    directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
-    if not directory.is_dir():
-        raise ConverterInputError(f"base model {base!r} (which supplies this checkpoint's weights) is not a built-in "
-                                  "name or a directory",
-                                  "give the built-in model name or the checkpoint directory it was made from")
-    return directory
-
-
 def base_tensors(base: str, keys) -> dict[str, torch.Tensor]:
-    """``keys`` from ``base``'s safetensors, as float32; refuses a base that lacks one."""
-    from safetensors import safe_open  # only when weights are shared: safetensors loads torch storage
-
-    wanted, found = set(keys), {}
-    for file in sorted(_directory(base).glob("*.safetensors")):
-        with safe_open(str(file), framework="pt") as weights:
-            for key in wanted & set(weights.keys()):
-                found[key] = weights.get_tensor(key).to(torch.float32)
+    """``keys`` from ``base``'s weights, as float32; refuses a base that lacks one."""
+    wanted = set(keys)
+    found = shared_table.base_tensors(base, wanted.__contains__, "this checkpoint's weights")
     absent = sorted(wanted - set(found))
     if absent:
         raise ConverterInputError(f"base model {base!r} has no tensor {absent[0]} ({len(absent)} missing)",
@@ -67,8 +54,8 @@ def reference(model, base: str) -> dict:
     theirs = base_tensors(base, [k for k in state if _stored(k)])
     changed = [k for k, v in theirs.items() if not torch.equal(state[k].to(torch.float32), v)]
     if changed:
-        raise ConverterInputError(f"{len(changed)} tensor(s) differ from base model {base!r}'s, e.g. {changed[0]}: only "
-                                  "the word embeddings may change in a checkpoint that shares the rest",
+        raise ConverterInputError(f"{len(changed)} tensor(s) differ from base model {base!r}'s, e.g. {changed[0]}: "
+                                  "only the word embeddings may change in a checkpoint that shares the rest",
                                   "drop --share-body to store every weight")
     return {"model": base, "sha256": digest(theirs), "tensors": len(theirs)}
 

