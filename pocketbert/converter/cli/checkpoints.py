@@ -15,14 +15,11 @@ from .common import (
     TASK_HELP,
     budget,
     checkpoint_argument,
-    data_dir_option,
-    fp16_option,
+    checkpoint_job_options,
     log,
     opt_list,
     out_console,
     overwrite_checkpoint_option,
-    threads_option,
-    train_limit_option,
     training_options,
 )
 from .group import cli
@@ -122,16 +119,11 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Whose training text chooses the pieces. "
               + TASK_HELP)
 @click.option("--size", type=click.IntRange(100), required=True, help="Vocabulary size to keep (at most).")
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
-@fp16_option
 @click.option("--retune", "retune", metavar="BUDGET", help="Then distil the trimmed model from the untrimmed one "
               "on TASK's training text for this budget (15m, 1epoch, 300steps): wins back what the new "
               "segmentation of rare words costs.")
 @click.option("--retune-lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
-@threads_option(None)
-@train_limit_option
-@data_dir_option
-@overwrite_checkpoint_option
+@checkpoint_job_options()
 def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, threads, train_limit, data_dir, overwrite):
     """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
     from ..vocab_trim import trim_checkpoint
@@ -152,12 +144,7 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
 @click.option("--retune", "retune", metavar="BUDGET", default="20m", show_default=True,
               help="Distillation budget: 15m, 1epoch, 300steps.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
-@fp16_option
-@threads_option(None)
-@train_limit_option
-@data_dir_option
-@overwrite_checkpoint_option
+@checkpoint_job_options()
 def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads, train_limit, data_dir, overwrite):
     """Re-tune CHECKPOINT with BASE's word embeddings (frozen) by distillation from CHECKPOINT itself, and write
     it without the table: PocketBERT's loader takes it from BASE (sha256 checked). For all-MiniLM-L6-v2 that
@@ -185,12 +172,7 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-3, show_default=True)
 @click.option("--share-body", is_flag=True, help="Store the word embeddings only: the loader takes every other "
               "weight from CHECKPOINT (sha256 checked), which must then stay installed.")
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
-@fp16_option
-@threads_option(None)
-@train_limit_option
-@data_dir_option
-@overwrite_checkpoint_option
+@checkpoint_job_options()
 def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share_body, out, fp16, threads, train_limit,
                       data_dir, overwrite):
     """Factor CHECKPOINT's word embeddings at RANK (a narrow table and a learned projection, as MobileBERT's
@@ -217,11 +199,7 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is; a checkpoint that takes its table from a base model "
               "(share-embeddings) is then written without it, as it was.")
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Checkpoint directory to write.")
-@threads_option(None)
-@train_limit_option
-@data_dir_option
-@overwrite_checkpoint_option
+@checkpoint_job_options(fp16=False)
 def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, threads, train_limit, data_dir,
            overwrite):
     """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text

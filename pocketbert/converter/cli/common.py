@@ -112,6 +112,22 @@ def seed_option(help: str | None = None):
     return click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help=help)
 
 
+def checkpoint_job_options(*, fp16: bool = True):
+    """The options every command that reworks a checkpoint takes (trim-vocab, share-embeddings, factor-embeddings,
+    shrink), in one place: where to write, float16 weights (``fp16``), threads, training data, --overwrite."""
+    options = [click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+                            help="Checkpoint directory to write."),
+               *([fp16_option] if fp16 else []),
+               threads_option(None), train_limit_option, data_dir_option, overwrite_checkpoint_option]
+
+    def apply(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
 def training_options(command):
     """The options every training command takes (finetune, recover), in one place."""
     for option in reversed((click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True),
