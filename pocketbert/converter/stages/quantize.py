@@ -11,7 +11,7 @@ from .. import backends, size_fit, verify
 from .. import texts as textdata
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
-from ..factored_table import FactoredEmbedding
+from ..factored_table import rank_of
 from ..quantization import Judged, Quantizer
 from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
@@ -72,9 +72,8 @@ def _float_bytes(conversion: Conversion, backend: str) -> int:
 
 def _shape(conversion: Conversion) -> dict:
     loaded = conversion.load.loaded
-    table = loaded.model.get_input_embeddings()
     return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config),
-            "table_width": table.rank if isinstance(table, FactoredEmbedding) else table.embedding_dim}
+            "table_width": rank_of(loaded.model) or loaded.model.get_input_embeddings().embedding_dim}
 
 
 def _whole_batches(texts: list) -> list:
