@@ -341,3 +341,43 @@ def test_stream_penalty_shrinks_the_residual_streams_outliers(tokenizer, sst2):
     assert ranges[3.0] < ranges[0.0] - 0.2, ranges
     assert "stream" in reports[3.0].stages[0].final_losses and "stream" not in reports[0.0].stages[0].final_losses
     assert reports[3.0].gap_after["logit_kl"] < 0.5 * reports[3.0].gap_before["logit_kl"]
+
+
+@pytest.mark.parametrize("task", ["glue:sst2", "conll2003"])
+def test_teacher_cache_gives_the_teachers_outputs_without_running_it(task, tokenizer):
+    """Second epoch, rows grouped and padded differently: every loss term as with the teacher run, no teacher run."""
+    from pocketbert.converter.training.distill import DEFAULT_WEIGHTS, joint, stage_loss
+    from pocketbert.converter.training.distill.teacher_cache import for_training
+
+    torch.set_num_threads(1)
+    family = _family("bert")
+    data = load_task(task, "dev", data_dir=DATA, limit=96)
+    ner = task == "conll2003"
+    teacher, student = _pair(family, tokenizer, num_labels=len(data.label_names),
+                             cls=AutoModelForTokenClassification if ner else AutoModelForSequenceClassification)
+    features = data.encode(tokenizer, max_length=64, label_names=data.label_names)
+    batches = features.batches(16, shuffle=True, input_names=_names(family))
+    p = pair(teacher, student, family)
+    stage = joint(student, family, DEFAULT_WEIGHTS)[0]
+    cache, record = for_training(p, [stage], batches)
+    assert record["used"] and record["bytes_needed"] > 0
+    plain, cached = stage_loss(p, stage, temperature=2.0), stage_loss(p, stage, temperature=2.0, cache=cache)
+    teacher_runs = []
+    hook = teacher.register_forward_hook(lambda *args: teacher_runs.append(1))
+    try:
+        with eager_attention(teacher, student), torch.no_grad():
+            for epoch in (0, 1):
+                for batch in batches.epoch(epoch):
+                    _, want = plain(batch)
+                    runs = len(teacher_runs)
+                    _, got = cached(batch)
+                    assert len(teacher_runs) == runs + (1 if epoch == 0 else 0)
+                    assert set(got) == set(want) == {"loss", "logits", "hidden", "attention"}
+                    for term in want:
+                        assert got[term] == pytest.approx(want[term], rel=1e-2, abs=1e-5), (epoch, term)
+    finally:
+        hook.remove()
+    assert cache.misses == cache.hits == len(batches)
+    assert cache.to_json()["bytes"] == record["bytes_needed"]  # the estimate made before training is exact
+    off, why = for_training(p, [stage], batches, limit=record["bytes_needed"] - 1)
+    assert off is None and not why["used"] and "limit" in why["why"]

@@ -51,6 +51,12 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
     assert record["delta_vs_teacher"] == pytest.approx(scores["recovered"]["accuracy"] - scores["teacher"]["accuracy"],
                                                        abs=1e-2)
     assert [s["name"] for s in record["distillation"]["stages"]] == ["joint"]
+    # the dev score as recovery went: before, at 1/4, 2/4, 3/4 of the 24 steps, and the end
+    curve = record["dev_curve"]
+    assert [point["steps"] for point in curve] == [0, 6, 12, 18, 24]
+    assert curve[0]["accuracy"] == scores["without_recovery"]["accuracy"]
+    assert curve[-1]["accuracy"] == scores["recovered"]["accuracy"]
+    assert all(a["seconds"] <= b["seconds"] for a, b in zip(curve, curve[1:]))
     # the reloaded checkpoint computes what was evaluated
     from pocketbert.converter.data import load_task
     from pocketbert.converter.training.evaluate import evaluate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
@@ -94,6 +95,49 @@ def test_resume_continues_exactly(tmp_path):
     assert log.resumed_from == 12 and log.steps == 20
     for a, b in zip(straight.parameters(), resumed.parameters()):
         torch.testing.assert_close(a, b)
+
+
+def test_milestones_are_called_once_each_and_off_the_time_budget():
+    model, source, loss_fn = _toy()
+    calls = []
+
+    def slow_check(step, seconds):
+        calls.append((step, seconds, model.training))
+        time.sleep(0.3)  # a dev evaluation: not charged to the budget
+        model.eval()  # an evaluation may leave the model in eval mode; training goes on in train mode
+
+    log = loop.train(model, loss_fn, source, budget=loop.Budget(steps=40), lr=1e-2, progress=False,
+                     milestones=loop.Milestones((0.25, 0.5, 0.75), slow_check))
+    assert [step for step, _, _ in calls] == [10, 20, 30] and log.steps == 40
+    assert all(training for _, _, training in calls)
+    assert log.seconds < 0.3  # the three 0.3 s checks are not in the training time
+
+    model, source, loss_fn = _toy()
+    calls.clear()
+    log = loop.train(model, loss_fn, source, budget=loop.Budget(seconds=1.0), lr=1e-2, progress=False,
+                     milestones=loop.Milestones((0.5,), slow_check))
+    assert len(calls) == 1 and 0.45 <= calls[0][1] <= 0.9  # half the time budget, counted without the check
+    assert 1.0 <= log.seconds < 1.2
+
+
+def test_resume_skips_milestones_already_passed(tmp_path):
+    model, source, loss_fn = _toy()
+    budget, steps = loop.Budget(steps=20), []
+    calls = {"n": 0}
+
+    def interrupted(batch):
+        calls["n"] += 1
+        if calls["n"] == 13:
+            raise KeyboardInterrupt
+        return loss_fn(batch)
+
+    marks = loop.Milestones((0.25, 0.5, 0.75), lambda step, seconds: steps.append(step))
+    with pytest.raises(KeyboardInterrupt):
+        loop.train(model, interrupted, source, budget=budget, lr=1e-2, progress=False, checkpoint_dir=tmp_path,
+                   checkpoint_every=0, milestones=marks)
+    loop.train(model, loss_fn, source, budget=budget, lr=1e-2, progress=False, checkpoint_dir=tmp_path,
+               resume=True, milestones=marks)
+    assert steps == [5, 10, 15]  # 5 and 10 before the interruption, 15 after: none twice
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pocketbert.converter.training.defaults import RECOVERY_BUDGET
+
 BENCHMARK_TASKS = ("glue:sst2", "glue:mrpc", "glue:cola", "glue:stsb", "conll2003")
 EXTRA_SPLITS = {"conll2003": ("test",)}  # labelled test sets (GLUE's are not)
 RECIPES = ("onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static", "tflite:fp32", "tflite:int8-dynamic",
@@ -25,7 +27,7 @@ class GlueOptions:
     base: str = "minilm"
     cache: Path = field(default_factory=default_cache)
     finetune_budget: str = "3epochs,30m"
-    recover_budget: str = "20m"
+    recover_budget: str = RECOVERY_BUDGET  # the converter's own default
     recipes: tuple[str, ...] = RECIPES
     buckets: tuple[int, ...] = (128,)
     calibration_samples: int = 128

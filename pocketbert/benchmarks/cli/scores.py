@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from pocketbert.cli_options import threads_option
+from pocketbert.converter.training.defaults import RECOVERY_BUDGET
 from pocketbert.runtime import MAX_THREADS
 from pocketbert.runtime.machine import usable_cpus
 
@@ -113,7 +114,8 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, threads):
               "[default: minilm]")
 @click.option("--finetune-budget", default=None, help="per task: 500steps, 2epochs, 5m; first reached wins "
               "[default: 3epochs,30m; fast: 30steps]")
-@click.option("--recover-budget", default=None, help="per task [default: 20m; fast: 20steps]")
+@click.option("--recover-budget", default=None,
+              help=f"per task [default: {RECOVERY_BUDGET}, the converter's; fast: 20steps]")
 @click.option("--recipes", default=None, help="comma-separated [default: all six ONNX/TFLite × fp32, "
               "int8-dynamic, int8-static]")
 @click.option("--calibration-samples", type=click.IntRange(16), default=None, help="int8 calibration texts "

@@ -10,6 +10,7 @@ import click
 from pocketbert.runtime.terminal import plain
 
 from ..builtin import BUILTIN
+from ..training.defaults import RECOVERY_BUDGET
 from .common import (
     CHECKPOINT_EXIT_CODES,
     TASK_HELP,
@@ -67,7 +68,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file.")
 @click.option("-o", "--out", type=click.Path(path_type=Path),
               help="Checkpoint directory to write [default: models/<checkpoint>-<opts>].")
-@click.option("--budget", default="30m", show_default=True, callback=budget,
+@click.option("--budget", default=RECOVERY_BUDGET, show_default=True, callback=budget,
               help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
 @click.option("--schedule", type=click.Choice(["joint", "progressive"]), default="joint", show_default=True,
               help="joint: every loss term and parameter at once; progressive: MobileBERT's layer-by-layer "

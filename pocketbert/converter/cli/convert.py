@@ -11,6 +11,7 @@ from pocketbert.locations import DATA_DIR_DEFAULT
 from ..builtin import BUILTIN
 from ..opts import help_texts
 from ..recipes import INT8_CHOICES, TASKS, default_formats
+from ..training.defaults import RECOVERY_BUDGET
 from .common import (
     EXIT_CODES,
     TASK_HELP,
@@ -91,7 +92,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
 @click.option("--dev", "recover_dev", type=click.Path(path_type=Path), help="With --recover given as a training "
               "file: the task's dev file, scored before and after recovery and recorded for the gates.")
-@click.option("--recover-budget", default="30m", show_default=True, callback=budget,
+@click.option("--recover-budget", default=RECOVERY_BUDGET, show_default=True, callback=budget,
               help="Recovery budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
 @click.option("--recover-schedule", type=click.Choice(["joint", "progressive"]), default="joint",
               show_default=True, help="joint: all loss terms and parameters at once; progressive: MobileBERT's "

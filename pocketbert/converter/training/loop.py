@@ -100,6 +100,15 @@ def parse_budget(text: str) -> Budget:
 
 
 @dataclass
+class Milestones:
+    """``callback(step, seconds)`` once training passes each fraction of its budget in ``at`` (e.g. a dev score
+    as training goes).  The time the callbacks take is not charged to a time budget: training gets all of it."""
+
+    at: tuple[float, ...]
+    callback: Callable[[int, float], None]
+
+
+@dataclass
 class TrainLog:
     steps: int = 0
     seconds: float = 0.0
@@ -167,13 +176,13 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
           batches, *, params: list[nn.Parameter] | None = None, budget: Budget, lr: float, warmup: float = 0.1,
           weight_decay: float = 0.01, max_grad_norm: float = 1.0, seed: int = 0, description: str = "training",
           checkpoint_dir: Path | None = None, checkpoint_every: float = 600.0, resume: bool = False,
-          progress: bool = True, log_every: int = 20) -> TrainLog:
+          progress: bool = True, log_every: int = 20, milestones: Milestones | None = None) -> TrainLog:
     """Train ``params`` (default: all of ``model``) on ``loss_fn(batch)`` until ``budget`` runs out.
 
     ``batches`` needs ``len()`` (batches per epoch) and ``epoch(k)`` (the k-th epoch's batches, a
     deterministic order per k).  Every other parameter of ``model`` is frozen for the run and
     restored afterwards.  With ``checkpoint_dir`` the state is saved every ``checkpoint_every``
-    seconds and at the end; ``resume`` continues from it.
+    seconds and at the end; ``resume`` continues from it.  ``milestones``: callbacks part-way (:class:`Milestones`).
     """
     per_epoch = len(batches)
     if per_epoch == 0:
@@ -188,7 +197,8 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
     run = _Run(model=model, loss_fn=loss_fn, params=params, optimizer=_adamw(params, lr, weight_decay),
                budget=budget, per_epoch=per_epoch, lr=lr, warmup=warmup, max_grad_norm=max_grad_norm,
                description=description, log_every=log_every, checkpoint_every=checkpoint_every,
-               state_file=Path(checkpoint_dir) / "training_state.pt" if checkpoint_dir else None)
+               state_file=Path(checkpoint_dir) / "training_state.pt" if checkpoint_dir else None,
+               milestones=milestones)
     if resume:
         run.resume()
     model.train()
@@ -243,9 +253,23 @@ class _Run:
     last_save: float = 0.0
     running: dict[str, float] = field(default_factory=dict)  # loss sums since the last log line …
     count: int = 0  # … over this many steps
+    milestones: Milestones | None = None
+    passed: int = 0  # milestones already called
+    paused: float = 0.0  # seconds spent in milestone callbacks, not charged to the budget
 
     def seconds(self) -> float:
-        return self.elapsed + time.perf_counter() - self.start
+        return self.elapsed + time.perf_counter() - self.start - self.paused
+
+    def milestone(self, fraction: float) -> None:
+        """Call the milestones ``fraction`` has passed (at most one per step), off the budget's clock."""
+        marks = self.milestones.at if self.milestones else ()
+        if self.passed < len(marks) and fraction >= marks[self.passed]:
+            while self.passed < len(marks) and fraction >= marks[self.passed]:
+                self.passed += 1
+            began = time.perf_counter()
+            self.milestones.callback(self.step, self.seconds())
+            self.model.train()
+            self.paused += time.perf_counter() - began
 
     def resume(self) -> None:
         if not (self.state_file and self.state_file.exists()):
@@ -257,6 +281,8 @@ class _Run:
         self.elapsed = state["seconds"]
         torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
         self.log.resumed_from = self.step
+        done = self.budget.fraction(self.step, self.elapsed, self.per_epoch)
+        self.passed = sum(1 for mark in (self.milestones.at if self.milestones else ()) if done >= mark)
 
     def save(self) -> None:
         if self.state_file is None:
@@ -278,6 +304,7 @@ class _Run:
                 return True
             self.optimise(batch, fraction)
             self.position = index + 1
+            self.milestone(self.budget.fraction(self.step, self.seconds(), self.per_epoch))
             if self.step % self.log_every == 0:
                 self.flush_losses()
                 bar.update(fraction, f"loss {self.log.losses[-1]['loss']:.4f}")

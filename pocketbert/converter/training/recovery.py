@@ -18,12 +18,13 @@ from ..factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
 from . import loop
+from .defaults import RECOVERY_BUDGET
 from .evaluate import evaluate
 from .finetune import load_splits
 
 SCHEDULES = ("joint", "progressive")
 INITS = ("teacher", "lstsq", "moments", "none")
-DEFAULT_BUDGET = loop.Budget(seconds=30 * 60)
+DEFAULT_BUDGET = loop.parse_budget(RECOVERY_BUDGET)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class RecoverOptions:
     train_limit: int | None = None
     dev_limit: int | None = None
     progress: bool = True
+    dev_checks: int = 3  # dev scores part-way through training (at 1/4, 2/4, 3/4 of the budget for 3)
     checkpoint_dir: Path | None = None
     # keep the word-embedding table as the teacher's (= the base model's when the teacher was fine-tuned with it
     # frozen), so the result can ship without it (python -m converter share-embeddings)
@@ -102,10 +104,13 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
     start = time.perf_counter()
     names = prepared.input_names
     teacher_scores = evaluate(teacher, prepared.dev_features, input_names=names)
+    scoring = time.perf_counter() - start
     before = evaluate(student, prepared.dev_features, input_names=names)
     metric = prepared.metric
     log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, transformed without recovery {before[metric]:.2f}")
+    log(_expected_time(options, scoring))
     eval_batches = prepared.dev_features.batches(64, input_names=names)
+    curve = [{"steps": 0, "seconds": 0.0, metric: round(before[metric], 3)}]
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
@@ -113,10 +118,14 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                      init=None if options.init == "none" else options.init, eval_batches=eval_batches,
                      checkpoint_dir=options.checkpoint_dir, progress=options.progress, qat=options.qat,
                      frozen=[whole_table(student, "--freeze-word-embeddings")]
-                     if options.freeze_word_embeddings else ())
+                     if options.freeze_word_embeddings else (),
+                     milestones=_dev_checks(options.dev_checks, student, prepared,
+                                            scores=(teacher_scores[metric], curve), log=log))
     after = evaluate(student, prepared.dev_features, input_names=names)
     log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
         f"{after[metric] - teacher_scores[metric]:+.2f} points)")
+    last = report.stages[-1]  # the curve follows the whole-model stage (the only one of the joint schedule)
+    curve.append({"steps": last.steps, "seconds": round(last.seconds, 1), metric: round(after[metric], 3)})
     rnd = lambda scores: {k: round(v, 3) for k, v in scores.items()}  # noqa: E731
     return {
         "task": prepared.train_name,
@@ -135,9 +144,38 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
         "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
         "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
         "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
+        # the dev score against the whole-model stage's training seconds (evaluation time not counted)
+        "dev_curve": curve,
         "distillation": report.to_json(),
         "wall_seconds": round(time.perf_counter() - start, 1),
     }
+
+
+def _expected_time(options: RecoverOptions, scoring: float) -> str:
+    """What the user will wait for, said before training starts."""
+    budget = options.budget
+    checks = f"{options.dev_checks + 1} dev scores of ~{scoring:.0f} s each"
+    if budget.seconds is not None:
+        return (f"recovery: at most {budget.seconds / 60:.1f} min of training ({budget.describe()}), plus {checks} "
+                "and the NoNorm fit")
+    return f"recovery: {budget.describe()} (the progress line estimates the time), plus {checks}"
+
+
+def _dev_checks(count: int, student, prepared: PreparedRecovery, *, scores: tuple[float, list], log):
+    """Milestones that score the student on the dev split part-way, print it against the teacher's score and add
+    it to the curve (``scores``: the teacher's score, the curve)."""
+    if count < 1:
+        return None
+    metric = prepared.metric
+    teacher_score, curve = scores
+
+    def check(step: int, seconds: float) -> None:
+        score = evaluate(student, prepared.dev_features, input_names=prepared.input_names)[metric]
+        curve.append({"steps": step, "seconds": round(seconds, 1), metric: round(score, 3)})
+        log(f"dev {metric} after {seconds / 60:.1f} min of recovery ({step} steps): {score:.2f} "
+            f"({score - teacher_score:+.2f} vs the teacher)")
+
+    return loop.Milestones(tuple((i + 1) / (count + 1) for i in range(count)), check)
 
 
 def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions, out: Path, *,

@@ -20,6 +20,7 @@ from .nonorm_init import METHODS as INIT_METHODS
 from .nonorm_init import calibrate_nonorm
 from .pairing import Pair, eager_attention, forward, measure_gap, no_dropout, pair, truncated
 from .schedule import DEFAULT_WEIGHTS, SCHEDULES, TrainingStage, split_budget
+from .teacher_cache import TeacherCache, for_training
 
 
 @dataclass
@@ -52,6 +53,7 @@ class RecoveryReport:
     steps: int = 0
     seconds: float = 0.0  # wall time of the whole recovery, calibration and gap measurements included
     qat: dict | None = None  # quantization-aware recovery: the simulation and the post-training-quantization gap
+    teacher_cache: dict | None = None  # the teacher's outputs kept from the first epoch on (.teacher_cache)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -82,8 +84,10 @@ def _count(params) -> int:
     return sum(p.numel() for p in params)
 
 
-def stage_loss(pair_: Pair, stage: TrainingStage, *, temperature: float) -> Callable[[dict[str, Tensor]], tuple]:
-    """The loss function of one stage: batch -> (weighted total, {term: value, 'loss': total})."""
+def stage_loss(pair_: Pair, stage: TrainingStage, *, temperature: float,
+               cache: TeacherCache | None = None) -> Callable[[dict[str, Tensor]], tuple]:
+    """The loss function of one stage: batch -> (weighted total, {term: value, 'loss': total}).  With ``cache``,
+    the teacher's full-depth outputs come from it (:mod:`.teacher_cache`)."""
     weights = stage.weights
     need_hidden = bool(weights.get("hidden"))
     need_stream = bool(weights.get("stream"))
@@ -101,8 +105,11 @@ def stage_loss(pair_: Pair, stage: TrainingStage, *, temperature: float) -> Call
     def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         inputs = pair_.inputs(batch)
         mask = inputs.get("attention_mask")
-        with torch.no_grad(), truncated(pair_.teacher, t_blocks, t_keep):
-            t = forward(pair_.teacher, inputs, hidden=need_hidden, attentions=need_attn)
+        if cache is not None and t_keep >= len(t_blocks):
+            t = cache.outputs(batch, inputs)
+        else:
+            with torch.no_grad(), truncated(pair_.teacher, t_blocks, t_keep):
+                t = forward(pair_.teacher, inputs, hidden=need_hidden, attentions=need_attn)
         with truncated(pair_.student, s_blocks, s_keep):
             s = forward(pair_.student, inputs, hidden=need_hidden or need_stream, attentions=need_attn)
         terms: dict[str, Tensor] = {}
@@ -134,7 +141,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
             checkpoint_dir: Path | None = None, progress: bool = True, frozen=(),
-            train_fn: Callable | None = None, qat: bool = False) -> RecoveryReport:
+            train_fn: Callable | None = None, qat: bool = False, milestones=None) -> RecoveryReport:
     """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
 
     * ``batches``: the task's training batches (the loop's BatchSource: ``len()``, ``epoch(k)``, and
@@ -142,21 +149,20 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
       and ``labels`` when the hard-label loss is used.
     * ``budget``: a :class:`converter.training.loop.Budget` for the training steps, split over the
       stages by their shares (NoNorm initialisation and gap measurements come on top).
-    * ``schedule``: ``joint`` (default: on MiniLM fine-tuned on SST-2, 300 steps of batch 32 kept
-      86.24% dev accuracy against the teacher's 86.70; ``progressive`` reached 85.09) or
-      ``progressive`` (MobileBERT's PKT, then logit distillation; ``final_share`` of the budget).
+    * ``schedule``: ``joint`` (default: measured better at CPU budgets, docs/training.md) or ``progressive``
+      (MobileBERT's PKT, then logit distillation; ``final_share`` of the budget).
     * ``weights``: loss term -> weight, merged over :data:`DEFAULT_WEIGHTS` (``hard`` is 0 unless set).
     * ``temperature``: of the logit distillation; ``lr``, ``seed``: for the loop (stage i uses seed + i).
     * ``init``: NoNorm initialisation before training, on ``init_batches`` training batches:
       ``teacher`` (default), ``lstsq``, ``moments`` or None (see :mod:`converter.training.distill.nonorm_init`).
     * ``eval_batches``: if given, the gap is measured on up to ``eval_max_batches`` of them before,
       after the initialisation and after training (``RecoveryReport.gap_before``/``init``/``gap_after``).
-    * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``.
-    * ``frozen``: student parameters no stage trains (e.g. a word-embedding table kept at the base model's).
-    * ``train_fn``: the training loop (default :func:`converter.training.loop.train`).
+    * ``checkpoint_dir``: the loop checkpoints each stage into ``checkpoint_dir/<stage>``; ``train_fn``: the
+      loop (default :func:`converter.training.loop.train`); ``frozen``: student parameters no stage trains.
     * ``qat``: quantization-aware: the student trains through :mod:`.fake_quant`'s simulation of the
       full-integer export (ranges calibrated on ``init_batches`` batches, then following the training
       batches); the gaps after training are the simulated int8 model's (``RecoveryReport.qat``).
+    * ``milestones``: :class:`converter.training.loop.Milestones` for the last (whole-model) stage: dev scores.
 
     Both models run with eager attention while attention transfer is on (restored after), the student without
     dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
@@ -182,7 +188,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
                         init=init, gap=gap)
         with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
             _train_stages(report, pair_, stages, budgets, batches=batches, train_fn=train_fn, temperature=temperature,
-                          lr=lr, seed=seed, checkpoint_dir=checkpoint_dir, progress=progress)
+                          lr=lr, seed=seed, checkpoint_dir=checkpoint_dir, progress=progress,
+                          milestones=milestones)
             student.requires_grad_(True)
             student.eval()
             report.gap_after = gap()
@@ -281,17 +288,21 @@ def _simulated_int8(report: RecoveryReport, pair_: Pair, batches, gap: Callable)
 
 
 def _train_stages(report: RecoveryReport, pair_: Pair, stages, budgets, batches, train_fn, *, temperature, lr, seed,
-                  checkpoint_dir, progress) -> None:
+                  checkpoint_dir, progress, milestones) -> None:
+    """Each stage through ``train_fn``, the teacher's outputs kept from the first epoch on when they fit."""
+    cache, report.teacher_cache = for_training(pair_, stages, batches)
     for index, (stage, stage_budget) in enumerate(zip(stages, budgets)):
-        log = train_fn(pair_.student, stage_loss(pair_, stage, temperature=temperature), batches,
+        last = index == len(stages) - 1
+        log = train_fn(pair_.student, stage_loss(pair_, stage, temperature=temperature, cache=cache), batches,
                        params=stage.params, budget=stage_budget, lr=lr, seed=seed + index,
                        description=f"recover {stage.name} ({index + 1}/{len(stages)})",
                        checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / stage.name,
-                       progress=progress)
+                       progress=progress, **({"milestones": milestones} if last and milestones else {}))
         report.stages.append(StageReport(
             name=stage.name, trained_parameters=_count(stage.params), weights=stage.weights,
             share=stage.share, budget=_as_dict(stage_budget), steps=log.steps, seconds=log.seconds,
             stopped_by=log.stopped_by, final_losses=dict(log.losses[-1]) if log.losses else {}))
+    report.teacher_cache.update(cache.to_json() if cache else {})
 
 
 def _as_dict(budget) -> dict:
