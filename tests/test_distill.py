@@ -161,16 +161,22 @@ def test_recovery_reduces_the_gap(family_name, schedule, tokenizer, sst2):
     assert [m.p for m in student.modules() if isinstance(m, nn.Dropout)] == dropout
 
 
+def _task_pair(task, tokenizer, *, limit):
+    """A tiny BERT teacher/student pair with the task's head (token classification for CoNLL-2003), one thread,
+    and ``limit`` of the task's dev examples as features."""
+    torch.set_num_threads(1)
+    data = load_task(task, "dev", data_dir=DATA, limit=limit)
+    ner = task == "conll2003"
+    teacher, student = _pair(_family("bert"), tokenizer, num_labels=len(data.label_names),
+                             cls=AutoModelForTokenClassification if ner else AutoModelForSequenceClassification)
+    return teacher, student, data.encode(tokenizer, max_length=64, label_names=data.label_names if ner else None)
+
+
 @pytest.mark.parametrize("task", ["conll2003", "glue:stsb"])
 def test_recovery_on_ner_and_regression_with_hard_labels(task, tokenizer):
     """Token classification (per-token KD over real tokens, -100 ignored by the hard loss) and regression (MSE)."""
-    torch.set_num_threads(1)
     family = _family("bert")
-    data = load_task(task, "dev", data_dir=DATA, limit=192)
-    ner = task == "conll2003"
-    teacher, student = _pair(family, tokenizer, num_labels=len(data.label_names),
-                             cls=AutoModelForTokenClassification if ner else AutoModelForSequenceClassification)
-    features = data.encode(tokenizer, max_length=64, label_names=data.label_names if ner else None)
+    teacher, student, features = _task_pair(task, tokenizer, limit=192)
     report = recover(teacher, student, family, features.batches(32, shuffle=True), budget=Budget(steps=60),
                      schedule="joint", lr=1e-3, weights={"hard": 0.1}, eval_batches=features.batches(64),
                      progress=False)
@@ -349,13 +355,8 @@ def test_teacher_cache_gives_the_teachers_outputs_without_running_it(task, token
     from pocketbert.converter.training.distill import DEFAULT_WEIGHTS, joint, stage_loss
     from pocketbert.converter.training.distill.teacher_cache import for_training
 
-    torch.set_num_threads(1)
     family = _family("bert")
-    data = load_task(task, "dev", data_dir=DATA, limit=96)
-    ner = task == "conll2003"
-    teacher, student = _pair(family, tokenizer, num_labels=len(data.label_names),
-                             cls=AutoModelForTokenClassification if ner else AutoModelForSequenceClassification)
-    features = data.encode(tokenizer, max_length=64, label_names=data.label_names)
+    teacher, student, features = _task_pair(task, tokenizer, limit=96)
     batches = features.batches(16, shuffle=True, input_names=_names(family))
     p = pair(teacher, student, family)
     stage = joint(student, family, DEFAULT_WEIGHTS)[0]
