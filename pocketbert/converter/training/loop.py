@@ -260,12 +260,15 @@ class _Run:
     def seconds(self) -> float:
         return self.elapsed + time.perf_counter() - self.start - self.paused
 
+    def reached(self, fraction: float) -> int:
+        """How many milestones ``fraction`` of the budget has passed."""
+        return sum(1 for mark in (self.milestones.at if self.milestones else ()) if fraction >= mark)
+
     def milestone(self, fraction: float) -> None:
-        """Call the milestones ``fraction`` has passed (at most one per step), off the budget's clock."""
-        marks = self.milestones.at if self.milestones else ()
-        if self.passed < len(marks) and fraction >= marks[self.passed]:
-            while self.passed < len(marks) and fraction >= marks[self.passed]:
-                self.passed += 1
+        """Call the milestones ``fraction`` has passed (at most one call per step), off the budget's clock."""
+        reached = self.reached(fraction)
+        if reached > self.passed:
+            self.passed = reached
             began = time.perf_counter()
             self.milestones.callback(self.step, self.seconds())
             self.model.train()
@@ -281,8 +284,7 @@ class _Run:
         self.elapsed = state["seconds"]
         torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
         self.log.resumed_from = self.step
-        done = self.budget.fraction(self.step, self.elapsed, self.per_epoch)
-        self.passed = sum(1 for mark in (self.milestones.at if self.milestones else ()) if done >= mark)
+        self.passed = self.reached(self.budget.fraction(self.step, self.elapsed, self.per_epoch))
 
     def save(self) -> None:
         if self.state_file is None:

@@ -22,6 +22,8 @@ from types import SimpleNamespace
 import torch
 from torch import Tensor
 
+from .pairing import forward
+
 BYTES = 2  # float16
 
 
@@ -64,8 +66,7 @@ class TeacherCache:
             return self._assemble(rows, width=mask.shape[1])
         self.misses += 1
         with torch.no_grad():
-            out = self.teacher(**inputs, output_hidden_states=self.hidden, output_attentions=self.attentions,
-                               return_dict=True)
+            out = forward(self.teacher, inputs, hidden=self.hidden, attentions=self.attentions)
         for r, (row, n) in enumerate(zip(rows, mask.sum(1).tolist())):
             logits = out.logits[r, :n] if out.logits.dim() == 3 else out.logits[r]
             hidden = [h[r, :n].half() for h in out.hidden_states] if self.hidden else []
