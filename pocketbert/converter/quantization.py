@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backends, loading, verify
+from . import backends, loading, reweight, verify
 from .backends import ExportedArtifact, ExportSpec
 from .errors import VerificationError
 from .logits_model import LogitsModel
@@ -40,6 +40,9 @@ class Judged:
 #: cosine, at an eighth of a full judgement's cost; never enough to accept or refuse a file near the target
 #: (on the NER demo's 128 texts one entity decides 0.5 points of entity F1)
 SCREEN_TEXTS = 128
+
+#: texts a float file derived with new weights is checked on against the model it should equal
+PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
 
 
 @dataclass
@@ -130,7 +133,8 @@ class Quantizer:
         lengths = self.judged if backend.judged_per_length(precision) else self.judged[:1]
         bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement,
                                    target_agreement=self.target_agreement, min_entity_f1=self.min_entity_f1)
-        return CalibrationJudge(lambda path: self._load(backend, path, precision), lengths, bars)
+        return CalibrationJudge(lambda path: backend.load_for_rows(path, self.spec.input_names, precision,
+                                                                   threads=self.threads), lengths, bars)
 
     def plain(self, recipe: Recipe, dest: Path) -> ExportedArtifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
@@ -138,11 +142,29 @@ class Quantizer:
         backend = backends.get(recipe.backend)
         accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" else None
         spec, equalization = self._base(recipe)
-        float_export = None if equalization else self.float_exports.get(recipe.backend)
-        artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept=accept,
-                                    float_fallback=False, float_export=float_export)
-        artifact.details.update(smoothing=None, equalization=equalization)
+        float_export, how = self._float_file(backend, spec, equalization)
+        try:
+            artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept=accept,
+                                        float_fallback=False, float_export=float_export)
+        finally:
+            if equalization and float_export is not None:
+                float_export.unlink(missing_ok=True)
+        artifact.details.update(smoothing=None, equalization=equalization and {**equalization, "float_file": how})
         return artifact
+
+    def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
+        """The float file to quantise, and how it was made: the plain export; for the equalised model, that file
+        with the equalised weights written in (:mod:`.reweight`) when every weight traces back and its logits
+        match the equalised model's; None when the backend must export the model again."""
+        plain = self.float_exports.get(backend.name)
+        if equalization is None or plain is None:
+            return plain, "the float export"
+        derived = plain.with_name(f".equalized-{plain.name}")
+        exported, new = reweight.float_tensors(self.spec.model), reweight.float_tensors(spec.model)
+        if backend.with_weights(plain, derived, exported, new) and float_parity(backend, derived, spec):
+            return derived, "the float export with the equalised weights written in"
+        derived.unlink(missing_ok=True)
+        return None, "exported again"
 
     def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
         """The model a recipe quantises: equalised for static int8 when the family allows it."""
@@ -293,3 +315,15 @@ class Quantizer:
                     f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine)",
             "candidates": record}
         return best["recipe"], artifact
+
+
+def float_parity(backend, path: Path, spec: ExportSpec) -> bool:
+    """A float file's logits match ``spec.model``'s within the fp32 parity tolerance, at every length it has."""
+    runner = backend.load(path, spec.input_names, "fp32", threads=spec.threads)
+    for length in spec.buckets if backend.fixed_lengths else [None]:
+        batches = spec.make_batches(PARITY_TEXTS, pad_to=length)
+        reference = verify.torch_logits(spec.model, batches)
+        found = verify.runner_logits(runner, batches)
+        if max(float(np.abs(r - f).max()) for r, f in zip(reference, found)) > verify.fp32_tolerance(reference):
+            return False
+    return True

@@ -30,10 +30,11 @@ class VerifyStage(Stage):
             recipe = built.recipe
             start = time.perf_counter()
             with conversion.step(self.name, f"Verifying {recipe.name}"):
-                runner = backends.get(recipe.backend).load(built.artifact.path, input_names, recipe.precision,
-                                                           threads=conversion.options.threads)
-                result = _verified(conversion, built, runner)
+                backend, threads = backends.get(recipe.backend), conversion.options.threads
+                result = _verified(conversion, built, backend.load_for_rows(built.artifact.path, input_names,
+                                                                            recipe.precision, threads=threads))
                 if conversion.options.measure_latency:
+                    runner = backend.load(built.artifact.path, input_names, recipe.precision, threads=threads)
                     result.latency_ms = backends.median_latency_ms(runner, conversion.transform.latency_feeds)
             result.seconds = built.seconds + time.perf_counter() - start
             conversion.emit(ArtifactVerified(recipe.name, result.verification))

@@ -1,0 +1,94 @@
+"""New weights written into an exported float file (static int8's equalised model) instead of exporting again:
+every constant traced to the tensor it was made from, the result what an export of the new model gives, and a
+file that cannot be derived refused (the converter then exports again)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pocketbert.converter import reweight
+from pocketbert.converter.backends import get
+from pocketbert.converter.backends.tflite_weights import float_constants
+from pocketbert.converter.logits_model import LogitsModel
+from pocketbert.converter.quantization import float_parity
+from pocketbert.converter.transforms import equalize
+
+from .conftest import FULL_INTEGER_TEXTS, export_spec, nonorm_model
+
+RNG = np.random.default_rng(0)
+
+
+def _tensors() -> dict[str, np.ndarray]:
+    return {"w": RNG.standard_normal((6, 4)).astype(np.float32), "b": RNG.standard_normal(4).astype(np.float32),
+            "pos": RNG.standard_normal((10, 4)).astype(np.float32)}
+
+
+def test_each_kind_of_constant_is_traced_and_rewritten():
+    old, new = _tensors(), _tensors()
+    factor = np.float32(0.42)
+    constants = {"as-is": old["b"].reshape(1, 1, 4), "transposed": np.ascontiguousarray(old["w"].T),
+                 "rows": old["pos"][:3].reshape(1, 3, 4), "scaled": factor * old["w"],
+                 "mask": np.full(4, -np.inf, np.float32)}  # the exporter's own: small, traced to nothing
+    found = reweight.sources(constants, old)
+    assert set(found) == {"as-is", "transposed", "rows", "scaled"}
+    out = reweight.rewritten(found, {k: v.shape for k, v in constants.items()}, new)
+    np.testing.assert_array_equal(out["as-is"], new["b"].reshape(1, 1, 4))
+    np.testing.assert_array_equal(out["transposed"], new["w"].T)
+    np.testing.assert_array_equal(out["rows"], new["pos"][:3].reshape(1, 3, 4))
+    np.testing.assert_allclose(out["scaled"], factor * new["w"], rtol=1e-6)
+
+
+def test_an_untraceable_weight_or_an_ambiguous_one_refuses_the_whole_file():
+    old = _tensors()
+    assert reweight.sources({"folded": old["w"] + 1.0}, old) is None  # made some other way: export again
+    twins = {"a": np.ones(4, np.float32), "b": np.ones(4, np.float32)}
+    found = reweight.sources({"c": np.ones(4, np.float32)}, twins)
+    assert len(found["c"]) == 2
+    assert reweight.rewritten(found, {"c": (4,)}, {"a": np.ones(4, np.float32), "b": np.zeros(4, np.float32)}) is None
+    assert reweight.rewritten(found, {"c": (4,)}, twins) is not None  # still equal in the new model: no doubt
+
+
+def _equalized(checkpoint):
+    loaded, spec = nonorm_model(checkpoint, "fold", buckets=(16, 32))
+    batches = spec.make_batches(FULL_INTEGER_TEXTS, pad_to=16)
+    model, family = loaded.model, loaded.family
+    equalized, record = equalize.equalize(model, family, equalize.stream_maxima(model, family, batches))
+    assert record["channels_scaled"] > 0
+    return spec, type(spec)(**{**spec.__dict__, "model": LogitsModel(equalized, spec.input_names).eval()})
+
+
+@pytest.mark.parametrize("family_name", ["bert", "distilbert"])  # the families equalisation maps
+def test_equalised_weights_written_into_the_tflite_export_equal_its_own_export(checkpoints, family_name, tmp_path):
+    plain, equalized = _equalized(checkpoints[family_name]["classification"])
+    backend = get("tflite")
+    backend.export(plain, tmp_path / "plain.tflite")
+    backend.export(equalized, tmp_path / "exported.tflite")
+    assert backend.with_weights(tmp_path / "plain.tflite", tmp_path / "derived.tflite",
+                                reweight.float_tensors(plain.model), reweight.float_tensors(equalized.model))
+    derived, _ = float_constants(tmp_path / "derived.tflite")
+    exported, _ = float_constants(tmp_path / "exported.tflite")
+    assert derived.keys() == exported.keys()
+    for key, value in exported.items():  # scaled constants: the exporter's float32 product, to its rounding
+        np.testing.assert_allclose(derived[key], value, rtol=1e-6, atol=1e-7, err_msg=str(key))
+    assert float_parity(backend, tmp_path / "derived.tflite", equalized)
+
+
+def test_a_norm_the_exporter_dropped_fails_the_parity_check(checkpoints, tmp_path):
+    """An identity NoNorm (γ = 1, β = 0) is folded away by the exporter: a new γ has no op to go to.  Every
+    constant left still traces, so only the logits show it, and the converter exports again."""
+    from pocketbert.converter.transforms import OPTS
+
+    loaded, spec = export_spec(checkpoints["bert"]["classification"], buckets=[16])
+    for name in ("nonorm", "relu"):
+        OPTS[name].apply(loaded.model, loaded.family)
+    backend = get("tflite")
+    backend.export(spec, tmp_path / "plain.tflite")
+    exported = {name: value.copy() for name, value in reweight.float_tensors(spec.model).items()}
+    with torch.no_grad():
+        for _, norm in loaded.family.norms(loaded.model):
+            norm.weight.mul_(1.5)
+    assert backend.with_weights(tmp_path / "plain.tflite", tmp_path / "derived.tflite", exported,
+                                reweight.float_tensors(spec.model))
+    assert not float_parity(backend, tmp_path / "derived.tflite", spec)
