@@ -232,6 +232,10 @@ def test_int8_auto_ships_the_fastest_recipe_that_passes(checkpoints, options):
             assert other["latency_ms"] >= chosen["latency_ms"]
         if other is not chosen and other["latency_ms"] is None:  # skipped or failed: never faster when built plain
             assert other["plain_latency_ms"] >= chosen["latency_ms"] or not other["accepted"]
+    static = candidates["tflite:int8-static"]
+    assert "timed_on" in static  # a calibrated candidate is timed on a probe calibrated on one batch first
+    if static["outcome"].startswith("skipped"):  # then never calibrated in full nor judged
+        assert static["accepted"] is None and "top1_agreement" not in static
     files = sorted(p.name for p in result.bundle.iterdir() if p.suffix == ".tflite")
     assert files == sorted(["model.tflite", int8["file"]])  # the losing candidate is gone
 

@@ -136,16 +136,17 @@ class Quantizer:
         return CalibrationJudge(lambda path: backend.load_for_rows(path, self.spec.input_names, precision,
                                                                    threads=self.threads), lengths, bars)
 
-    def plain(self, recipe: Recipe, dest: Path) -> ExportedArtifact:
+    def plain(self, recipe: Recipe, dest: Path, probe: bool = False) -> ExportedArtifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
-        model: its residual stream equalised, which is exact and free at run time)."""
+        model: its residual stream equalised, which is exact and free at run time).  ``probe``: the same
+        file calibrated on the first calibration batch only and not judged, to time it."""
         backend = backends.get(recipe.backend)
-        accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" else None
+        accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" and not probe else None
         spec, equalization = self._base(recipe)
         float_export, how = self._float_file(backend, spec, equalization)
         try:
-            artifact = backend.quantize(spec, recipe.precision, dest, self.calibration, accept=accept,
-                                        float_fallback=False, float_export=float_export)
+            artifact = backend.quantize(spec, recipe.precision, dest, self.calibration[:1] if probe else self.calibration,
+                                        accept=accept, float_fallback=False, float_export=float_export)
         finally:
             if equalization and float_export is not None:
                 float_export.unlink(missing_ok=True)
@@ -258,27 +259,32 @@ class Quantizer:
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]
 
+    def _trial(self, backend, recipe: Recipe, directory: Path, feeds: dict[str, np.ndarray]) -> dict:
+        """One ``--int8 auto`` candidate built plain and timed (a calibrated one: its probe, see :meth:`choose`)."""
+        path = directory / f".candidate-{backend.filename(recipe.precision)}"
+        probed = recipe.precision == "int8-static"
+        artifact = self.plain(recipe, path, probe=probed)
+        return {"recipe": recipe, "path": path, "artifact": None if probed else artifact, "probed": probed,
+                "plain_ms": backends.median_latency_ms(self._load(backend, path, recipe.precision), feeds)}
+
     def choose(self, choice: RecipeChoice, directory: Path,
                feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
         """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine.
 
-        Every candidate is first built plain and timed.  Then, fastest first, a candidate that failed
-        goes through the accuracy ladder (smoothing, float fallback); a candidate whose plain build is
-        already slower than the best passing one is skipped, since the ladder only adds work.
+        Every candidate is first built plain and timed; a calibrated one (static int8) on a probe, calibrated on
+        one batch and not judged, since its speed does not depend on its ranges.  Then, fastest first, a
+        probed candidate is built in full, and one that failed goes through the accuracy ladder (smoothing,
+        float fallback); a candidate whose plain build is already slower than the best passing one is skipped,
+        since the ladder only adds work (and a probe is never calibrated in full).
         """
         backend = backends.get(choice.candidates[0].backend)
-        trials = []
-        for recipe in choice.candidates:
-            path = directory / f".candidate-{backend.filename(recipe.precision)}"
-            artifact = self.plain(recipe, path)
-            trials.append({"recipe": recipe, "path": path, "artifact": artifact,
-                           "plain_ms": backends.median_latency_ms(self._load(backend, path, recipe.precision), feeds)})
+        trials = [self._trial(backend, recipe, directory, feeds) for recipe in choice.candidates]
         best = None
         for trial in sorted(trials, key=lambda t: t["plain_ms"]):
             if best is not None and trial["plain_ms"] >= best["ms"]:
                 trial["outcome"] = f"skipped: plain build already slower than {best['recipe'].name}"
                 continue
-            artifact = trial["artifact"]
+            artifact = trial["artifact"] = trial["artifact"] or self.plain(trial["recipe"], trial["path"])
             if artifact.details["float_fallback"]["target_met"]:
                 trial["ms"] = trial["plain_ms"]
             else:
@@ -294,11 +300,7 @@ class Quantizer:
             if trial is not best:
                 trial["path"].unlink(missing_ok=True)
                 trial.setdefault("outcome", f"slower than {best['recipe'].name}" if best else "failed the int8 bar")
-        record = [{"recipe": t["recipe"].name, "plain_latency_ms": round(t["plain_ms"], 3),
-                   "latency_ms": round(t["ms"], 3) if "ms" in t else None,
-                   "accepted": t["artifact"].details["float_fallback"]["accepted"],
-                   "chosen": t is best, "outcome": t.get("outcome", "chosen"),
-                   **t["artifact"].details["float_fallback"]["search"][-1]} for t in trials]
+        record = [_candidate_record(t, best) for t in trials]
         if best is None:
             raise VerificationError(
                 f"no int8 recipe for {backend.name} met the int8 bar on the calibration text: "
@@ -327,3 +329,15 @@ def float_parity(backend, path: Path, spec: ExportSpec) -> bool:
         if max(float(np.abs(r - f).max()) for r, f in zip(reference, found)) > verify.fp32_tolerance(reference):
             return False
     return True
+
+
+def _candidate_record(trial: dict, best: dict | None) -> dict:
+    """What the manifest says of one ``--int8 auto`` candidate (a probe never built in full: no figures)."""
+    figures = trial["artifact"].details["float_fallback"] if trial["artifact"] else None
+    return {"recipe": trial["recipe"].name, "plain_latency_ms": round(trial["plain_ms"], 3),
+            "latency_ms": round(trial["ms"], 3) if "ms" in trial else None,
+            "accepted": figures["accepted"] if figures else None, "chosen": trial is best,
+            "outcome": trial.get("outcome", "chosen"),
+            **({"timed_on": "a probe calibrated on one batch (a full-integer file's speed does not depend on its "
+                            "ranges)"} if trial["probed"] else {}),
+            **(figures["search"][-1] if figures else {})}
