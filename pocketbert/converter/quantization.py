@@ -144,9 +144,10 @@ class Quantizer:
         accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" and not probe else None
         spec, equalization = self._base(recipe)
         float_export, how = self._float_file(backend, spec, equalization)
+        calibration = self.calibration[:1] if probe else self.calibration
         try:
-            artifact = backend.quantize(spec, recipe.precision, dest, self.calibration[:1] if probe else self.calibration,
-                                        accept=accept, float_fallback=False, float_export=float_export)
+            artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept=accept,
+                                        float_fallback=False, float_export=float_export)
         finally:
             if equalization and float_export is not None:
                 float_export.unlink(missing_ok=True)
