@@ -220,7 +220,9 @@ class Quantizer:
             if cheapest is not None:
                 return cheapest  # short of the target, plain is the cheapest step meeting the bar
         unsmoothed = artifact.details["float_fallback"]["search"][0] if artifact else None
-        laddered.details.update(smoothing=smoothing, equalization=self._base(recipe)[1], unsmoothed_attempt=unsmoothed)
+        equalization = self._base(recipe)[1]
+        laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed, equalization=equalization and {
+            **equalization, "float_file": "exported again (smoothing adds an op per Linear)"})
         if predicted:
             laddered.details["plain_skipped"] = {"reason": "the plain dynamic int8 file missed the target",
                                                  "dynamic": predicted}
