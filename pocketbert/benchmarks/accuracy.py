@@ -52,7 +52,7 @@ def logits_per_example(backend, features, input_names: list[str], batch_size: in
     out: list[np.ndarray | None] = [None] * len(features)
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     with ThreadPoolExecutor(max(1, at_once)) as pool:
-        list(pool.map(lambda rows: _run_batch(backend, features, input_names, rows, out), batches))
+        list(pool.map(lambda rows: _run_batch(backend, features, input_names, rows=rows, out=out), batches))
     return out
 
 
