@@ -48,6 +48,7 @@ def test_an_untraceable_weight_or_an_ambiguous_one_refuses_the_whole_file():
     assert len(found["c"]) == 2
     assert reweight.rewritten(found, {"c": (4,)}, {"a": np.ones(4, np.float32), "b": np.zeros(4, np.float32)}) is None
     assert reweight.rewritten(found, {"c": (4,)}, twins) is not None  # still equal in the new model: no doubt
+    assert reweight.rewritten(found, {"c": (4,)}, {"a": np.ones(4, np.float32)}) is None  # "b" gone from the model
 
 
 def _equalized(checkpoint):

@@ -63,9 +63,11 @@ def sources(constants: Mapping[object, np.ndarray], tensors: Mapping[str, np.nda
 def rewritten(found: Mapping[object, list[Source]], shapes: Mapping[object, tuple[int, ...]],
               tensors: Mapping[str, np.ndarray]) -> dict | None:
     """The constants made from ``tensors`` (the new model's); None when a constant matched several tensors
-    of the exported model that differ in the new one."""
+    of the exported model that differ in the new one, or a tensor the new model lacks."""
     out = {}
     for key, hits in found.items():
+        if any(hit.name not in tensors for hit in hits):
+            return None
         values = [hit.of(tensors, shapes[key]) for hit in hits]
         if any(not np.array_equal(values[0], v) for v in values[1:]):
             return None
