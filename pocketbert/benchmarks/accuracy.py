@@ -45,30 +45,28 @@ class AccuracyError(Exception):
 def logits_per_example(backend, features, input_names: list[str], batch_size: int = 32,
                        at_once: int = 1) -> list[np.ndarray]:
     """Run every example of ``features`` through a runtime backend; logits cut to each example's length.
-    ``at_once``: batches run concurrently (the backend must serve that many callers, see :func:`load_artifact`)."""
-    from concurrent.futures import ThreadPoolExecutor
+    ``at_once``: each batch's rows split over that many concurrent calls (the backend must serve that many
+    callers, see :func:`load_artifact`), as the converter's verification runs them."""
+    from pocketbert.converter.backends.base import Runner
 
+    run = Runner(backend, parallel=at_once)
     order = sorted(range(len(features)), key=lambda i: len(features.input_ids[i]))
     out: list[np.ndarray | None] = [None] * len(features)
-    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-    with ThreadPoolExecutor(max(1, at_once)) as pool:
-        list(pool.map(lambda rows: _run_batch(backend, features, input_names, rows=rows, out=out), batches))
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        width = max(len(features.input_ids[i]) for i in rows)
+        feeds = {name: np.zeros((len(rows), width), dtype=np.int64) for name in input_names}
+        feeds["input_ids"][:] = features.pad_id
+        for r, i in enumerate(rows):
+            n = len(features.input_ids[i])
+            feeds["input_ids"][r, :n] = features.input_ids[i]
+            feeds["attention_mask"][r, :n] = 1
+            if "token_type_ids" in feeds:
+                feeds["token_type_ids"][r, :n] = features.token_type_ids[i]
+        logits = run(feeds)
+        for r, i in enumerate(rows):
+            out[i] = logits[r, :len(features.input_ids[i])] if logits.ndim == 3 else logits[r]
     return out
-
-
-def _run_batch(backend, features, input_names: list[str], rows: list[int], out: list) -> None:
-    width = max(len(features.input_ids[i]) for i in rows)
-    feeds = {name: np.zeros((len(rows), width), dtype=np.int64) for name in input_names}
-    feeds["input_ids"][:] = features.pad_id
-    for r, i in enumerate(rows):
-        n = len(features.input_ids[i])
-        feeds["input_ids"][r, :n] = features.input_ids[i]
-        feeds["attention_mask"][r, :n] = 1
-        if "token_type_ids" in feeds:
-            feeds["token_type_ids"][r, :n] = features.token_type_ids[i]
-    logits = backend.run(feeds)
-    for r, i in enumerate(rows):
-        out[i] = logits[r, :len(features.input_ids[i])] if logits.ndim == 3 else logits[r]
 
 
 def _at_once(artifact, threads: int | None) -> int:
