@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pocketbert.converter import verify
-from pocketbert.converter.quantization import SCREEN_TEXTS, CalibrationJudge, Judged
+from pocketbert.converter.calibration_judge import SCREEN_TEXTS, CalibrationJudge, Judged
 
 
 def _judged(batches: int, length: int, rng) -> Judged:
@@ -79,3 +79,73 @@ def test_the_judges_reference_runs_only_the_columns_a_batch_uses(checkpoints):
             del calls[calls_before:]
         longest = int(batches[32][0]["attention_mask"].sum(1).max())
         assert calls == [longest] and longest < 32  # one run, at the longest text's length, for both lengths
+
+
+def test_a_backend_with_dynamic_shapes_is_judged_unpadded_with_the_same_figures(checkpoints):
+    """Rows sorted by length and cut to each batch's longest: the reference and the entity starts follow their
+    rows, so a candidate that differs from the reference (here: the model with noise in its weights) gets the
+    figures the padded judgement gives, from far fewer positions."""
+    import copy
+
+    import torch
+
+    from pocketbert.converter import loading
+    from pocketbert.converter.encoding import encode, word_starts
+    from pocketbert.converter.logits_model import LogitsModel
+
+    from .conftest import NER_LABELS
+
+    rng = np.random.default_rng(5)
+    words = "the film was a long and quiet story about Paris in winter , told well".split()
+    texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(2, 20, size=48)]
+    bars = verify.Bars(min_cosine=0.5, min_agreement=0.5, target_agreement=0.99, min_entity_f1=0.5)
+    for head in ("classification", "ner"):
+        loaded = loading.load(str(checkpoints["bert"][head]))
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        model = LogitsModel(loaded.model, names).eval()
+        noisy = copy.deepcopy(model)
+        with torch.no_grad():
+            for weight in noisy.parameters():
+                weight.add_(torch.randn_like(weight) * 0.05)
+        batches = [encode(loaded.tokenizer, texts[i:i + 16], input_names=names, max_length=64, pad_to=64)
+                   for i in range(0, 48, 16)]
+        entities = verify.EntityView([word_starts(loaded.tokenizer, texts[i:i + 16], max_length=64, pad_to=64)
+                                      for i in range(0, 48, 16)], NER_LABELS) if head == "ner" else None
+        judged = Judged(batches, verify.torch_logits(model, batches), entities)
+        widths: list[int] = []
+
+        def load(_path):
+            return lambda batch: widths.append(batch["input_ids"].shape[1]) or verify.torch_logits(noisy, [batch])[0]
+
+        padded = CalibrationJudge(load, [judged], bars)(None)[1]
+        unpadded = CalibrationJudge(load, [judged], bars, unpadded=True)(None)[1]
+        assert padded == unpadded and padded["top1_agreement"] < 1.0, head
+        assert widths[:3] == [64] * 3 and max(widths[3:]) < 32 and widths[3:] == sorted(widths[3:], reverse=True)
+
+
+def test_the_reference_runs_rows_sorted_by_length_and_puts_each_back(checkpoints):
+    """Rows of batches in text order run longest first, each group cut to its longest row; every row's logits
+    come back to its batch and place (padding positions zero), equal to the padded batches' own."""
+    from pocketbert.converter import loading
+    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.logits_model import LogitsModel
+
+    rng = np.random.default_rng(7)
+    texts = [" ".join(["word"] * int(n)) for n in rng.integers(1, 40, size=40)]
+    for head in ("classification", "ner"):
+        loaded = loading.load(str(checkpoints["bert"][head]))
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        model = LogitsModel(loaded.model, names).eval()
+        widths: list[int] = []
+        model.register_forward_pre_hook(lambda _m, args: widths.append(args[0].shape[1]))
+        batches = [encode(loaded.tokenizer, texts[i:i + 16], input_names=names, max_length=64, pad_to=64)
+                   for i in range(0, 40, 16)]  # 16, 16 and 8 rows
+        found = verify.unpadded_logits(model, batches)
+        assert widths == sorted(widths, reverse=True) and len(widths) == 3 and widths[-1] < 20
+        widths.clear()
+        for batch, reference, logits in zip(batches, verify.torch_logits(model, batches), found, strict=True):
+            assert logits.shape == reference.shape
+            real = batch["attention_mask"].astype(bool) if head == "ner" else slice(None)
+            np.testing.assert_allclose(logits[real], reference[real], atol=1e-5)
+            if head == "ner":
+                assert not logits[~real].any()

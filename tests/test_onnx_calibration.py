@@ -107,3 +107,24 @@ def test_every_float_fallback_attempt_reuses_the_ranges(checkpoints, tmp_path, m
     kept = [n for n in onnx.load(str(tmp_path / "b.onnx")).graph.node if n.name == linear]
     assert kept and kept[0].op_type == "MatMul"
     assert any(n.op_type == "QuantizeLinear" for n in onnx.load(str(tmp_path / "a.onnx")).graph.node)
+
+
+def test_ragged_histograms_equal_onnx_runtimes_on_the_stacked_values():
+    """Batches binned one by one between the overall edges: the same counts, edges and extremes as ONNX Runtime's
+    collector given all their values as one array (for every tensor, at a few bin counts)."""
+    rng = np.random.default_rng(3)
+    tensors = {f"t{i}": [rng.standard_t(3, size=(2, n, 8)).astype(np.float32) * (i + 1) for n in (5, 17, 1, 9)]
+               for i in range(3)}
+    tensors["constant"] = [np.full((1, n, 4), 2.5, np.float32) for n in (3, 6)]  # one value: numpy widens the edges
+    for bins in (7, 2048):
+        settings = dict(method="percentile", symmetric=True, num_bins=bins, num_quantized_bins=128,
+                        percentile=PERCENTILE, scenario="same")
+        ours, stock = onnx_backend.RaggedHistogramCollector(**settings), onnx_backend.HistogramCollector(**settings)
+        ours.collect({name: list(arrays) for name, arrays in tensors.items()})
+        stock.collect({name: np.concatenate([a.ravel() for a in arrays]) for name, arrays in tensors.items()})
+        for name in tensors:
+            for found, expected in zip(ours.histogram_dict[name], stock.histogram_dict[name], strict=True):
+                assert np.asarray(found).dtype == np.asarray(expected).dtype
+                assert np.array_equal(found, expected), (name, bins)
+        ranges = ours.compute_collection_result(), stock.compute_collection_result()
+        assert all(np.array_equal(ranges[0][n], ranges[1][n]) for n in tensors)

@@ -5,6 +5,7 @@ file that cannot be derived refused (the converter then exports again)."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -93,3 +94,87 @@ def test_a_norm_the_exporter_dropped_fails_the_parity_check(checkpoints, tmp_pat
     assert backend.with_weights(tmp_path / "plain.tflite", tmp_path / "derived.tflite", exported,
                                 reweight.float_tensors(spec.model))
     assert not float_parity(backend, tmp_path / "derived.tflite", spec)
+
+
+def _smoothed(spec, batches, model=None):
+    from pocketbert.converter.transforms.smoothquant import activation_maxima, smooth
+
+    model = model if model is not None else spec.model
+    family = spec.family
+    smoothed, _ = smooth(model.model, family, activation_maxima(model.model, family, batches))
+    return type(spec)(**{**spec.__dict__, "model": LogitsModel(smoothed, spec.input_names).eval()})
+
+
+def test_equalised_smoothed_weights_written_into_the_onnx_export_equal_its_own_export(checkpoints, tmp_path):
+    """The two ONNX ladders' smoothed models (static's equalised, dynamic's not): the same graph, so the static
+    ladder's float file is the dynamic one's with the other weights written in, initializer by initializer; a
+    fused export (Q/K/V packed into one weight) traces to no tensor and is refused."""
+    from pocketbert.converter.backends.onnx import export_fused, export_onnx
+
+    plain, equalized = _equalized(checkpoints["bert"]["classification"])
+    batches = plain.make_batches(FULL_INTEGER_TEXTS, pad_to=16)
+    smoothed = _smoothed(plain, batches)
+    both = _smoothed(equalized, batches, model=equalized.model)
+    example = plain.make_batches(["a b", "a longer example text"])[0]
+    for spec, name in ((smoothed, "smoothed"), (both, "exported")):
+        export_onnx(spec.model, example, spec.input_names, output_name=spec.output_name, dest=tmp_path / f"{name}.onnx")
+    backend = get("onnx")
+    assert backend.with_weights(tmp_path / "smoothed.onnx", tmp_path / "derived.onnx",
+                                reweight.float_tensors(smoothed.model), reweight.float_tensors(both.model))
+    derived, exported = ({i.name: onnx.numpy_helper.to_array(i) for i in onnx.load(str(tmp_path / f"{name}.onnx"))
+                          .graph.initializer} for name in ("derived", "exported"))
+    assert derived.keys() == exported.keys()
+    for key, value in exported.items():
+        np.testing.assert_allclose(derived[key], value, rtol=1e-6, atol=1e-7, err_msg=key)
+    assert float_parity(backend, tmp_path / "derived.onnx", both)
+    fused = export_fused(plain, tmp_path / "fused.onnx")
+    assert fused["applied"] and not backend.quantizes(tmp_path / "fused.onnx", "int8-static")
+    assert not backend.with_weights(tmp_path / "fused.onnx", tmp_path / "refused.onnx",
+                                    reweight.float_tensors(plain.model), reweight.float_tensors(equalized.model))
+
+
+def _trained_looking(checkpoint, tmp_path):
+    """``checkpoint`` with norms and biases no longer at their initial values: a random model's ones and zeros are
+    the same constant in many places, which equalisation then changes apart (the derivation refuses that)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint)
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if parameter.ndim == 1:
+                parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+    model.save_pretrained(tmp_path / "trained")
+    AutoTokenizer.from_pretrained(checkpoint).save_pretrained(tmp_path / "trained")
+    return tmp_path / "trained"
+
+
+def test_the_static_ladder_quantises_the_dynamic_ladders_smoothed_float_file(checkpoints, options, monkeypatch,
+                                                                              tmp_path):
+    """A NoNorm model and a target no attempt reaches: both ONNX ladders smooth.  The smoothed model is exported
+    for the dynamic ladder only; the static ladder's (equalised) is that file with its weights written in, and
+    neither file is left beside the bundle's."""
+    from pocketbert.converter.backends import onnx as onnx_backend
+    from pocketbert.converter.pipeline import convert
+
+    events = []
+    original_export, original_weights = onnx_backend.export_onnx, onnx_backend.OnnxExportBackend.with_weights
+
+    def export(model, *args, **kwargs):
+        events.append("smoothed export" if any("Smoothed" in type(m).__name__ for m in model.modules()) else "export")
+        return original_export(model, *args, **kwargs)
+
+    def with_weights(self, source, *args):
+        derived = original_weights(self, source, *args)
+        events.append(f"{source.name} derived" if derived else "refused")
+        return derived
+
+    monkeypatch.setattr(onnx_backend, "export_onnx", export)
+    monkeypatch.setattr(onnx_backend.OnnxExportBackend, "with_weights", with_weights)
+    trained = _trained_looking(checkpoints["distilbert"]["classification"], tmp_path)
+    result = convert(options(trained, opts="nonorm,relu,fold",
+                             allow_accuracy_loss=True, recipes="onnx:int8-dynamic,onnx:int8-static",
+                             int8_min_cosine=0.0, int8_min_agreement=0.0, int8_target_agreement=1.01))
+    derived = events.index(".smoothed-plain-model.onnx derived")
+    assert "smoothed export" in events[:derived] and "smoothed export" not in events[derived:]
+    assert not [p.name for p in result.bundle.iterdir() if p.name.startswith(".")]

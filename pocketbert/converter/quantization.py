@@ -7,7 +7,6 @@ unseen by every choice made here (equalisation, smoothing, float fallback, which
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,90 +14,15 @@ import numpy as np
 
 from . import backends, loading, reweight, verify
 from .backends import ExportedArtifact, ExportSpec
+from .calibration_judge import CalibrationJudge, Judged
 from .errors import VerificationError
 from .logits_model import LogitsModel
 from .recipes import Recipe, RecipeChoice
 from .transforms import equalize
 from .transforms.smoothquant import activation_hooks, forward_all, smooth
 
-
-@dataclass
-class Judged:
-    """Calibration text padded to one length, with what the int8 judge compares against."""
-
-    batches: list[dict[str, np.ndarray]]
-    reference: list[np.ndarray]  # PyTorch logits on them
-    entities: verify.EntityView | None = None  # token classification: how to read their entities
-
-    def head(self, count: int) -> Judged:
-        """The first ``count`` batches and what they are judged against."""
-        entities = self.entities and verify.EntityView(self.entities.word_starts[:count], self.entities.labels)
-        return Judged(self.batches[:count], self.reference[:count], entities)
-
-
-#: calibration texts a screening judgement reads (the first length only): enough to rank Linear roles by their
-#: cosine, at an eighth of a full judgement's cost; never enough to accept or refuse a file near the target
-#: (on the NER demo's 128 texts one entity decides 0.5 points of entity F1)
-SCREEN_TEXTS = 128
-
 #: texts a float file derived with new weights is checked on against the model it should equal
 PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
-
-
-@dataclass
-class CalibrationJudge:
-    """accept(path) -> (meets the int8 target on the calibration text?, figures): a full judgement, on all the
-    calibration text at every length it is given (a per-length quantised file's every signature).
-
-    ``screen(path)``: the same figures on ``SCREEN_TEXTS`` texts at the first length, which the float-fallback
-    search uses to rank roles (each role's candidate judged once, so screening them saves most of the
-    ladder's judging time).  Only a full judgement accepts a file.
-
-    ``figures["meets_bar"]``: good enough to ship (the verification bar) if no attempt of the ladder
-    reaches the target; the float-fallback search then keeps the cheapest such attempt.
-    ``figures["judged_texts"]``: how many calibration texts the figures come from; ``figures["screened"]``:
-    they come from a screen.
-    """
-
-    load: Callable[[Path], Callable]
-    lengths: list[Judged]
-    bars: verify.Bars
-
-    def __call__(self, path: Path) -> tuple[bool, dict]:
-        return self._judge(path, self.lengths)
-
-    def screen(self, path: Path) -> tuple[bool, dict]:
-        screen = self._screen_set()
-        if screen is None:
-            return self(path)
-        ok, figures = self._judge(path, screen)
-        return ok, {**figures, "screened": True}
-
-    def _screen_set(self) -> list[Judged] | None:
-        """The first length's first texts, or None when that is (nearly) all there is to judge."""
-        first = self.lengths[0]
-        size = first.batches[0]["input_ids"].shape[0]
-        count = max(1, SCREEN_TEXTS // size)
-        if len(self.lengths) == 1 and count * 2 >= len(first.batches):
-            return None
-        return [first.head(count)]
-
-    def _judge(self, path: Path, lengths: list[Judged]) -> tuple[bool, dict]:
-        runner, bars = self.load(path), self.bars
-        found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
-                                [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
-        meets_bar = all(c.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is None
-                        for c in found)
-        # the target holds for what the task reports: for NER its entities as well as its tokens
-        reported = min(c.top1_agreement if c.entity_f1 is None else min(c.top1_agreement, c.entity_f1)
-                       for c in found)
-        # the worst length's figures: a file is as good as its worst signature
-        figures = {"cosine": round(min(c.cosine for c in found), 5),
-                   "top1_agreement": round(min(c.top1_agreement for c in found), 4)}
-        if found[0].entity_f1 is not None:
-            figures["entity_f1"] = round(min(c.entity_f1 for c in found), 4)
-        figures["judged_texts"] = sum(b["input_ids"].shape[0] for j in lengths for b in j.batches)
-        return meets_bar and reported >= bars.target_agreement, {**figures, "meets_bar": meets_bar}
 
 
 @dataclass(kw_only=True)  # eleven settings: named at every call, never by position
@@ -122,6 +46,10 @@ class Quantizer:
     _equalized: tuple[ExportSpec, dict] | None = None
     _statistics: tuple[dict, list] | None = None
     _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
+    #: (backend, equalised?) -> the smoothed model's float file a ladder quantised, kept for the backend's next
+    #: ladder (until :meth:`close`): exporting it cost as much as the float export (24-layer MobileBERT shape in
+    #: TFLite: 205 s), and the dynamic and static ladders smooth the same model, or one equalised
+    _smoothed_floats: dict[tuple[str, bool], Path] = field(default_factory=dict)
     #: backend -> its plain dynamic int8 figures when they missed the target (see build)
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
 
@@ -134,7 +62,8 @@ class Quantizer:
         bars = verify.integer_bars(precision, self.min_cosine, self.min_agreement,
                                    target_agreement=self.target_agreement, min_entity_f1=self.min_entity_f1)
         return CalibrationJudge(lambda path: backend.load_for_rows(path, self.spec.input_names, precision,
-                                                                   threads=self.threads), lengths, bars)
+                                                                   threads=self.threads), lengths, bars,
+                                unpadded=not backend.fixed_lengths)
 
     def plain(self, recipe: Recipe, dest: Path, probe: bool = False) -> ExportedArtifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
@@ -161,6 +90,8 @@ class Quantizer:
         plain = self.float_exports.get(backend.name)
         if equalization is None or plain is None:
             return plain, "the float export"
+        if not backend.quantizes(plain, "int8-static"):  # ONNX: a fused export; static QDQ quantises the plain graph
+            return None, "exported again"
         derived = plain.with_name(f".equalized-{plain.name}")
         exported, new = reweight.float_tensors(self.spec.model), reweight.float_tensors(spec.model)
         if backend.with_weights(plain, derived, exported, new) and float_parity(backend, derived, spec):
@@ -187,7 +118,9 @@ class Quantizer:
             handles = activation_hooks(model, family, linears)
             if self.equalize_alpha is not None and equalize.supported(model, family):
                 handles += equalize.stream_hooks(model, family, streams)
-            forward_all(model, self.calibration, handles)
+            # the rows sorted by length and cut to their batch's longest, as ONNX Runtime's calibration reads them:
+            # a padding position's activations never reach a real token's output
+            forward_all(model, verify.unpadded_batches(self.calibration), handles)
             self._statistics = linears, streams
         return self._statistics
 
@@ -213,20 +146,50 @@ class Quantizer:
                 self._dynamic_missed[recipe.backend] = {"recipe": recipe.name, **fallback["search"][0]}
         backend = backends.get(recipe.backend)
         smoothed_spec, smoothing = self._smoothed_spec(recipe)
-        laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
-                                    accept=self.judge(backend, recipe.precision))
+        float_export, how = self._smoothed_float(backend, recipe)
+        key = (backend.name, self._base(recipe)[1] is not None)
+        keep = None if float_export else _kept_float(backend, dest.parent, key[1])
+        laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration, float_export=float_export,
+                                    accept=self.judge(backend, recipe.precision), keep_float=keep)
+        if keep is not None and keep.exists():
+            self._smoothed_floats[key] = keep
         if not laddered.details["float_fallback"]["target_met"]:
             cheapest = self._plain_meeting_the_bar(recipe, dest, artifact)
             if cheapest is not None:
                 return cheapest  # short of the target, plain is the cheapest step meeting the bar
         unsmoothed = artifact.details["float_fallback"]["search"][0] if artifact else None
         equalization = self._base(recipe)[1]
-        laddered.details.update(smoothing=smoothing, unsmoothed_attempt=unsmoothed, equalization=equalization and {
-            **equalization, "float_file": "exported again (smoothing adds an op per Linear)"})
+        laddered.details.update(smoothing={**smoothing, "float_file": how}, unsmoothed_attempt=unsmoothed,
+                                equalization=equalization and {**equalization, "float_file": how})
         if predicted:
             laddered.details["plain_skipped"] = {"reason": "the plain dynamic int8 file missed the target",
                                                  "dynamic": predicted}
         return laddered
+
+    def _smoothed_float(self, backend, recipe: Recipe) -> tuple[Path | None, str]:
+        """The smoothed model's float file for this ladder, if the backend's earlier ladder left one it quantises
+        (:meth:`ExportBackend.quantizes`), and how the file was made: that file itself (the same model), or it
+        with this model's weights written in (one ladder's model equalised, the other's not: the same graph,
+        checked as :meth:`_float_file` checks); None: the backend exports the model again."""
+        equalised = self._base(recipe)[1] is not None
+        same, other = (self._smoothed_floats.get((backend.name, key)) for key in (equalised, not equalised))
+        if same is not None and backend.quantizes(same, recipe.precision):
+            return same, "the smoothed float file of the backend's other int8 ladder"
+        if other is None or not backend.quantizes(other, recipe.precision):
+            return None, "exported again (smoothing adds an op per Linear)"
+        spec, derived = self._smoothed_spec(recipe)[0], _kept_float(backend, other.parent, equalised)
+        exported, new = (reweight.float_tensors(self._smoothed[key][0].model) for key in (not equalised, equalised))
+        if backend.with_weights(other, derived, exported, new) and float_parity(backend, derived, spec):
+            self._smoothed_floats[(backend.name, equalised)] = derived
+            return derived, "the other int8 ladder's smoothed float file, with the equalised weights written in"
+        derived.unlink(missing_ok=True)
+        return None, "exported again (smoothing adds an op per Linear)"
+
+    def close(self) -> None:
+        """Remove the float files kept for later ladders."""
+        for path in self._smoothed_floats.values():
+            path.unlink(missing_ok=True)
+        self._smoothed_floats.clear()
 
     def _predicted_miss(self, recipe: Recipe) -> dict | None:
         """The plain dynamic int8 figures that predict this static recipe's plain file misses the target."""
@@ -332,6 +295,10 @@ def float_parity(backend, path: Path, spec: ExportSpec) -> bool:
         if max(float(np.abs(r - f).max()) for r, f in zip(reference, found)) > verify.fp32_tolerance(reference):
             return False
     return True
+
+
+def _kept_float(backend, directory: Path, equalised: bool) -> Path:
+    return directory / f".smoothed-{'equalised' if equalised else 'plain'}-{backend.filename('fp32')}"
 
 
 def _candidate_record(trial: dict, best: dict | None) -> dict:

@@ -158,27 +158,38 @@ def torch_logits(model: torch.nn.Module, batches: Sequence[dict[str, np.ndarray]
 @torch.no_grad()
 def unpadded_logits(model: torch.nn.Module, batches: Sequence[dict[str, np.ndarray]],
                     computed: dict[bytes, np.ndarray] | None = None) -> list[np.ndarray]:
-    """``torch_logits`` without the padding columns no row of a batch uses: each batch runs at its longest
-    text's length and token logits are padded back with zeros (masked rows, never compared).
+    """``torch_logits`` without the padding: the batches' rows run sorted by length, a batch's worth at a time,
+    each group cut to its longest row (:func:`unpadded_batches`); each row's logits go back to its place, and a
+    token's beyond the row's length are zeros (masked positions, never compared).
 
     The float model masks padding out of attention, so a text's logits do not depend on how far it is
-    padded (up to float summation order, 1e-6): a reference for judging int8 files, which pad calibration
-    text to 64 and to every TFLite bucket, costs a fraction of running every padding column.  ``computed``
-    (content -> logits) shares the work between lengths: a batch whose texts all fit in two buckets is the
-    same batch once trimmed.  Parity references keep ``torch_logits``, on exactly the exported files' inputs."""
+    padded or what it is batched with (up to float summation order, 1e-6): a reference for judging int8 files,
+    which pad calibration text to 64 and to every TFLite bucket, costs a fraction of running every padding
+    column (the NER demo's 1,024 calibration texts: about a third of 64 positions each).  ``computed``
+    (content -> logits) shares the work between lengths: a group of rows the same once trimmed runs once.
+    Parity references keep ``torch_logits``, on exactly the exported files' inputs."""
     computed = {} if computed is None else computed
-    out = []
-    for batch in batches:
-        used = np.flatnonzero(batch["attention_mask"].any(0))
-        width = int(used[-1]) + 1 if used.size else 1
-        trimmed = [np.ascontiguousarray(batch[name][:, :width]) for name in model.input_names]
+    if not batches:
+        return []
+    out = [None] * len(batches)
+    places = [(index, row) for index, batch in enumerate(batches) for row in range(len(batch["attention_mask"]))]
+    lengths = np.concatenate([b["attention_mask"].sum(axis=1) for b in batches])
+    grouped = unpadded_batches([{name: b[name] for name in model.input_names} for b in batches])
+    for group, chosen in zip(grouped, _by_length(lengths, len(batches[0]["attention_mask"]))):
+        trimmed = [np.ascontiguousarray(group[name]) for name in model.input_names]
         key = b"|".join(t.tobytes() for t in trimmed) + repr(trimmed[0].shape).encode()
         if key not in computed:
             computed[key] = model(*[torch.from_numpy(t) for t in trimmed]).numpy()
-        logits = computed[key]
-        if logits.ndim == 3 and logits.shape[1] < batch["input_ids"].shape[1]:
-            logits = np.pad(logits, ((0, 0), (0, batch["input_ids"].shape[1] - logits.shape[1]), (0, 0)))
-        out.append(logits)
+        for logits, place, length in zip(computed[key], chosen, lengths[chosen]):
+            index, row = places[place]
+            tokens = logits.ndim == 2  # a row's token logits: (positions, labels)
+            if out[index] is None:
+                rows = batches[index]["input_ids"].shape if tokens else batches[index]["input_ids"].shape[:1]
+                out[index] = np.zeros((*rows, logits.shape[-1]), logits.dtype)
+            if tokens:
+                out[index][row, :length] = logits[:length]
+            else:
+                out[index][row] = logits
     return out
 
 
@@ -189,12 +200,33 @@ def unpadded_batches(batches: Sequence[dict[str, np.ndarray]],
     mask are returned as given."""
     if "attention_mask" not in batches[0]:
         return list(batches)
-    rows = {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
+    rows = {name: _stacked([b[name] for b in batches]) for name in batches[0]}
     lengths = rows["attention_mask"].sum(axis=1)
-    order = np.argsort(-lengths, kind="stable")
-    size = size or len(batches[0]["attention_mask"])
     return [{name: value[chosen, :int(lengths[chosen].max())] for name, value in rows.items()}
-            for chosen in (order[start:start + size] for start in range(0, len(order), size))]
+            for chosen in _by_length(lengths, size or len(batches[0]["attention_mask"]))]
+
+
+def regrouped(arrays: Sequence[np.ndarray], batches: Sequence[dict[str, np.ndarray]], *,
+              sequence_axis: bool) -> list[np.ndarray]:
+    """Per-batch row arrays of ``batches`` (their logits, word starts) regrouped as :func:`unpadded_batches`
+    regroups the batches' rows; ``sequence_axis``: the arrays' second axis is the batches' (token logits, word
+    starts), cut as each batch is."""
+    lengths = np.concatenate([b["attention_mask"].sum(axis=1) for b in batches])
+    rows = np.concatenate(arrays)  # the batches of one Judged set: one width
+    return [rows[chosen, :int(lengths[chosen].max())] if sequence_axis else rows[chosen]
+            for chosen in _by_length(lengths, len(batches[0]["attention_mask"]))]
+
+
+def _stacked(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Rows of batches of any widths in one array, each right-padded with zeros (pad id, mask 0) to the widest."""
+    width = max(a.shape[1] for a in arrays)
+    return np.concatenate([np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in arrays])
+
+
+def _by_length(lengths: np.ndarray, size: int) -> list[np.ndarray]:
+    """Row indices, longest first (stable), ``size`` at a time."""
+    order = np.argsort(-lengths, kind="stable")
+    return [order[start:start + size] for start in range(0, len(order), size)]
 
 
 def runner_logits(runner: Callable, batches: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:

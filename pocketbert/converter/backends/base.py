@@ -101,16 +101,24 @@ class ExportBackend(ABC):
     def quantize(self, spec: ExportSpec, precision: str, dest: Path,
                  calibration: list[dict[str, np.ndarray]] | None,
                  accept: Callable[[Path], tuple[bool, dict]] | None = None,
-                 float_fallback: bool = True, float_export: Path | None = None) -> ExportedArtifact:
+                 float_fallback: bool = True, float_export: Path | None = None,
+                 keep_float: Path | None = None) -> ExportedArtifact:
         """Export ``spec.model`` at a lower precision (``calibration``: static-shape batches).
 
         ``float_export``, when given, is a plain float export of exactly ``spec.model`` by this
-        backend, to quantise instead of exporting the model again.
+        backend, to quantise instead of exporting the model again.  ``keep_float``: where to keep the float
+        file this call exported to quantise, if it exported one (another ladder may quantise it too); a
+        given ``float_export`` is the caller's and stays where it is.
 
         ``accept(path)`` judges a candidate on calibration text.  With ``float_fallback`` a backend
         may keep parts of the model in float until it passes; it must record the outcome as
         ``details["float_fallback"]`` with at least ``roles`` and ``accepted``.
         """
+
+    def quantizes(self, float_file: Path, precision: str) -> bool:
+        """Whether :meth:`quantize` at ``precision`` quantises ``float_file`` when given it as ``float_export``
+        (else it exports the model itself)."""
+        return True
 
     def with_weights(self, source: Path, dest: Path, exported: dict[str, np.ndarray],
                      new: dict[str, np.ndarray]) -> bool:
@@ -154,7 +162,7 @@ class ExportBackend(ABC):
 
 
 def judge_file(accept: Callable | None, path: Path, screen: bool = False) -> tuple[bool, dict]:
-    """``accept(path)``, or its cheaper ``accept.screen(path)`` (``quantization.CalibrationJudge`` has one) when
+    """``accept(path)``, or its cheaper ``accept.screen(path)`` (``calibration_judge.CalibrationJudge`` has one) when
     ``screen``: figures to rank candidates by, never to accept one.  No judge accepts everything."""
     if accept is None:
         return True, {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.calibrate import HistogramCollector, create_calibrator, save_tensors_data
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
+from .. import reweight
 from ..errors import VerificationError
 from ..verify import unpadded_batches
 from . import register
@@ -109,6 +111,25 @@ class OnnxExportBackend(ExportBackend):
                    "graph_optimization": export_fused(spec, dest)}
         return ExportedArtifact("onnx:fp32", dest, details)
 
+    def quantizes(self, float_file: Path, precision: str) -> bool:
+        return precision != "int8-static" or not is_fused(float_file)  # see _float_source
+
+    def with_weights(self, source, dest, exported, new) -> bool:
+        """Every float initializer traced to the model tensor it was made from (:mod:`..reweight`) and replaced by
+        the new model's.  A fused graph's packed Q/K/V weights trace to no one tensor: such a file is refused."""
+        model = onnx.load(str(source))
+        constants = {init.name: onnx.numpy_helper.to_array(init) for init in model.graph.initializer
+                     if init.data_type == onnx.TensorProto.FLOAT}
+        found = reweight.sources(constants, exported)
+        arrays = reweight.rewritten(found, {k: v.shape for k, v in constants.items()}, new) if found else None
+        if not arrays:
+            return False
+        for init in model.graph.initializer:
+            if init.name in arrays:
+                init.CopyFrom(onnx.numpy_helper.from_array(arrays[init.name], init.name))
+        onnx.save_model(model, str(dest))
+        return True
+
     def weight_bytes(self, path: Path) -> dict[str, int]:
         totals: dict[str, int] = {}
         for tensor in onnx.load(str(path)).graph.initializer:
@@ -117,7 +138,8 @@ class OnnxExportBackend(ExportBackend):
         return dict(sorted(totals.items()))
 
     # --- quantize ------------------------------------------------------------------------
-    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None,
+                 keep_float=None):
         """Quantise; if ``accept`` rejects the result, keep the most sensitive layer roles in float.
 
         A role is one kind of Linear across all layers (e.g. every FFN output projection).  Each
@@ -132,6 +154,7 @@ class OnnxExportBackend(ExportBackend):
             tmp = Path(tmp)
             source = _float_source(spec, precision, float_export, tmp / "float.onnx")
             float_graph = "fused (ONNX Runtime transformer fusions)" if is_fused(source) else "plain export"
+            exported = source if source != float_export else None
             if precision == "int8-static":
                 prepared = tmp / "prepared.onnx"
                 quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
@@ -148,6 +171,8 @@ class OnnxExportBackend(ExportBackend):
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback)
+            if keep_float is not None and exported is not None:
+                shutil.move(exported, keep_float)
         details = {
             "method": "dynamic" if precision == "int8-dynamic" else "static QDQ",
             "weights": WEIGHTS,
@@ -235,7 +260,7 @@ def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Pat
     more of attention's score tensors, were padding (NER demo: about 14 GB of activations by the tensors'
     sizes).  Here the rows are sorted by length and each batch is cut to its longest row
     (``verify.unpadded_batches``), and the calibrator's histogram collector takes each tensor's batches of
-    different lengths as one array of their values (:class:`RaggedHistogramCollector`).  A padded
+    different lengths as if they were one array (:class:`RaggedHistogramCollector`).  A padded
     position's activations never reach a real token's output, so they have no place in its range either.
     """
     with tempfile.TemporaryDirectory(prefix="calibration.") as tmp:
@@ -252,13 +277,37 @@ def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Pat
 
 
 class RaggedHistogramCollector(HistogramCollector):
-    """ONNX Runtime's histogram collector, for batches of different lengths: each tensor's values from every
-    batch in one flat array, so that its histogram is computed in one pass, as ONNX Runtime computes it from
-    equal-shaped batches (it stacks them; a histogram does not depend on the values' order)."""
+    """ONNX Runtime's histogram collector, for batches of different lengths: each tensor's histogram over the
+    values of all its batches, exactly as ONNX Runtime computes it from equal-shaped batches (it stacks them and
+    bins the absolute values between their least and greatest).
+
+    Percentile calibration (absolute values) bins each batch alone between the overall least and greatest
+    absolute value and adds the counts: a value's bin depends only on it and those two edges, so the sum is the
+    stacked array's histogram, without copying every activation of the calibration text into one array (on the
+    NER demo that copy took as long as the histograms).  Other methods get one flat array per tensor."""
 
     def collect(self, name_to_arr):
-        return super().collect({name: np.concatenate([np.ravel(a) for a in arrays]) if isinstance(arrays, list)
-                                else arrays for name, arrays in name_to_arr.items()})
+        rest = {}
+        for name, arrays in name_to_arr.items():
+            if not isinstance(arrays, list):
+                rest[name] = arrays
+            elif (self.method == "percentile" and self.symmetric and name not in self.histogram_dict
+                  and any(a.size for a in arrays)):
+                self.histogram_dict[name] = _absolute_histogram(arrays, self.num_bins)
+            else:
+                rest[name] = np.concatenate([np.ravel(a) for a in arrays])
+        return super().collect(rest)
+
+
+def _absolute_histogram(arrays: list[np.ndarray], bins: int) -> tuple:
+    """``HistogramCollector.collect_absolute_value``'s first record of a tensor, from its batches one by one:
+    (counts, edges, least value, greatest value)."""
+    arrays = [np.ravel(a) for a in arrays if a.size]
+    absolute = [np.absolute(a) for a in arrays]
+    low, high = min(a.min() for a in absolute), max(a.max() for a in absolute)
+    counts = sum(np.histogram(a, bins=bins, range=(low, high))[0] for a in absolute)
+    edges = np.histogram_bin_edges(absolute[0][:1], bins=bins, range=(low, high)).astype(absolute[0].dtype)
+    return counts, edges, min(np.nanmin(a) for a in arrays), max(np.nanmax(a) for a in arrays)
 
 
 def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], cache: Path) -> None:

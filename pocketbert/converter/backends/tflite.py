@@ -201,7 +201,8 @@ class TfliteExportBackend(ExportBackend):
                 totals[dtype] = totals.get(dtype, 0) + int(size)
         return dict(sorted(totals.items()))
 
-    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None):
+    def quantize(self, spec, precision, dest, calibration, accept=None, float_fallback=True, float_export=None,
+                 keep_float=None):
         """fp16 weights, or int8 (dynamic, static) with the shared float-fallback search over Linear roles."""
         if precision not in QUANTIZER_RECIPES:
             raise ValueError(f"tflite backend has no precision {precision!r}")
@@ -231,6 +232,8 @@ class TfliteExportBackend(ExportBackend):
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
                                              kept_as="int8" if precision == "int4-dynamic" else "float")
             before, after = compact(dest)
+            if keep_float is not None and float_export is None:
+                float_path.replace(keep_float)
         finally:
             candidate.unlink(missing_ok=True)
             if float_export is None:

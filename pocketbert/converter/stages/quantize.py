@@ -9,10 +9,11 @@ from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
 from .. import backends, size_fit, verify
 from .. import texts as textdata
+from ..calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
 from ..factored_table import rank_of
-from ..quantization import Judged, Quantizer
+from ..quantization import Quantizer
 from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
@@ -32,8 +33,11 @@ class QuantizeStage(Stage):
             texts = _whole_batches(conversion.plan.calibration_texts or [])
             with conversion.step(self.name, "Preparing the calibration text"):
                 quantizer = _quantizer(conversion, texts)
-            for recipe in planned:
-                result.built.append(self._built(conversion, quantizer, recipe, len(texts)))
+            try:
+                for recipe in planned:
+                    result.built.append(self._built(conversion, quantizer, recipe, len(texts)))
+            finally:
+                quantizer.close()
         conversion.quantize = result
 
     def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice, texts: int) -> Built:
