@@ -178,3 +178,25 @@ def test_the_static_ladder_quantises_the_dynamic_ladders_smoothed_float_file(che
     derived = events.index(".smoothed-plain-model.onnx derived")
     assert "smoothed export" in events[:derived] and "smoothed export" not in events[derived:]
     assert not [p.name for p in result.bundle.iterdir() if p.name.startswith(".")]
+
+
+def test_a_tflite_quantisation_keeps_the_float_file_it_exported_when_asked(checkpoints, tmp_path):
+    """``keep_float``: the float file a ladder exported is kept for the backend's next ladder, which quantises it
+    instead of exporting again (the same file out); a given float file stays the caller's, and without
+    ``keep_float`` nothing but the quantised file is left.  (ONNX: the pipeline test above.)"""
+    _, spec = export_spec(checkpoints["bert"]["classification"], buckets=[16])
+    calibration = spec.make_batches(FULL_INTEGER_TEXTS[:8], pad_to=16)
+    backend = get("tflite")
+    name = backend.filename("int8-dynamic")
+
+    def quantize(directory, **kwargs):
+        directory.mkdir()
+        backend.quantize(spec, "int8-dynamic", directory / name, calibration, float_fallback=False, **kwargs)
+        return sorted(p.name for p in directory.iterdir())
+
+    assert quantize(tmp_path / "a") == [name]
+    kept = tmp_path / "kept"
+    assert quantize(tmp_path / "b", keep_float=kept) == [name] and float_parity(backend, kept, spec)
+    assert quantize(tmp_path / "c", float_export=kept, keep_float=tmp_path / "unused") == [name]
+    assert kept.exists() and not (tmp_path / "unused").exists()
+    assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "c" / name).read_bytes()

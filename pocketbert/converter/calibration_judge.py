@@ -40,6 +40,7 @@ class Judged:
 #: (on the NER demo's 128 texts one entity decides 0.5 points of entity F1)
 SCREEN_TEXTS = 128
 
+
 @dataclass
 class CalibrationJudge:
     """accept(path) -> (meets the int8 target on the calibration text?, figures): a full judgement, on all the
