@@ -141,7 +141,7 @@ def _trained_looking(checkpoint, tmp_path):
     model = AutoModelForSequenceClassification.from_pretrained(checkpoint)
     generator = torch.Generator().manual_seed(2)
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
+        for parameter in model.parameters():
             if parameter.ndim == 1:
                 parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
     model.save_pretrained(tmp_path / "trained")
