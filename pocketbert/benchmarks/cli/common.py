@@ -73,10 +73,12 @@ def log(message: str) -> None:
 
 def quiet_transformers() -> None:
     """transformers' per-load progress bars and the exporters' warnings would interleave with our progress."""
+    import logging as python_logging
     import warnings
 
     from transformers.utils import logging
 
+    python_logging.getLogger().setLevel(python_logging.ERROR)  # ONNX Runtime's quantiser advises on every call
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.disable_progress_bar()
