@@ -93,10 +93,8 @@ class Quantizer:
         if not backend.quantizes(plain, "int8-static"):  # ONNX: a fused export; static QDQ quantises the plain graph
             return None, "exported again"
         derived = plain.with_name(f".equalized-{plain.name}")
-        exported, new = reweight.float_tensors(self.spec.model), reweight.float_tensors(spec.model)
-        if backend.with_weights(plain, derived, exported, new) and float_parity(backend, derived, spec):
+        if derive(backend, (plain, self.spec.model), derived, spec):
             return derived, "the float export with the equalised weights written in"
-        derived.unlink(missing_ok=True)
         return None, "exported again"
 
     def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
@@ -170,19 +168,17 @@ class Quantizer:
         """The smoothed model's float file for this ladder, if the backend's earlier ladder left one it quantises
         (:meth:`ExportBackend.quantizes`), and how the file was made: that file itself (the same model), or it
         with this model's weights written in (one ladder's model equalised, the other's not: the same graph,
-        checked as :meth:`_float_file` checks); None: the backend exports the model again."""
+        checked by :func:`derive`); None: the backend exports the model again."""
         equalised = self._base(recipe)[1] is not None
         same, other = (self._smoothed_floats.get((backend.name, key)) for key in (equalised, not equalised))
         if same is not None and backend.quantizes(same, recipe.precision):
             return same, "the smoothed float file of the backend's other int8 ladder"
         if other is None or not backend.quantizes(other, recipe.precision):
             return None, "exported again (smoothing adds an op per Linear)"
-        spec, derived = self._smoothed_spec(recipe)[0], _kept_float(backend, other.parent, equalised)
-        exported, new = (reweight.float_tensors(self._smoothed[key][0].model) for key in (not equalised, equalised))
-        if backend.with_weights(other, derived, exported, new) and float_parity(backend, derived, spec):
+        derived = _kept_float(backend, other.parent, equalised)
+        if derive(backend, (other, self._smoothed[not equalised][0].model), derived, self._smoothed_spec(recipe)[0]):
             self._smoothed_floats[(backend.name, equalised)] = derived
             return derived, "the other int8 ladder's smoothed float file, with the equalised weights written in"
-        derived.unlink(missing_ok=True)
         return None, "exported again (smoothing adds an op per Linear)"
 
     def close(self) -> None:
@@ -283,6 +279,18 @@ class Quantizer:
                     f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine)",
             "candidates": record}
         return best["recipe"], artifact
+
+
+def derive(backend, source: tuple[Path, object], dest: Path, spec: ExportSpec) -> bool:
+    """Write ``dest``: the float file ``source[0]`` (exported from the model ``source[1]``) with ``spec.model``'s
+    weights written in (:meth:`ExportBackend.with_weights`), if every weight traces back and its logits match
+    ``spec.model``'s (:func:`float_parity`); else False, and no file."""
+    path, model = source
+    tensors = reweight.float_tensors(model), reweight.float_tensors(spec.model)
+    if backend.with_weights(path, dest, *tensors) and float_parity(backend, dest, spec):
+        return True
+    dest.unlink(missing_ok=True)
+    return False
 
 
 def float_parity(backend, path: Path, spec: ExportSpec) -> bool:

@@ -9,7 +9,7 @@ reshaped), transposed, as its first rows (a position table cut to a signature's 
 factor (attention's 1/√d folded into the query and key projections): exactly those four are recognised.  A
 constant that matches none, or matches two tensors that differ in the new model, makes the whole file
 underivable (``None``) and the caller exports again; so does a derived file whose logits miss the new model's
-(the caller checks: :meth:`.quantization.Quantizer._float_file`, :func:`.quantization.float_parity`).
+(the caller checks: :func:`.quantization.derive`, with :func:`.quantization.float_parity`).
 """
 
 from __future__ import annotations
@@ -73,6 +73,14 @@ def rewritten(found: Mapping[object, list[Source]], shapes: Mapping[object, tupl
             return None
         out[key] = values[0]
     return out
+
+
+def replaced(constants: Mapping[object, np.ndarray], shapes: Mapping[object, tuple[int, ...]],
+             exported: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray]) -> dict | None:
+    """A file's constants (``constants``, from a model with state dict ``exported``) made from ``new`` instead:
+    :func:`sources` then :func:`rewritten`; None when the file cannot be derived."""
+    found = sources(constants, exported)
+    return rewritten(found, shapes, new) if found else None
 
 
 def float_tensors(model) -> dict[str, np.ndarray]:

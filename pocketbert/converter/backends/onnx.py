@@ -120,8 +120,7 @@ class OnnxExportBackend(ExportBackend):
         model = onnx.load(str(source))
         constants = {init.name: onnx.numpy_helper.to_array(init) for init in model.graph.initializer
                      if init.data_type == onnx.TensorProto.FLOAT}
-        found = reweight.sources(constants, exported)
-        arrays = reweight.rewritten(found, {k: v.shape for k, v in constants.items()}, new) if found else None
+        arrays = reweight.replaced(constants, {k: v.shape for k, v in constants.items()}, exported, new)
         if not arrays:
             return False
         for init in model.graph.initializer:

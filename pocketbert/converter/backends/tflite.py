@@ -169,8 +169,7 @@ class TfliteExportBackend(ExportBackend):
 
     def with_weights(self, source, dest, exported, new) -> bool:
         values, shapes = tflite_weights.float_constants(source)
-        found = reweight.sources(values, exported)
-        arrays = reweight.rewritten(found, shapes, new) if found else None
+        arrays = reweight.replaced(values, shapes, exported, new)
         if not arrays:
             return False
         tflite_weights.write_constants(source, dest, arrays)
