@@ -9,7 +9,7 @@ import onnx
 import pytest
 import torch
 
-from pocketbert.converter import reweight
+from pocketbert.converter import reweight, verify
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite_weights import float_constants
 from pocketbert.converter.logits_model import LogitsModel
@@ -133,6 +133,44 @@ def test_equalised_smoothed_weights_written_into_the_onnx_export_equal_its_own_e
                                     reweight.float_tensors(plain.model), reweight.float_tensors(equalized.model))
 
 
+@pytest.mark.parametrize("backend_name", ["tflite", "onnx"])
+def test_a_smoothed_file_made_from_the_plain_export_equals_the_smoothed_models_own(checkpoints, backend_name,
+                                                                                  tmp_path):
+    """Smoothing adds a Mul before each Linear: written into a copy of the plain (unfused) export, with the
+    smoothed weights, the file computes what the smoothed model's own export computes at every signature, with the
+    same ops; a Linear the file has no matmul for refuses the whole file."""
+    from pocketbert.converter.backends.onnx import export_onnx
+    from pocketbert.converter.backends.tflite import op_histogram
+    from pocketbert.converter.quantization import derive
+    from pocketbert.converter.transforms.smoothquant import as_unsmoothed
+
+    loaded, plain = nonorm_model(checkpoints["bert"]["classification"], "fold", buckets=(16, 32))
+    smoothed = _smoothed(plain, plain.make_batches(FULL_INTEGER_TEXTS, pad_to=16))
+    backend, suffix = get(backend_name), "tflite" if backend_name == "tflite" else "onnx"
+    example = plain.make_batches(["a b", "a longer example text"])[0]
+    for spec, name in ((plain, "plain"), (smoothed, "smoothed")):
+        if backend_name == "onnx":  # the plain graph: a fused one packs Q/K/V into one weight
+            export_onnx(spec.model, example, spec.input_names, output_name=spec.output_name,
+                        dest=tmp_path / f"{name}.onnx")
+        else:
+            backend.export(spec, tmp_path / f"{name}.tflite")
+    assert derive(backend, (tmp_path / f"plain.{suffix}", plain.model), tmp_path / f"derived.{suffix}", smoothed)
+    derived, own = (backend.load(tmp_path / f"{name}.{suffix}", plain.input_names) for name in ("derived", "smoothed"))
+    for length in (16, 32):
+        batches = plain.make_batches(FULL_INTEGER_TEXTS + ["one more, rather longer, text to read"], pad_to=length)
+        for mine, theirs in zip(verify.runner_logits(derived, batches), verify.runner_logits(own, batches)):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-5)
+    if backend_name == "tflite":
+        assert op_histogram(tmp_path / "derived.tflite") == op_histogram(tmp_path / "smoothed.tflite")
+    exported, _ = as_unsmoothed(reweight.float_tensors(plain.model))
+    new, scales = as_unsmoothed(reweight.float_tensors(smoothed.model))
+    assert len(scales) == 13  # 2 layers x 6 Linears and the pooler
+    unknown = {**scales, "model.bert.encoder.layer.9.output.dense": next(iter(scales.values()))}
+    assert not backend.with_weights(tmp_path / f"plain.{suffix}", tmp_path / f"refused.{suffix}", exported, new,
+                                    input_scales=unknown)
+    assert not (tmp_path / f"refused.{suffix}").exists()
+
+
 def _trained_looking(checkpoint, tmp_path):
     """``checkpoint`` with norms and biases no longer at their initial values: a random model's ones and zeros are
     the same constant in many places, which equalisation then changes apart (the derivation refuses that)."""
@@ -164,8 +202,8 @@ def test_the_static_ladder_quantises_the_dynamic_ladders_smoothed_float_file(che
         events.append("smoothed export" if any("Smoothed" in type(m).__name__ for m in model.modules()) else "export")
         return original_export(model, *args, **kwargs)
 
-    def with_weights(self, source, *args):
-        derived = original_weights(self, source, *args)
+    def with_weights(self, source, *args, **kwargs):
+        derived = original_weights(self, source, *args, **kwargs)
         events.append(f"{source.name} derived" if derived else "refused")
         return derived
 
@@ -200,3 +238,38 @@ def test_a_tflite_quantisation_keeps_the_float_file_it_exported_when_asked(check
     assert quantize(tmp_path / "c", float_export=kept, keep_float=tmp_path / "unused") == [name]
     assert kept.exists() and not (tmp_path / "unused").exists()
     assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "c" / name).read_bytes()
+
+
+def test_both_tflite_ladders_smooth_without_exporting_again(checkpoints, options, monkeypatch, tmp_path):
+    """A NoNorm model and a target no attempt reaches: both TFLite ladders smooth, static's model equalised too.
+    litert-torch exports the model once: the dynamic ladder's smoothed file is the float export with the Muls and
+    weights written in, and the static ladder's is that file with the equalised weights."""
+    from pocketbert.converter.backends.tflite import TfliteExportBackend
+    from pocketbert.converter.pipeline import convert
+    from pocketbert.converter.quantization import Quantizer
+
+    exported, smoothed = [], []
+    convert_file, smoothed_float = TfliteExportBackend._convert, Quantizer._smoothed_float
+
+    def convert_counted(self, spec, dest):
+        exported.append(dest.name)
+        return convert_file(self, spec, dest)
+
+    def smoothed_recorded(self, backend, recipe):
+        path, how = smoothed_float(self, backend, recipe)
+        smoothed.append((recipe.precision, path and path.name, how))
+        return path, how
+
+    monkeypatch.setattr(TfliteExportBackend, "_convert", convert_counted)
+    monkeypatch.setattr(Quantizer, "_smoothed_float", smoothed_recorded)
+    trained = _trained_looking(checkpoints["distilbert"]["classification"], tmp_path)
+    result = convert(options(trained, opts="nonorm,relu,fold", allow_accuracy_loss=True, buckets=[16],
+                             recipes="tflite:int8-dynamic,tflite:int8-static",
+                             int8_min_cosine=0.0, int8_min_agreement=0.0, int8_target_agreement=1.01))
+    assert exported == ["model.tflite"]
+    assert smoothed == [
+        ("int8-dynamic", ".smoothed-plain-model.tflite",
+         "the float export with a Mul before each Linear and the smoothed weights written in"),
+        ("int8-static", ".smoothed-equalised-model.tflite",
+         "the other int8 ladder's smoothed float file, with this model's weights written in")]
+    assert not [p.name for p in result.bundle.iterdir() if p.name.startswith(".")]

@@ -19,7 +19,7 @@ from .errors import VerificationError
 from .logits_model import LogitsModel
 from .recipes import Recipe, RecipeChoice
 from .transforms import equalize
-from .transforms.smoothquant import activation_hooks, forward_all, smooth
+from .transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
 
 #: texts a float file derived with new weights is checked on against the model it should equal
 PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
@@ -173,12 +173,17 @@ class Quantizer:
         same, other = (self._smoothed_floats.get((backend.name, key)) for key in (equalised, not equalised))
         if same is not None and backend.quantizes(same, recipe.precision):
             return same, "the smoothed float file of the backend's other int8 ladder"
-        if other is None or not backend.quantizes(other, recipe.precision):
-            return None, "exported again (smoothing adds an op per Linear)"
-        derived = _kept_float(backend, other.parent, equalised)
-        if derive(backend, (other, self._smoothed[not equalised][0].model), derived, self._smoothed_spec(recipe)[0]):
-            self._smoothed_floats[(backend.name, equalised)] = derived
-            return derived, "the other int8 ladder's smoothed float file, with the equalised weights written in"
+        sources = [(other, other and self._smoothed[not equalised][0].model,
+                    "the other int8 ladder's smoothed float file, with this model's weights written in"),
+                   (self.float_exports.get(backend.name), self.spec.model,
+                    "the float export with a Mul before each Linear and the smoothed weights written in")]
+        for path, model, how in sources:
+            if path is None or not backend.quantizes(path, recipe.precision):
+                continue
+            derived = _kept_float(backend, path.parent, equalised)
+            if derive(backend, (path, model), derived, self._smoothed_spec(recipe)[0]):
+                self._smoothed_floats[(backend.name, equalised)] = derived
+                return derived, how
         return None, "exported again (smoothing adds an op per Linear)"
 
     def close(self) -> None:
@@ -283,11 +288,13 @@ class Quantizer:
 
 def derive(backend, source: tuple[Path, object], dest: Path, spec: ExportSpec) -> bool:
     """Write ``dest``: the float file ``source[0]`` (exported from the model ``source[1]``) with ``spec.model``'s
-    weights written in (:meth:`ExportBackend.with_weights`), if every weight traces back and its logits match
-    ``spec.model``'s (:func:`float_parity`); else False, and no file."""
+    weights written in, and smoothing's Mul before each Linear ``spec.model`` smooths and ``source[1]`` does not
+    (:meth:`ExportBackend.with_weights`), if every weight traces back and its logits match ``spec.model``'s
+    (:func:`float_parity`); else False, and no file."""
     path, model = source
-    tensors = reweight.float_tensors(model), reweight.float_tensors(spec.model)
-    if backend.with_weights(path, dest, *tensors) and float_parity(backend, dest, spec):
+    (exported, had), (new, scales) = (as_unsmoothed(reweight.float_tensors(m)) for m in (model, spec.model))
+    added = {linear: scale for linear, scale in scales.items() if linear not in had}  # Muls the file lacks
+    if backend.with_weights(path, dest, exported, new, input_scales=added) and float_parity(backend, dest, spec):
         return True
     dest.unlink(missing_ok=True)
     return False

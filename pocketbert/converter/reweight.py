@@ -14,7 +14,7 @@ underivable (``None``) and the caller exports again; so does a derived file whos
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,11 +76,23 @@ def rewritten(found: Mapping[object, list[Source]], shapes: Mapping[object, tupl
 
 
 def replaced(constants: Mapping[object, np.ndarray], shapes: Mapping[object, tuple[int, ...]],
-             exported: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray]) -> dict | None:
-    """A file's constants (``constants``, from a model with state dict ``exported``) made from ``new`` instead:
-    :func:`sources` then :func:`rewritten`; None when the file cannot be derived."""
+             exported: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray]) -> tuple[dict, dict] | None:
+    """A file's constants (``constants``, from a model with state dict ``exported``) made from ``new`` instead, and
+    where each came from: :func:`rewritten` and :func:`sources`; None when the file cannot be derived."""
     found = sources(constants, exported)
-    return rewritten(found, shapes, new) if found else None
+    arrays = rewritten(found, shapes, new) if found else None
+    return (arrays, found) if arrays else None
+
+
+def weights_of(found: Mapping[object, list[Source]], linears: Collection[str]) -> dict:
+    """Key -> Linear, for each traced constant (:func:`sources`) that is the weight of one of ``linears`` (named
+    as in the state dict, without ``.weight``) and of nothing else."""
+    out = {}
+    for key, hits in found.items():
+        names = {hit.name.removesuffix(".weight") if hit.name.endswith(".weight") else None for hit in hits}
+        if len(names) == 1 and (name := names.pop()) in linears:
+            out[key] = name
+    return out
 
 
 def float_tensors(model) -> dict[str, np.ndarray]:

@@ -121,10 +121,11 @@ class ExportBackend(ABC):
         return True
 
     def with_weights(self, source: Path, dest: Path, exported: dict[str, np.ndarray],
-                     new: dict[str, np.ndarray]) -> bool:
+                     new: dict[str, np.ndarray], input_scales: dict[str, np.ndarray] | None = None) -> bool:
         """Write to ``dest`` the float file ``source`` (exported from a model with state dict ``exported``) with
-        every weight taken from ``new`` instead, the same graph otherwise; False when this backend cannot
-        (then the caller exports the new model)."""
+        every weight taken from ``new`` instead, the same graph otherwise, except that the input of each Linear
+        named in ``input_scales`` is first multiplied by its scale (smoothing's Mul); False when this backend
+        cannot (then the caller exports the new model)."""
         return False
 
     def load(self, path: Path, input_names: Sequence[str], precision: str = "fp32", threads: int = 1) -> Runner:

@@ -52,7 +52,8 @@ from ..errors import VerificationError
 from ..verify import unpadded_batches
 from . import register
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
-from .onnx_fusion import fusable, fuse, is_fused
+from .onnx_fusion import MICROSOFT, fusable, fuse, is_fused
+from .onnx_input_scales import insert_input_scales
 
 OPSET = 20
 
@@ -114,18 +115,25 @@ class OnnxExportBackend(ExportBackend):
     def quantizes(self, float_file: Path, precision: str) -> bool:
         return precision != "int8-static" or not is_fused(float_file)  # see _float_source
 
-    def with_weights(self, source, dest, exported, new) -> bool:
+    def with_weights(self, source, dest, exported, new, input_scales=None) -> bool:
         """Every float initializer traced to the model tensor it was made from (:mod:`..reweight`) and replaced by
-        the new model's.  A fused graph's packed Q/K/V weights trace to no one tensor: such a file is refused."""
+        the new model's, and a Mul before each MatMul or Gemm whose weight is a Linear in ``input_scales``.  A
+        fused graph's packed Q/K/V weights trace to no one tensor: such a file is refused."""
         model = onnx.load(str(source))
+        if any(node.domain == MICROSOFT for node in model.graph.node):
+            return False  # fused: packed Q/K/V weights trace to no one tensor (said before tracing them all)
         constants = {init.name: onnx.numpy_helper.to_array(init) for init in model.graph.initializer
                      if init.data_type == onnx.TensorProto.FLOAT}
-        arrays = reweight.replaced(constants, {k: v.shape for k, v in constants.items()}, exported, new)
-        if not arrays:
+        traced = reweight.replaced(constants, {k: v.shape for k, v in constants.items()}, exported, new)
+        if traced is None:
             return False
+        arrays, found = traced
         for init in model.graph.initializer:
             if init.name in arrays:
                 init.CopyFrom(onnx.numpy_helper.from_array(arrays[init.name], init.name))
+        if input_scales and not insert_input_scales(model.graph, reweight.weights_of(found, input_scales),
+                                                     input_scales):
+            return False
         onnx.save_model(model, str(dest))
         return True
 
@@ -319,6 +327,7 @@ def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], 
                         op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=exclude,
                         calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=cache,
                         extra_options=extra)
+
 
 
 register(OnnxExportBackend())

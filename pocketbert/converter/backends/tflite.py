@@ -39,6 +39,7 @@ from . import register, tflite_weights
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
+from .tflite_input_scales import write_with_input_scales
 from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, recipe_for
 from .tflite_recipes import quiet as _quiet
 
@@ -167,11 +168,15 @@ class TfliteExportBackend(ExportBackend):
         self._convert(spec, dest)
         return ExportedArtifact("tflite:fp32", dest, self._describe(spec, dest, {"converter": "litert-torch"}))
 
-    def with_weights(self, source, dest, exported, new) -> bool:
+    def with_weights(self, source, dest, exported, new, input_scales=None) -> bool:
         values, shapes = tflite_weights.float_constants(source)
-        arrays = reweight.replaced(values, shapes, exported, new)
-        if not arrays:
+        traced = reweight.replaced(values, shapes, exported, new)
+        if traced is None:
             return False
+        arrays, found = traced
+        if input_scales:
+            return write_with_input_scales(source, dest, arrays, linear_of=reweight.weights_of(found, input_scales),
+                                           scales=input_scales)
         tflite_weights.write_constants(source, dest, arrays)
         return True
 

@@ -86,3 +86,17 @@ def smooth(model: nn.Module, family: Family, maxima: dict[str, torch.Tensor],
         setattr(base.get_submodule(parent) if parent else base, attr, SmoothedLinear(linear, 1.0 / scale))
         count += 1
     return model, count
+
+
+def as_unsmoothed(tensors: dict) -> tuple[dict, dict]:
+    """A smoothed model's state dict named as the unsmoothed model's (a :class:`SmoothedLinear` at ``P``: its
+    ``P.linear.weight`` as ``P.weight``; its ``P.inv_scale`` kept), and each smoothed Linear's input scale by
+    ``P``: what a file exported from the unsmoothed model is rewritten with to become the smoothed model's
+    (:meth:`ExportBackend.with_weights`).  An unsmoothed model's state dict comes back as it is, with no scales."""
+    scales = {name.removesuffix(".inv_scale"): value for name, value in tensors.items() if name.endswith(".inv_scale")}
+
+    def renamed(name: str) -> str:
+        prefix, marker, rest = name.partition(".linear.")
+        return f"{prefix}.{rest}" if marker and prefix in scales else name
+
+    return {renamed(name): value for name, value in tensors.items()}, scales
