@@ -39,9 +39,21 @@ def test_a_full_judgement_reads_every_length_and_a_screen_the_first_texts_of_the
     ok, figures = judge.screen(None)  # the screen sees only the texts that agree
     assert ok and figures["screened"] and figures["judged_texts"] == SCREEN_TEXTS == sum(ran)
     ran.clear()
-    ok, figures = judge(None)  # the full judgement sees the rest too
-    assert sum(ran) == 2 * 1024 and figures["judged_texts"] == 2048 and "screened" not in figures
+    ok, figures = judge(None)  # the full judgement sees the rest too, and stops at the first length missing the bar
+    assert sum(ran) == 1024 and figures["judged_texts"] == 1024 and "screened" not in figures
     assert not ok and not figures["meets_bar"] and figures["top1_agreement"] < 0.2
+
+
+def test_a_file_meeting_the_bar_is_judged_at_every_length():
+    """Stopping early is only for a file that misses the bar (it fails whatever the other lengths give): one that
+    meets the bar, short of the target or not, is read at every length, and its figures are the worst length's."""
+    rng = np.random.default_rng(1)
+    lengths = [_judged(64, 64, rng), _judged(64, 128, rng)]
+    for flip_after, passes in ((1024 - 32, False), (1024, True)):  # 96.9% agreement (bar 90%, target 99%); 100%
+        judge, ran = _judge(lengths, flip_after=flip_after)
+        ok, figures = judge(None)
+        assert sum(ran) == 2048 and figures["judged_texts"] == 2048
+        assert ok is passes and figures["meets_bar"] and figures["top1_agreement"] == round(flip_after / 1024, 4)
 
 
 def test_little_calibration_text_is_judged_in_full_even_when_screened():

@@ -44,7 +44,8 @@ SCREEN_TEXTS = 128
 @dataclass
 class CalibrationJudge:
     """accept(path) -> (meets the int8 target on the calibration text?, figures): a full judgement, on all the
-    calibration text at every length it is given (a per-length quantised file's every signature).
+    calibration text at every length it is given (a per-length quantised file's every signature), up to the
+    first length at which the file misses the bar (``judged_texts`` says how far it read).
 
     ``screen(path)``: the same figures on ``SCREEN_TEXTS`` texts at the first length, which the float-fallback
     search uses to rank roles (each role's candidate judged once, so screening them saves most of the
@@ -82,10 +83,18 @@ class CalibrationJudge:
         return [first.head(count)]
 
     def _judge(self, path: Path, lengths: list[Judged]) -> tuple[bool, dict]:
+        """Length by length, stopping at the first that misses the bar: the file then misses the bar and the
+        target whatever the lengths left give (its figures are the worst of any length), and a ladder's failing
+        rungs cost one length's judgement instead of every length's."""
         runner, bars = self.load(path), self.bars
         lengths = [judged.unpadded() for judged in lengths] if self.unpadded else lengths
-        found = [verify.compare(j.reference, verify.runner_logits(runner, j.batches),
-                                [b["attention_mask"] for b in j.batches], j.entities) for j in lengths]
+        found = []
+        for j in lengths:
+            found.append(verify.compare(j.reference, verify.runner_logits(runner, j.batches),
+                                        [b["attention_mask"] for b in j.batches], j.entities))
+            if found[-1].int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is not None:
+                break
+        lengths = lengths[:len(found)]
         meets_bar = all(c.int8_failure(bars.min_cosine, bars.min_agreement, bars.min_entity_f1) is None
                         for c in found)
         # the target holds for what the task reports: for NER its entities as well as its tokens
