@@ -42,20 +42,7 @@ from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
 from .tflite_input_scales import write_with_input_scales
 from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, recipe_for
 from .tflite_recipes import quiet as _quiet
-
-
-class _Int32Signature(torch.nn.Module):
-    """int32 named inputs (what TFLite and phones use) -> {"logits": …}."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask, token_type_ids=None):
-        args = [input_ids.long(), attention_mask.long()]
-        if token_type_ids is not None:
-            args.append(token_type_ids.long())
-        return {"logits": self.model(*args)}
+from .tflite_signatures import converted, export_in_two_processes, two_processes_pay
 
 
 def op_histogram(path: Path) -> dict[str, int]:
@@ -147,17 +134,13 @@ class TfliteExportBackend(ExportBackend):
     length_specific = frozenset({"int8-static"})  # calibrated per signature (_calibrate)
 
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
-        import litert_torch
-
-        module = _Int32Signature(spec.model).eval()
-        converter = litert_torch  # litert_torch.signature(...) starts the chain, Converter.signature extends it
-        for bucket in spec.buckets:
-            example = spec.make_batches(["x"], pad_to=bucket)[0]
-            kwargs = {name: torch.from_numpy(example[name].astype(np.int32)) for name in spec.input_names}
-            converter = converter.signature(signature_name(bucket), module, sample_kwargs=kwargs)
+        examples = {signature_name(b): spec.make_batches(["x"], pad_to=b)[0] for b in spec.buckets}
+        examples = {name: {n: example[n] for n in spec.input_names} for name, example in examples.items()}
         try:
-            with _quiet(), torch.no_grad():
-                content = converter.convert().model_content()
+            if two_processes_pay(spec.model, len(examples), spec.threads) and \
+                    export_in_two_processes(spec.model, examples, dest):
+                return
+            content = converted(spec.model, examples)
         except (RuntimeError, ValueError) as exc:
             raise _unconvertible(exc, spec) from exc
         # Written here, not by the exporter: its writer exits the process on a full disk (LLVM's

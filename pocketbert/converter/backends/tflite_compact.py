@@ -34,7 +34,7 @@ def compact(path: Path) -> tuple[int, int]:
 
     data = Path(path).read_bytes()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
-    _inline_buffers(model, data)
+    inline_buffers(model, data)
     share_quantization(model)
     _shorten_names(model)
     builder = flatbuffers.Builder(len(data))
@@ -67,7 +67,7 @@ def table_count(path: Path) -> tuple[int, int]:
     return len(positions), len(set(positions))
 
 
-def _inline_buffers(model, data: bytes) -> None:
+def inline_buffers(model, data: bytes) -> None:
     for buffer in model.buffers:
         if buffer.offset and buffer.offset > 1:  # offset 1 with size 0 marks an empty buffer
             buffer.data = np.frombuffer(data, np.uint8, count=buffer.size, offset=buffer.offset)

@@ -1,0 +1,53 @@
+"""A .tflite's bucket signatures exported in two processes and merged: the same file as one export (every
+signature's outputs bit for bit, every weight stored once), and a failed second process falls back to one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pocketbert.converter.backends import get
+from pocketbert.converter.backends import tflite_signatures as signatures
+from pocketbert.converter.backends.tflite import op_histogram
+from pocketbert.converter.backends.tflite_weights import float_constants
+
+from .conftest import export_spec
+
+
+def _examples(spec, buckets):
+    return {f"seq_{b}": {n: spec.make_batches(["a film worth seeing , twice"], pad_to=b)[0][n] for n in spec.input_names}
+            for b in buckets}
+
+
+def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints, tmp_path):
+    _, spec = export_spec(checkpoints["bert"]["classification"])
+    examples = _examples(spec, (16, 32, 48))
+    whole = signatures.converted(spec.model, examples)
+    first = signatures.converted(spec.model, {k: examples[k] for k in ("seq_16", "seq_32")})
+    second = signatures.converted(spec.model, {"seq_48": examples["seq_48"]})
+    merged = signatures.merged(first, second)
+    assert signatures.same_outputs(merged, dict.fromkeys(examples, whole), examples)
+    (tmp_path / "whole.tflite").write_bytes(whole)
+    (tmp_path / "merged.tflite").write_bytes(merged)
+    assert op_histogram(tmp_path / "merged.tflite") == op_histogram(tmp_path / "whole.tflite")
+    # every weight once: the second file's equal weights point at the first file's buffers
+    stored = [sorted(v.nbytes for v in float_constants(tmp_path / f"{n}.tflite")[0].values()) for n in ("whole", "merged")]
+    assert stored[0] == stored[1]
+    assert abs(len(merged) - len(whole)) < 0.02 * len(whole)
+
+
+def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_second_fails(checkpoints, monkeypatch,
+                                                                                           tmp_path):
+    _, spec = export_spec(checkpoints["bert"]["classification"], buckets=(16, 32))
+    examples = _examples(spec, (16, 32))
+    assert not signatures.two_processes_pay(spec.model, 2, threads=2)  # a tiny model: one process is quicker
+    assert signatures.export_in_two_processes(spec.model, examples, tmp_path / "two.tflite")
+    one = signatures.converted(spec.model, examples)
+    assert signatures.same_outputs((tmp_path / "two.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
+    monkeypatch.setattr(signatures.sys, "executable", "/bin/false")  # the second process fails
+    assert not signatures.export_in_two_processes(spec.model, examples, tmp_path / "failed.tflite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.tflite"]  # nothing half-written, no work left
+    monkeypatch.setattr(signatures, "MIN_PARAMETERS", 0)
+    spec.threads = 2
+    get("tflite").export(spec, tmp_path / "fallback.tflite")  # the backend then exports in one process
+    assert signatures.same_outputs((tmp_path / "fallback.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
+    assert np.all([p.name != ".fallback.tflite.second-process" for p in tmp_path.iterdir()])
