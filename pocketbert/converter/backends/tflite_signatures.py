@@ -11,9 +11,12 @@ the file that signature came from, or the model is exported in one process after
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +61,6 @@ def converted(model: torch.nn.Module, examples: dict[str, dict[str, np.ndarray]]
 def two_processes_pay(model: torch.nn.Module, signatures: int, threads: int) -> bool:
     """Whether a second process would shorten the export: two signatures or more, two threads allowed and
     usable, and a model big enough to outweigh starting the process."""
-    import os
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return (signatures >= 2 and min(threads, cores) >= 2
             and sum(p.numel() for p in model.parameters()) >= MIN_PARAMETERS)
@@ -81,8 +82,8 @@ def export_in_two_processes(model, examples: dict[str, dict[str, np.ndarray]], d
             torch.save({"model": model, "examples": second}, work / "input.pt")
         except Exception:  # a model that does not pickle: exported in one process
             return False
-        child = subprocess.Popen([sys.executable, "-m", __name__, str(work)], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen([sys.executable, "-m", __name__, str(work), str(os.getpid())],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             mine = converted(model, first)
         except BaseException:
@@ -180,11 +181,18 @@ def same_outputs(content: bytes, sources: dict[str, bytes], examples: dict[str, 
     return True
 
 
-def _second_process(work: Path) -> None:
-    """The second process: convert the saved model's signatures and write the file."""
+def _second_process(work: Path, parent: int) -> None:
+    """The second process: convert the saved model's signatures and write the file; stop if this process's
+    parent is gone (killed before it could stop this one), rather than export for no one."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
     saved = torch.load(work / "input.pt", weights_only=False)
     (work / "signatures.tflite").write_bytes(converted(saved["model"], saved["examples"]))
 
 
 if __name__ == "__main__":
-    _second_process(Path(sys.argv[1]))
+    _second_process(Path(sys.argv[1]), int(sys.argv[2]))
