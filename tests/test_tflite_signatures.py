@@ -4,18 +4,21 @@ signature's outputs bit for bit, every weight stored once), and a failed second 
 from __future__ import annotations
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+from ai_edge_litert.schema_py_generated import Model
 
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends import tflite_signatures as signatures
 from pocketbert.converter.backends.tflite import op_histogram
+from pocketbert.converter.backends.tflite_recipes import quantize_file
 from pocketbert.converter.backends.tflite_weights import float_constants
 
 from .conftest import export_spec
 
 
 def _examples(spec, buckets):
-    return {f"seq_{b}": {n: spec.make_batches(["a film worth seeing , twice"], pad_to=b)[0][n] for n in spec.input_names}
-            for b in buckets}
+    batches = {b: spec.make_batches(["a film worth seeing , twice"], pad_to=b)[0] for b in buckets}
+    return {f"seq_{b}": {n: batch[n] for n in spec.input_names} for b, batch in batches.items()}
 
 
 def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints, tmp_path):
@@ -30,9 +33,18 @@ def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints
     (tmp_path / "merged.tflite").write_bytes(merged)
     assert op_histogram(tmp_path / "merged.tflite") == op_histogram(tmp_path / "whole.tflite")
     # every weight once: the second file's equal weights point at the first file's buffers
-    stored = [sorted(v.nbytes for v in float_constants(tmp_path / f"{n}.tflite")[0].values()) for n in ("whole", "merged")]
-    assert stored[0] == stored[1]
+    whole_weights, merged_weights = (sorted(v.nbytes for v in float_constants(tmp_path / f"{n}.tflite")[0].values())
+                                     for n in ("whole", "merged"))
+    assert whole_weights == merged_weights
     assert abs(len(merged) - len(whole)) < 0.02 * len(whole)
+    names = [t.Name() for m in [Model.GetRootAs(merged, 0)] for s in range(m.SubgraphsLength())
+             for t in (m.Subgraphs(s).Tensors(i) for i in range(m.Subgraphs(s).TensorsLength()))]
+    assert len(names) == len(set(names))  # every tensor name once in the model, as ai-edge-quantizer requires
+    quantize_file(tmp_path / "merged.tflite", tmp_path / "int8.tflite", "int8-dynamic", [])
+    quantised = Interpreter(model_path=str(tmp_path / "int8.tflite"))
+    for name, example in examples.items():  # every signature still there, and running
+        logits = quantised.get_signature_runner(name)(**{k: np.asarray(v, np.int32) for k, v in example.items()})
+        assert np.isfinite(logits["logits"]).all()
 
 
 def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_second_fails(checkpoints, monkeypatch,

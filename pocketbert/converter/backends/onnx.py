@@ -329,5 +329,4 @@ def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], 
                         extra_options=extra)
 
 
-
 register(OnnxExportBackend())

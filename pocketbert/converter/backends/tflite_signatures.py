@@ -1,12 +1,14 @@
 """The bucket signatures of one .tflite exported in two processes, then merged into one file.
 
 litert-torch traces, decomposes and lowers each signature in turn, in Python on one core (SST-2 demo, four
-signatures: 44 s, 95% of it tracing and decomposition; 24-layer MobileBERT shape: 148-206 s).  With two cores
-free, a second process exports the second half of the buckets while this one exports the first half, and the
-two files are merged: the second file's subgraphs and signatures appended to the first's, each of its weight
-buffers replaced by the first file's equal one (so every weight is stored once, as in a single export), its
-operator codes mapped onto the first's.  The merged file must give, at every signature, exactly the outputs of
-the file that signature came from, or the model is exported in one process after all.
+signatures: 30 s, most of it torch.export's tracing and decompositions; 24-layer MobileBERT shape: 148-206 s).
+With two cores free, a second process exports the second half of the buckets while this one exports the first
+half (SST-2 demo: 23 s, docs/converter.md), and the two files are merged: the second file's subgraphs and
+signatures appended to the first's, each of its weight buffers replaced by the first file's equal one (so every
+weight is stored once, as in a single export), its operator codes mapped onto the first's, and its tensor names
+kept unique across the model as one export's are (ai-edge-quantizer requires it).  The merged file must give,
+at every signature, exactly the outputs of the file that signature came from, or the model is exported in one
+process after all.
 """
 
 from __future__ import annotations
@@ -122,9 +124,11 @@ def merged(first: bytes, second: bytes) -> bytes | None:
     buffers = _merged_buffers(into, other)
     codes = _merged_operator_codes(into, other)
     offset = len(into.subgraphs)
+    names = {tensor.name for subgraph in into.subgraphs for tensor in subgraph.tensors}
     for subgraph in other.subgraphs:
         for tensor in subgraph.tensors:
             tensor.buffer = buffers[tensor.buffer]
+            tensor.name = _unique(tensor.name, names)
         for op in subgraph.operators:
             op.opcodeIndex = codes[op.opcodeIndex]
         into.subgraphs.append(subgraph)
@@ -134,6 +138,18 @@ def merged(first: bytes, second: bytes) -> bytes | None:
     builder = flatbuffers.Builder(len(first) + len(second))
     builder.Finish(into.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def _unique(name: bytes | None, names: set) -> bytes | None:
+    """``name``, suffixed if ``names`` has it (each export numbers its tensors from 1: ai-edge-quantizer needs every
+    name in the model unique), and added to ``names``."""
+    if name is None:
+        return name
+    unique, count = name, 1
+    while unique in names:
+        unique, count = name + b";second-process-%d" % count, count + 1
+    names.add(unique)
+    return unique
 
 
 def _merged_buffers(into, other) -> dict[int, int]:
