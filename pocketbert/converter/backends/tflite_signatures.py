@@ -78,7 +78,10 @@ def export_in_two_processes(model, examples: dict[str, dict[str, np.ndarray]], d
     half = (len(names) + 1) // 2
     first, second = ({n: examples[n] for n in part} for part in (names[:half], names[half:]))
     work = Path(dest).with_name(f".{Path(dest).name}.second-process")
-    work.mkdir()
+    try:
+        work.mkdir()
+    except FileExistsError:  # not this run's: left alone, and the export runs in one process
+        return False
     try:
         try:
             torch.save({"model": model, "examples": second}, work / "input.pt")

@@ -96,7 +96,7 @@ def as_unsmoothed(tensors: dict) -> tuple[dict, dict]:
     scales = {name.removesuffix(".inv_scale"): value for name, value in tensors.items() if name.endswith(".inv_scale")}
 
     def renamed(name: str) -> str:
-        prefix, marker, rest = name.partition(".linear.")
+        prefix, marker, rest = name.rpartition(".linear.")  # the wrapper's own hop is the last one
         return f"{prefix}.{rest}" if marker and prefix in scales else name
 
     return {renamed(name): value for name, value in tensors.items()}, scales
