@@ -89,7 +89,9 @@ def linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
     fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
     # a weight the exporter kept as it is matches exactly; the signatures share each weight's buffer: each buffer
     # is matched once (24-layer MobileBERT shape, four signatures: 62 s of least squares per call, on every one)
-    exact = {weight.tobytes(): role for role, weight in linears}
+    exact: dict[bytes, str] = {}
+    for role, weight in linears:  # equal weights: the first Linear's role, as _role_of breaks its ties
+        exact.setdefault(weight.tobytes(), role)
     by_buffer: dict[int, str] = {}
     roles: dict[str, list[str]] = {}
     for subgraph in flatbuffer.subgraphs:

@@ -59,7 +59,7 @@ def recipe_for(precision: str, float_scopes: list[str], float_ops: list[tuple[st
             manager.add_weight_only_config(regex=".*", operation_name=operation.EMBEDDING_LOOKUP,
                                            num_bits=4 if precision == "int4-dynamic" else 8)
     if float_scopes:
-        scopes = "^(?:" + "|".join(re.escape(s) for s in float_scopes) + ")$"
+        scopes = _exactly(float_scopes)
         if precision == "int4-dynamic":
             manager.add_dynamic_config(regex=scopes, operation_name=operation.FULLY_CONNECTED, num_bits=8)
         else:  # the latest matching entry wins: these ops stay float
@@ -69,9 +69,9 @@ def recipe_for(precision: str, float_scopes: list[str], float_ops: list[tuple[st
     # one entry per op (24-layer MobileBERT shape, four signatures: hundreds) cost a minute per quantisation
     by_operation: dict[str, list[str]] = {}
     for name, scope in float_ops:
-        by_operation.setdefault(name, []).append(re.escape(scope))
+        by_operation.setdefault(name, []).append(scope)
     for name, scopes in by_operation.items():
-        manager.add_quantization_config(regex="^(?:" + "|".join(scopes) + ")$", operation_name=name,
+        manager.add_quantization_config(regex=_exactly(scopes), operation_name=name,
                                         algorithm_key=recipe.AlgorithmName.NO_QUANTIZE)
     return manager.get_quantization_recipe()
 
@@ -97,3 +97,8 @@ def quantize_file(float_path: Path, dest: Path, precision: str, float_scopes: li
 def nonpositive_scales(path: Path) -> list[str]:
     """Tensors whose quantisation scales are not all positive and finite (a file no runtime should trust)."""
     return [name for name, q in quantised_tensors(path) if not (q.ScaleAsNumpy() > 0).all()]
+
+
+def _exactly(scopes: list[str]) -> str:
+    """A pattern matching exactly these scopes, one alternation (each recipe entry is tried on every op)."""
+    return "^(?:" + "|".join(re.escape(scope) for scope in scopes) + ")$"
