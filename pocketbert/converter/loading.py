@@ -22,7 +22,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from . import factored_table, shared_body
+from . import factored_table, int4_packing, shared_body
 from .builtin import BUILTIN
 from .errors import ConverterInputError
 from .factored_table import KEY as FACTORED_KEY
@@ -185,6 +185,10 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     if rank:  # the word embeddings are two factors (converter.factored_table), not one table
         info["missing_keys"] = factored_table.rebuild(model, rank, path, info.get("missing_keys", []))
         notes.append(f"the word embeddings are factored at rank {rank} (config.json 'pocketbert')")
+    packed = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(int4_packing.KEY)
+    if packed:  # weights on the int4 grid stored two to a byte (converter.int4_packing)
+        info["missing_keys"] = int4_packing.restore(model, path, packed["tensors"], info.get("missing_keys", []))
+        notes.append(f"{packed['tensors']} weights are stored as int4 (config.json 'pocketbert')")
     head_missing = _check_weights(model, info, raw, path, notes=notes)
     if head_task and head_missing:
         notes.append(f"{len(head_missing)} head tensor(s) missing from the checkpoint were initialised "

@@ -38,9 +38,9 @@ from ..errors import ConverterInputError, VerificationError
 from . import register, tflite_weights
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
-from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes
+from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes, small_lookup_ops
 from .tflite_input_scales import write_with_input_scales
-from .tflite_recipes import QUANTIZER_RECIPES, quantize_file, recipe_for
+from .tflite_recipes import QUANTIZER_RECIPES, on_int4_grid, quantize_file, recipe_for
 from .tflite_recipes import quiet as _quiet
 from .tflite_signatures import converted, export_in_two_processes, two_processes_pay
 
@@ -205,6 +205,9 @@ class TfliteExportBackend(ExportBackend):
             roles = linear_roles(float_path, spec.model) if integer else {}
             static = precision == "int8-static"
             float_ops = masked_softmax_ops(float_path) if static else []
+            # weights int4-tune put on the int4 grid were trained with the small lookup tables in float: kept so
+            on_grid = precision == "int4-dynamic" and on_int4_grid(float_path)
+            float_ops += small_lookup_ops(float_path) if on_grid else []
             calibrated = self._calibrate(spec, float_path, calibration, float_ops) if static else None
 
             clipping: dict[bool, str] = {}
@@ -213,7 +216,7 @@ class TfliteExportBackend(ExportBackend):
                 out = dest if final else candidate
                 scopes = [scope for role in float_roles for scope in roles[role]]
                 clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated=calibrated,
-                                                float_ops=float_ops)
+                                                float_ops=float_ops, on_grid=on_grid)
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
@@ -230,6 +233,8 @@ class TfliteExportBackend(ExportBackend):
                                               "compacted": {"bytes_before": before, "bytes_after": after}})
         if precision != "fp16":
             details["clipping"] = clipping[True]
+        if precision == "int4-dynamic":  # then min-max clipping, and the small lookup tables float
+            details["weights_on_int4_grid"] = on_grid
         if precision == "int8-static":
             details["calibration_rows"] = sum(b["input_ids"].shape[0] for b in calibration)
             details["range_rows"] = min(RANGE_ROWS, details["calibration_rows"])  # the rows ranges come from

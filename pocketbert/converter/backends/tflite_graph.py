@@ -70,6 +70,28 @@ def masked_softmax_ops(path: Path) -> list[tuple[str, str]]:
     return list(found)
 
 
+#: a lookup table with fewer rows stays float in the int4 file of a model int4-tune put on the grid: it was trained
+#: with them in float (int4_grid rounds the Linears and the word table), its bytes are nothing beside the word
+#: table's (token types: 2 rows, 3 KB at 384 wide), and read by every token, its rounding would shift every token
+SMALL_TABLE_ROWS = 1024
+
+
+def small_lookup_ops(path: Path) -> list[tuple[str, str]]:
+    """Every EMBEDDING_LOOKUP whose table has fewer than :data:`SMALL_TABLE_ROWS` rows, as (operation name, scope)."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    flatbuffer = tfl.read_model(model_bytes(path))
+    lookup = tfl.qtyping.TFLOperationName.EMBEDDING_LOOKUP
+    code = tfl.TFL_OP_NAME_TO_CODE[lookup]
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
+    found: dict[tuple[str, str], None] = {}
+    for subgraph in flatbuffer.subgraphs:
+        for op in subgraph.operators:
+            if codes[op.opcodeIndex] == code and subgraph.tensors[op.inputs[1]].shape[0] < SMALL_TABLE_ROWS:
+                found[(lookup, tfl.get_op_scope(op, subgraph.tensors))] = None
+    return list(found)
+
+
 def linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
     """FULLY_CONNECTED ops with a constant weight, grouped by role across layers and signatures.
 
@@ -80,13 +102,8 @@ def linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
     (``bert.encoder.layer.*.output.dense``).  An op is identified by its scope: the key
     ai-edge-quantizer's recipes match.
     """
-    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
-
     linears = [(re.sub(r"\.\d+\.", ".*.", name.removeprefix("model.")), module.weight.detach().float().numpy())
                for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
-    flatbuffer = tfl.read_model(model_bytes(path))
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
-    fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
     # a weight the exporter kept as it is matches exactly; the signatures share each weight's buffer: each buffer
     # is matched once (24-layer MobileBERT shape, four signatures: 62 s of least squares per call, on every one)
     exact: dict[bytes, str] = {}
@@ -94,6 +111,27 @@ def linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
         exact.setdefault(weight.tobytes(), role)
     by_buffer: dict[int, str] = {}
     roles: dict[str, list[str]] = {}
+    for scope, buffer, weight in _fully_connected_weights(path):
+        if buffer not in by_buffer:
+            by_buffer[buffer] = exact.get(weight.tobytes()) or _role_of(weight, linears)
+        roles.setdefault(by_buffer[buffer], []).append(scope)
+    return roles
+
+
+def fully_connected_weights(path: Path) -> list[np.ndarray]:
+    """Every FULLY_CONNECTED op's constant float weight, once per buffer (the signatures share them)."""
+    return list({buffer: weight for _, buffer, weight in _fully_connected_weights(path)}.values())
+
+
+def _fully_connected_weights(path: Path):
+    """``(op scope, buffer index, float32 weight)`` of each FULLY_CONNECTED op with a constant weight, every
+    signature."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    flatbuffer = tfl.read_model(model_bytes(path))
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in flatbuffer.operatorCodes]
+    fully_connected = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.FULLY_CONNECTED]
+    weights: dict[int, np.ndarray] = {}
     for subgraph in flatbuffer.subgraphs:
         for op in subgraph.operators:
             if codes[op.opcodeIndex] != fully_connected or len(op.inputs) < 2:
@@ -102,12 +140,10 @@ def linear_roles(path: Path, model: torch.nn.Module) -> dict[str, list[str]]:
             data = flatbuffer.buffers[tensor.buffer].data
             if data is None:  # activation x activation
                 continue
-            if tensor.buffer not in by_buffer:
+            if tensor.buffer not in weights:
                 raw = np.asarray(data, dtype=np.uint8).tobytes()
-                weight = np.frombuffer(raw, dtype=np.float32).reshape(tensor.shape)
-                by_buffer[tensor.buffer] = exact.get(raw) or _role_of(weight, linears)
-            roles.setdefault(by_buffer[tensor.buffer], []).append(tfl.get_op_scope(op, subgraph.tensors))
-    return roles
+                weights[tensor.buffer] = np.frombuffer(raw, dtype=np.float32).reshape(tensor.shape)
+            yield tfl.get_op_scope(op, subgraph.tensors), tensor.buffer, weights[tensor.buffer]
 
 
 def _role_of(weight: np.ndarray, linears: list[tuple[str, np.ndarray]]) -> str:

@@ -77,21 +77,32 @@ def recipe_for(precision: str, float_scopes: list[str], float_ops: list[tuple[st
 
 
 def quantize_file(float_path: Path, dest: Path, precision: str, float_scopes: list[str], calibrated=None,
-                  float_ops: list[tuple[str, str]] = ()) -> str:
+                  float_ops: list[tuple[str, str]] = (), on_grid: bool = False) -> str:
     """Quantise ``float_path`` into ``dest``; returns the clipping used ("min-max" or, for int4, "octav").
 
     int4 tries OCTAV first: on the SST-2 demo's int4 file it lifts the logits' cosine with float from 0.975 to
     0.980 and dev accuracy from 88.76 to 89.33 (float: 88.99).  Hadamard rotation agreed better still, but
-    adds a custom op that no phone runtime has."""
+    adds a custom op that no phone runtime has.  ``on_grid`` (:func:`on_int4_grid`): min-max only, which
+    reproduces weights already on the int4 grid, where OCTAV's smaller scales would move them."""
     from ai_edge_quantizer import quantizer
 
-    for clipping in INT4_CLIPPING if precision.startswith("int4") else ("min-max",):
+    clippings = INT4_CLIPPING if precision.startswith("int4") and not on_grid else ("min-max",)
+    for clipping in clippings:
         qt = quantizer.Quantizer(model_bytes(float_path), recipe_for(precision, float_scopes, float_ops, clipping))
         with quiet():
             qt.quantize(calibrated, enable_progress_report=False).export_model(str(dest), overwrite=True)
         if not nonpositive_scales(dest):
             return clipping
     raise RuntimeError(f"{dest.name}: the quantiser wrote zero or negative scales: {nonpositive_scales(dest)}")
+
+
+def on_int4_grid(float_path: Path) -> bool:
+    """Whether every Linear's weight in ``float_path`` already sits on its int4 grid (``int4-tune`` put it there)."""
+    from ..int4_grid import on_grid
+    from .tflite_graph import fully_connected_weights
+
+    weights = fully_connected_weights(float_path)
+    return bool(weights) and all(on_grid(w) for w in weights)
 
 
 def nonpositive_scales(path: Path) -> list[str]:

@@ -1,5 +1,5 @@
-"""The checkpoint -> checkpoint commands: finetune, recover, trim-vocab, share-embeddings, factor-embeddings and
-shrink."""
+"""The checkpoint -> checkpoint commands: finetune, recover, trim-vocab, share-embeddings, factor-embeddings,
+int4-tune and shrink."""
 
 from __future__ import annotations
 
@@ -184,6 +184,31 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
     options = FactorOptions(rank=rank, vocab_size=vocab_size, retune=retune, lr=lr, share_body=share_body, fp16=fp16,
                             threads=threads, train_limit=train_limit, data_dir=data_dir, overwrite=overwrite)
     path, record = factor_checkpoint(checkpoint, task_name, out, options, log=log)
+    out_console.print(plain(f"wrote {path}"))
+
+
+@cli.command("int4-tune", short_help="Distil a checkpoint through int4 rounding and put it on the int4 grid "
+             "(int4 files that keep every Linear at 4 bits).", epilog=CHECKPOINT_EXIT_CODES)
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the distillation. "
+              + TASK_HELP)
+@click.option("--teacher", metavar="CHECKPOINT", help="The float model to match (same vocabulary, depth and labels) "
+              "[default: CHECKPOINT itself].")
+@click.option("--budget", default="10m", show_default=True, callback=budget,
+              help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
+@click.option("--pack", is_flag=True, help="Store the int4 weights two to a byte and every other weight in float16 "
+              "(about an eighth of the float32 checkpoint).")
+@checkpoint_job_options(fp16=False)
+def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, train_limit, data_dir, overwrite):
+    """Train every weight of CHECKPOINT with its Linears and word-embedding table rounded to the int4 grid of
+    tflite:int4-dynamic (one scale per row, max|w|/7), matching the teacher's logits and hidden states on TASK's
+    text, then write the weights onto that grid: the int4 file then holds the checkpoint's weights exactly."""
+    from ..int4_tune import Int4Options, int4_tune_checkpoint
+
+    options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
+                          data_dir=data_dir, overwrite=overwrite)
+    path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log)
     out_console.print(plain(f"wrote {path}"))
 
 

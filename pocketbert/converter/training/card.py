@@ -24,6 +24,8 @@ def model_card(record: dict) -> str:
         lines += _factored(record["factored_embeddings"], scores)
     elif record.get("base_embeddings"):
         lines += _shared_embeddings(record["base_embeddings"], scores)
+    if record.get("int4_grid"):
+        lines += _int4(record["int4_grid"])
     if record.get("transforms"):
         lines += ["", "## Structure",
                   f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "
@@ -124,7 +126,7 @@ def _factored(factored: dict, scores: str) -> list[str]:
              + f"word embeddings factored into a {factored['rows']} × {factored['rank']} table and a projection "
              f"(`python -m converter factor-embeddings`; row-weighted SVD, weighted relative error "
              f"{factored['weighted_relative_error']:.3f}). Dev {dev('dev_before')} before, {dev('dev_factored')} "
-             "right after factoring" + (f", {scores} after re-tuning the two factors by distillation "
+             "right after factoring" + (f", {dev('dev_after')} after re-tuning the two factors by distillation "
                                          f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, "
                                          f"lr {retune['lr']})" if retune else "") + "."]
     if body:
@@ -132,6 +134,21 @@ def _factored(factored: dict, scores: str) -> list[str]:
                      f"({body['tensors']} tensors, sha256 `{body['sha256'][:16]}…`), and PocketBERT's loader puts "
                      "them back" + (". The factors are stored in float16" if factored.get("fp16") else "") + ".")
     return lines
+
+
+def _int4(grid: dict) -> list[str]:
+    """``int4-tune``: trained through int4 rounding and put on the grid (and how it is stored)."""
+    dev = lambda key: ", ".join(f"{k} {v:.2f}" for k, v in grid[key].items())  # noqa: E731
+    tuned = grid.get("input") if not grid["steps"] else grid  # packed afterwards: the run that trained it
+    run = (f"trained for {tuned['steps']} steps ({tuned['seconds']:.0f} s, lr {tuned['lr']}, teacher "
+           f"{tuned['teacher']}: {tuned['loss']}), then " if tuned and tuned["steps"] else "")
+    return ["", "## Weights on the int4 grid",
+            f"Dev {dev('dev_float')} in float, {dev('dev_int4_before')} with its weights rounded to the int4 grid of "
+            f"`tflite:int4-dynamic` (`python -m converter int4-tune`); {run}{grid['tensors_on_grid']} weights "
+            f"(every Linear and the word-embedding table) put on that grid: dev {dev('dev_after')}. The int4 TFLite "
+            "file holds these weights exactly."
+            + (" They are stored as int4, two to a byte with a float32 scale per row, every other weight in float16; "
+               "PocketBERT's loader unpacks them." if grid.get("packed") else "")]
 
 
 def _comparison(comparison: dict) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__
+from .. import __version__, int4_packing
 from ..factored_table import KEY as FACTORED_KEY
 from ..factored_table import rank_of
 from ..loading import SAVED_TRANSFORMS_KEY
@@ -31,7 +31,7 @@ def check_output(out: Path, overwrite: bool) -> None:
 
 def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, card: str,
                  transforms: list[str] = (), dtype=None, base_embeddings: dict | None = None,
-                 base_weights: dict | None = None) -> Path:
+                 base_weights: dict | None = None, int4: bool = False) -> Path:
     """Save ``model`` (optionally cast to ``dtype``, e.g. torch.float16) + tokenizer + README.md + training.json,
     which records the size and SHA-256 of the others (owned.py: what --overwrite may replace).
 
@@ -39,7 +39,8 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
     which base model supplies it (converter.base_embeddings).  Factored word embeddings
     (converter.factored_table) are recorded with their rank, from which the loader rebuilds them.
     ``base_weights`` ({"model", "sha256", "tensors"}): store the word embeddings only, recording which model supplies
-    every other tensor (converter.shared_body)."""
+    every other tensor (converter.shared_body).  ``int4``: store the weights on the int4 grid two to a byte
+    (converter.int4_packing), every other one cast to ``dtype``."""
     structural = [t for t in structural_names() if t in transforms]
     with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
         entry = {}
@@ -51,6 +52,9 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             entry[FACTORED_KEY] = rank_of(model)
         if base_weights:
             entry[BASE_WEIGHTS_KEY] = base_weights
+        packed = int4_packing.packed_state(model.state_dict()) if int4 else None  # before any cast: on the grid
+        if packed:
+            entry[int4_packing.KEY] = {"tensors": packed[1]}
         if entry:
             setattr(model.config, SAVED_TRANSFORMS_KEY, entry)
         elif hasattr(model.config, SAVED_TRANSFORMS_KEY):  # the input's record would describe other weights
@@ -64,6 +68,10 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
             state = {k: v for k, v in model.state_dict().items() if not is_table_key(k)}
         if base_weights:
             state = {k: v for k, v in model.state_dict().items() if is_own_key(k)}
+        if packed:
+            cast = dtype is not None
+            state = {k: v.to(dtype) if cast and v.is_floating_point() and not k.endswith(int4_packing.SCALE) else v
+                     for k, v in packed[0].items()}
         dtype_bytes = torch.finfo(dtype).bits // 8 if dtype is not None else 4
         staging.reserve(sum(p.numel() for p in model.parameters()) * dtype_bytes, "the weights")
         model.save_pretrained(staging.path, state_dict=state)

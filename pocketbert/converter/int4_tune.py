@@ -1,0 +1,156 @@
+"""``int4-tune``: distil a checkpoint through the int4 rounding its TFLite file will apply, then put it on that grid.
+
+An int4 file's accuracy ladder keeps in int8 the Linears whose int4 rounding moves the answers too far from the
+float file; on the CoNLL-2003 demo about half of them, which is what keeps its int4 file over 10 MB.  This command
+trains every weight of the checkpoint with its Linears and word-embedding table computed on their int4 grids
+(:mod:`converter.int4_grid`, straight-through gradients), matching a float teacher's logits and every layer's
+hidden states at every real token (by default the checkpoint itself, as it is), and then writes the weights onto
+the grid.  The checkpoint's own float file and its int4 file then hold the same weights, and the int4 ladder
+starts from a file that meets the bars with every Linear at 4 bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import int4_grid, int4_packing, loading
+from .errors import ConverterInputError
+from .training import checkpoint_job as job
+from .training.distill import losses
+from .training.distill.pairing import no_dropout
+from .training.evaluate import evaluate
+from .training.finetune import eval_length
+from .training.loop import Budget, TrainLog, parse_budget, train
+
+#: what the tuning minimises, for records and model cards
+LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the float teacher; every weight "
+        "trained with the Linears and the word-embedding table rounded to their int4 grids (straight-through)")
+
+
+@dataclass
+class Int4Options:
+    teacher: str | None = None  # the float model to match; None: the checkpoint itself
+    budget: Budget = field(default_factory=lambda: parse_budget("10m"))
+    lr: float = 5e-5
+    pack: bool = False  # store the int4 weights two to a byte and every other weight in float16
+    threads: int | None = None
+    train_limit: int | None = None
+    data_dir: str | None = None
+    overwrite: bool = False
+
+
+def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print) -> tuple[Path, dict]:
+    """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
+    (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint)."""
+    job.begin(out, options.overwrite, options.threads)
+    train_split, dev = job.splits(task, options.data_dir, options.train_limit)
+    student = loading.load(checkpoint)
+    _check_student(student)
+    teacher = _teacher(student, options) if options.budget.steps != 0 else None
+    metric, length = train_split.metric, eval_length(student)
+    scores = {"dev_float": _score(student, dev, length)}
+    with int4_grid.simulated(student.model):
+        scores["dev_int4_before"] = _score(student, dev, length)
+    log(f"dev {metric}: float {scores['dev_float'][metric]:.2f}, its weights on the int4 grid "
+        f"{scores['dev_int4_before'][metric]:.2f}")
+    run = _tune(student, teacher, train_split, options) if teacher is not None else None
+    tensors = _snap(student.model, options.pack)
+    scores["dev_after"] = after = _score(student, dev, length)
+    log(f"{f'tuned through int4 ({run.steps} steps, {run.seconds:.0f} s) and ' if run else ''}put on the grid "
+        f"({tensors} tensors{', stored packed, the rest float16' if options.pack else ''}): dev {metric} "
+        f"{scores['dev_int4_before'][metric]:.2f} -> {after[metric]:.2f}")
+    report = {"teacher": (options.teacher or "the checkpoint itself") if run else None, "tensors_on_grid": tensors,
+              "packed": options.pack, "budget": options.budget.to_json(), "lr": options.lr,
+              "steps": run.steps if run else 0, "seconds": round(run.seconds, 1) if run else 0, "loss": LOSS}
+    record = _record(student, train_split, dev, report={**report, **scores})
+    path = job.write(student.model, student.tokenizer, out, overwrite=options.overwrite, record=record,
+                     transforms=job.saved_transforms(student.model.config), int4=options.pack, fp16=options.pack)
+    return path, record
+
+
+def _snap(model, pack: bool) -> int:
+    """Put the weights on the grid; packed, give the model exactly what its checkpoint will load (the rest in
+    float16), so that the recorded score is the shipped weights'."""
+    tensors = int4_grid.snap(model)
+    if pack:
+        kept = {name for name, t in model.state_dict().items() if int4_packing.packable(name, t)}
+        int4_packing.round_trip(model)
+        job.round_to_fp16(model, keep=kept.__contains__)
+    return tensors
+
+
+def _check_student(student) -> None:
+    """A LayerNorm's γ is folded into the next Linear's columns by the TFLite exporter, which takes its weight off
+    the grid: only a model without LayerNorm (nonorm) keeps the grid into its file."""
+    layernorms = [path for path, m in student.family.norms(student.model) if isinstance(m, torch.nn.LayerNorm)]
+    if layernorms:
+        raise ConverterInputError(f"the checkpoint has {len(layernorms)} LayerNorm(s) (e.g. {layernorms[0]}): the "
+                                  "TFLite exporter folds their γ into the next Linear, off the int4 grid",
+                                  "tune a nonorm checkpoint (recover --opt nonorm,relu first), e.g. ner-demo")
+
+
+def _check_pair(student, teacher) -> None:
+    """The teacher must read the same pieces and have the same depth and labels (every layer is a target)."""
+    problems = []
+    if student.tokenizer.get_vocab() != teacher.tokenizer.get_vocab():
+        problems.append("their vocabularies differ")
+    if student.family.num_layers(student.config) != teacher.family.num_layers(teacher.config):
+        problems.append("their depths differ")
+    if student.labels != teacher.labels:
+        problems.append(f"their labels differ ({student.labels} vs {teacher.labels})")
+    if problems:
+        raise ConverterInputError(f"--teacher cannot teach this checkpoint: {', '.join(problems)}",
+                                  "give the float model this checkpoint was made from (same vocabulary, depth and "
+                                  "labels), or no --teacher")
+
+
+def _record(student, train_split, dev, *, report: dict) -> dict:
+    """The input's training record, extended with what this command did and the shipped dev scores."""
+    record = job.input_record(student.checkpoint, "int4-tune", train_split, dev)
+    earlier = record.get("int4_grid")  # the input was tuned already (e.g. then packed with 0 steps): keep its run
+    record["int4_grid"] = {k: job.rounded(v) if k.startswith("dev_") else v for k, v in report.items()}
+    if earlier:
+        record["int4_grid"]["input"] = earlier
+    name = "shipped: " + ("tuned through int4 and " if report["steps"] else "") + "put on the int4 grid"
+    job.record_shipped(record, name + (", stored as int4 (the rest float16)" if report["packed"] else ""),
+                       job.rounded(report["dev_after"]))
+    return record
+
+
+def _score(loaded, dev, length: int) -> dict[str, float]:
+    features = dev.encode(loaded.tokenizer, length, loaded.labels)
+    return evaluate(loaded.model, features, input_names=loaded.family.input_names)
+
+
+def _teacher(student, options: Int4Options) -> torch.nn.Module:
+    """The float model to match, frozen: ``--teacher``, or the checkpoint as it is."""
+    teacher = loading.load(options.teacher or str(student.checkpoint))
+    _check_pair(student, teacher)
+    for p in teacher.model.parameters():
+        p.requires_grad_(False)
+    return teacher.model.eval()
+
+
+def _tune(student, teacher, train_split, options: Int4Options) -> TrainLog:
+    """Every weight of ``student`` trained, through int4 rounding, to compute ``teacher``'s logits and hidden
+    states."""
+    names = student.family.input_names
+    features = train_split.encode(student.tokenizer, 128, student.labels)
+    batches = features.batches(32, shuffle=True, seed=0, input_names=names)
+
+    def loss_fn(batch):
+        inputs, mask = {k: batch[k] for k in names}, batch["attention_mask"]
+        with torch.no_grad():
+            target = teacher(**inputs, output_hidden_states=True)
+        out = student.model(**inputs, output_hidden_states=True)
+        logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
+        hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
+        hidden = hidden / len(out.hidden_states)
+        return logits + hidden, {"logits": logits.item(), "hidden": hidden.item()}
+
+    with no_dropout(student.model), int4_grid.simulated(student.model):
+        return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
+                     description="tune through int4")
