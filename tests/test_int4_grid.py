@@ -22,7 +22,7 @@ from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import DATA, build_checkpoint, nonorm_model
 
-INT4 = 17  # TensorType.INT4
+INT4, FLOAT32 = 17, 0  # TensorType
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +102,7 @@ def test_int4_file_of_a_packed_checkpoint_holds_its_weights_exactly(packed, opti
     manifest = read_manifest(result.bundle)
     fp32, int4 = manifest["artifacts"]
     assert int4["details"]["clipping"] == "min-max"  # OCTAV would move weights that are on the grid
+    assert int4["details"]["weights_on_int4_grid"] is True
     assert int4["details"]["float_fallback"]["roles"] == []
     floats = fully_connected_weights(result.bundle / fp32["file"])
     assert floats and all(int4_grid.on_grid(w) for w in floats)
@@ -109,6 +110,27 @@ def test_int4_file_of_a_packed_checkpoint_holds_its_weights_exactly(packed, opti
     for weight in floats:
         match = [s for s in stored if s.shape == weight.shape and np.allclose(s, weight, rtol=1e-6, atol=1e-9)]
         assert match, weight.shape
+    # the token-type table (2 rows) stays float, as it was in training; the word table is int4
+    assert _lookup_tables(result.bundle / int4["file"]) == {2: FLOAT32, 30522: INT4}
+
+
+def _lookup_tables(path) -> dict[int, int]:
+    """Rows -> stored tensor type of every EMBEDDING_LOOKUP table of a .tflite file."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    model = tfl.read_model(path.read_bytes())
+    lookup = tfl.TFL_OP_NAME_TO_CODE[tfl.qtyping.TFLOperationName.EMBEDDING_LOOKUP]
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    tables = {}
+    for subgraph in model.subgraphs:
+        producer = {out: op for op in subgraph.operators for out in op.outputs}
+        for op in subgraph.operators:
+            if codes[op.opcodeIndex] == lookup:
+                table = op.inputs[1]
+                if table in producer:  # a weight-only table is looked up through a DEQUANTIZE of the stored one
+                    table = producer[table].inputs[0]
+                tables[int(subgraph.tensors[table].shape[0])] = subgraph.tensors[table].type
+    return tables
 
 
 def _int4_weights(path) -> list[np.ndarray]:

@@ -50,7 +50,7 @@ def test_int4_file_is_verified_int4_and_a_little_over_half_the_int8_one(checkpoi
     size = {a["recipe"]: (result.bundle / a["file"]).stat().st_size for a in (int8, int4)}
     assert size["tflite:int4-dynamic"] < 0.7 * size["tflite:int8-dynamic"]
     assert nonpositive_scales(result.bundle / int4["file"]) == []  # the padding row is all zeros
-    assert int4["details"]["clipping"] == "octav"
+    assert int4["details"]["clipping"] == "octav" and int4["details"]["weights_on_int4_grid"] is False
     assert precision_rank("int8-static") < precision_rank("int4-dynamic") < precision_rank("fp16")
 
 
