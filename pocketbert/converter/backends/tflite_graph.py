@@ -1,7 +1,7 @@
 """Where in a converted .tflite the quantizer's recipes apply: the PyTorch Linear behind every
-FULLY_CONNECTED op (the float-fallback search keeps whole roles in float) and the attention-mask path of
-every SOFTMAX (kept in float by the full-integer recipe).  Ops are named by their scope, the key
-ai-edge-quantizer's recipes match."""
+FULLY_CONNECTED op (the float-fallback search keeps whole roles in float), the attention-mask path of
+every SOFTMAX (kept in float by the full-integer recipe) and the small lookup tables (kept in float in the int4
+file of weights on the int4 grid).  Ops are named by their scope, the key ai-edge-quantizer's recipes match."""
 
 from __future__ import annotations
 
