@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pocketbert import debian_packages
 from pocketbert.benchmarks import aarch64_env, arm64, schema
 from pocketbert.converter.texts import read_texts
 
@@ -68,9 +69,7 @@ def test_smopa_probe_decides_whether_max_runs_with_sme(environment):
 
 def test_the_c_check_of_int8_instructions_judges_smopa_as_the_probe_does(environment, tmp_path):
     """pocketbert/benchmarks/arm/int8_ops.c, the evidence docs/android.md cites, and the worker's probe agree."""
-    compiler = shutil.which("aarch64-linux-gnu-gcc")
-    if not compiler:
-        pytest.skip("no aarch64 cross compiler (as root: apt-get install -y gcc-aarch64-linux-gnu)")
+    compiler = _cross_compiler()
     binary = tmp_path / "int8_ops"
     source = Path(arm64.__file__).with_name("arm") / "int8_ops.c"
     subprocess.run([compiler, "-O1", "-march=armv8.6-a+sve+i8mm", "-static", "-o", str(binary), str(source)],
@@ -81,6 +80,19 @@ def test_the_c_check_of_int8_instructions_judges_smopa_as_the_probe_does(environ
     with_sme = subprocess.run([environment.qemu, "-cpu", "max", str(binary)], capture_output=True, text=True)
     smopa = next(line for line in with_sme.stdout.splitlines() if line.startswith("SME SMOPA"))
     assert ("WRONG" in smopa) == (environment.smopa("max") == "wrong"), with_sme.stdout
+
+
+def _cross_compiler() -> str:
+    """Debian's aarch64 cross gcc, installed with apt-get when missing and we are root (as QEMU is); otherwise a
+    failure with the command that installs it, not a skip."""
+    compiler = shutil.which("aarch64-linux-gnu-gcc")
+    if not compiler and debian_packages.can_install():
+        failed = debian_packages.install("gcc-aarch64-linux-gnu", lambda: shutil.which("aarch64-linux-gnu-gcc"),
+                                         log=lambda *_: None)
+        assert not failed, f"gcc-aarch64-linux-gnu could not be installed: {failed}"
+        compiler = shutil.which("aarch64-linux-gnu-gcc")
+    assert compiler, "no aarch64 cross compiler: as root, apt-get install -y gcc-aarch64-linux-gnu"
+    return compiler
 
 
 def test_table_names_the_cpu_it_ran_as_and_why():
