@@ -21,8 +21,7 @@ import torch
 from . import loading, shared_body
 from .factored_table import factor
 from .training import checkpoint_job as job
-from .training.distill import losses
-from .training.distill.pairing import no_dropout
+from .training.distill.pairing import every_token_distillation, no_dropout
 from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import TrainLog, parse_budget, train
@@ -123,15 +122,7 @@ def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
     for p in teacher.parameters():
         p.requires_grad_(False)
 
-    def loss_fn(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        inputs, mask = {k: batch[k] for k in names}, batch["attention_mask"]
-        with torch.no_grad():
-            target = teacher(**inputs, output_hidden_states=True)
-        out = student.model(**inputs, output_hidden_states=True)
-        logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
-        hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
-        hidden = hidden / len(out.hidden_states)
-        return logits + hidden, {"logits": logits.item(), "hidden": hidden.item()}
+    loss_fn = every_token_distillation(teacher, student.model, names)
 
     with no_dropout(student.model):
         return train(student.model, loss_fn, batches, params=list(student.model.get_input_embeddings().parameters()),

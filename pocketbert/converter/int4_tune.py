@@ -19,8 +19,7 @@ import torch
 from . import int4_grid, int4_packing, loading
 from .errors import ConverterInputError
 from .training import checkpoint_job as job
-from .training.distill import losses
-from .training.distill.pairing import no_dropout
+from .training.distill.pairing import every_token_distillation, no_dropout
 from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import Budget, TrainLog, parse_budget, train
@@ -141,16 +140,7 @@ def _tune(student, teacher, train_split, options: Int4Options) -> TrainLog:
     features = train_split.encode(student.tokenizer, 128, student.labels)
     batches = features.batches(32, shuffle=True, seed=0, input_names=names)
 
-    def loss_fn(batch):
-        inputs, mask = {k: batch[k] for k in names}, batch["attention_mask"]
-        with torch.no_grad():
-            target = teacher(**inputs, output_hidden_states=True)
-        out = student.model(**inputs, output_hidden_states=True)
-        logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
-        hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
-        hidden = hidden / len(out.hidden_states)
-        return logits + hidden, {"logits": logits.item(), "hidden": hidden.item()}
-
+    loss_fn = every_token_distillation(teacher, student.model, names)
     with no_dropout(student.model), int4_grid.simulated(student.model):
         return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
                      description="tune through int4")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -12,6 +12,7 @@ from transformers import PreTrainedModel
 
 from ...errors import ConverterInputError
 from ...families import Family
+from . import losses
 
 
 @dataclass
@@ -195,3 +196,21 @@ def measure_gap(pair_: Pair, batches, *, max_batches: int = 8, temperature: floa
         raise ConverterInputError("no batches to measure the student-teacher gap on",
                                   "give at least one batch of examples")
     return {**{k: v / weight_total for k, v in sums.items()}, "examples": int(weight_total)}
+
+
+def every_token_distillation(teacher: nn.Module, student: nn.Module, input_names) -> Callable:
+    """The loss of a student with its teacher's depth and pieces (re-tuned word-embedding factors, int4 tuning):
+    logit KL (T=1) plus the mean over every layer of the hidden-state MSE at every real token; the teacher runs
+    without gradients.  ``loss_fn(batch) -> (loss, {"logits", "hidden"})``, as the training loop takes it."""
+
+    def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        inputs, mask = {k: batch[k] for k in input_names}, batch["attention_mask"]
+        with torch.no_grad():
+            target = teacher(**inputs, output_hidden_states=True)
+        out = student(**inputs, output_hidden_states=True)
+        logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
+        hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
+        hidden = hidden / len(out.hidden_states)
+        return logits + hidden, {"logits": logits.item(), "hidden": hidden.item()}
+
+    return loss_fn
