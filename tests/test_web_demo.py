@@ -1,11 +1,12 @@
 """The web demo (web_demo/): the page run in headless Chromium against the Python runtime.
 
 The page is built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the
-SST-2 demo with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic),
-served from localhost, and driven by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium).
+SST-2 demo with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic), a
+third beside them (ner-phone, the NER demo tuned through int4, with its tflite:int4-dynamic), served from localhost, and driven by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium).
 What the browser computes is compared here with the runtime: the seed example's entities, the golden vectors,
 2,000+ random texts tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4; the
-int4 file, which the page chooses by default there: the runtime's labels, logits within 0.1), a tampered model
+int4 files, which the page chooses by default there: the runtime's labels, logits within 0.1; the runtime's
+entities), a tampered model
 refused with a visible message, and the measure panel's record in the benchmarks' schema; Measure keeps the page
 responsive and can be cancelled; a missing bundle, the page opened as a file and any console error (LiteRT's own
 INFO and WARNING lines are not errors) are checked in the same browser run. The JS modules' own node tests
@@ -49,6 +50,8 @@ SCORE_TOLERANCE = 1e-4
 #: up to 2.5. Twice the worst seen; labels closer than two tolerances are a tie either runtime may break.
 INT4_LOGIT_TOLERANCE = 0.1
 INT4_DEV_SENTENCES = 100
+#: An entity's score is the mean of its tokens' probabilities: logits within INT4_LOGIT_TOLERANCE move it by less
+INT4_SCORE_TOLERANCE = 0.05
 
 
 def _lines(path: Path) -> list[dict]:
@@ -96,7 +99,9 @@ def bundles(tmp_path_factory):
     # verifying it adds ~5 s; ner-demo's int4 quantisation runs its accuracy ladder (584 s) and its file runs the
     # same ops (docs/web.md)
     return {"ner": _convert("ner-demo", work / "ner"),
-            "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic")}
+            "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic"),
+            # the phone-sized NER model: its weights are on the int4 grid, so its int4 ladder ends at the first file
+            "ner_phone": _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic")}
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +112,7 @@ def site(node_modules, bundles, tmp_path_factory):
                            "--classification", str(bundles["classification"])],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    shutil.copytree(bundles["ner_phone"], root / "ner-phone")  # opened with ?task=ner&ner=ner-phone/
     tampered = root / "tampered"
     shutil.copytree(root / "bundles" / "ner", tampered)  # copies, not the build's hard links
     model = bytearray((tampered / "model.tflite").read_bytes())
@@ -142,6 +148,13 @@ def _texts() -> list[str]:
     return [SEED, *dict.fromkeys(golden), long]
 
 
+def _conll_dev(count: int) -> list[str]:
+    """The first ``count`` sentences of CoNLL-2003 dev, words joined by spaces."""
+    from pocketbert.converter.data import load_task
+
+    return [" ".join(words) for words in load_task("conll2003", "dev", DATA, limit=count).texts]
+
+
 def _sst2_dev(count: int) -> list[str]:
     lines = (DATA / "glue" / "SST-2" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
     return [line.split("\t")[0] for line in lines[:count]]
@@ -166,7 +179,9 @@ def browser(chromium, site, fuzz_cases, tmp_path_factory):
             "tampered_files": [str(p) for p in sorted((root / "tampered").iterdir())],
             "missing_url": url + "?task=ner&ner=missing/", "file_url": (root / "index.html").as_uri(),
             # no precision: the sst2 bundle holds fp32 and int4, and the page's own choice must be int4
-            "int4_url": url + "?task=classification", "int4_texts": _texts() + _sst2_dev(INT4_DEV_SENTENCES)}
+            "int4_url": url + "?task=classification", "int4_texts": _texts() + _sst2_dev(INT4_DEV_SENTENCES),
+            "int4_ner_url": url + "?task=ner&ner=ner-phone/",
+            "int4_ner_texts": _texts() + _conll_dev(INT4_DEV_SENTENCES)}
     (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     done = subprocess.run(["node", str(WEB / "tools" / "browser_check.mjs"), str(work / "spec.json"),
                            str(work / "out.json")], capture_output=True, text=True, timeout=900, cwd=WEB)
@@ -291,6 +306,29 @@ def test_the_int4_file_with_shared_tables_gives_the_runtimes_answers_in_the_brow
     print(f"int4 in the browser: {len(page['results'])} texts, worst |Δ logit| {worst:.3g}, {ties} near ties")
 
 
+def test_the_ner_phone_int4_file_gives_the_runtimes_entities_in_the_browser(browser, bundles):
+    """LiteRT.js loads ner-phone's tflite:int4-dynamic (every Linear int4, weights on the int4 grid, the token-type
+    table float), the page picks it by default, and on real texts it tokenizes as the runtime does and finds the
+    runtime's entities: the same groups and spans, scores within INT4_SCORE_TOLERANCE. A text where one token's label
+    sits on a near tie may come out differently in either runtime: at most one text in ten."""
+    from pocketbert import runtime
+
+    page = browser["int4_ner"]
+    assert "error" not in page, f"the page did not load the int4 NER file: {page}"
+    assert page["artifact"] == "tflite:int4-dynamic" and "ner-phone" in page["bundle"], page["bundle"]
+    ner = runtime.load(bundles["ner_phone"], "tflite", precision="int4-dynamic", threads=1)
+    texts, differing, entities = browser["spec"]["int4_ner_texts"], [], 0
+    for text, got in zip(texts, page["results"], strict=True):
+        assert got["rows"] == [w.ids for w in ner.encoder.windows([text], ner.default_stride)[0]], text
+        expected = ner(text)
+        entities += len(expected)
+        if not _close(got["entities"], expected, INT4_SCORE_TOLERANCE):
+            differing.append((text, got["entities"], expected))
+    assert entities > len(texts), "the texts hold too few entities to say anything"
+    assert len(differing) <= len(texts) // 10, differing[:3]
+    print(f"int4 NER in the browser: {len(texts)} texts, {entities} entities, {len(differing)} texts differing")
+
+
 def test_a_tampered_model_is_refused_with_a_visible_message(browser):
     for where in ("tampered_folder", "tampered_files"):
         error = browser[where]["error"]
@@ -327,7 +365,7 @@ def test_no_page_logs_a_console_error(browser):
     """Uncaught errors and console errors of every page and its worker fail the test: LiteRT's INFO and WARNING
     log lines, console errors until the page routed them by severity, are console.debug and console.warn."""
     console = dict(browser["console"])
-    assert set(console) == {"main", "tampered", "missing", "file", "int4"}
+    assert set(console) == {"main", "tampered", "missing", "file", "int4", "int4_ner"}
     missing = console.pop("missing")
     # the browser's own line for the 404 the page reports
     assert all(e.startswith("Failed to load resource: the server responded with a status of 404")

@@ -6,7 +6,8 @@
 // SPEC: {url, chromium, user_data_dir, screenshot, vocab, settings (name -> tokenizer settings),
 //        tokenization (cases), ner_golden, classification_golden, texts: {ner: [...], classification: [...]},
 //        tampered_url, tampered_files: [paths], missing_url, file_url,
-//        int4_url (a classification bundle whose default is tflite:int4-dynamic), int4_texts}
+//        int4_url (a classification bundle whose default is tflite:int4-dynamic), int4_texts,
+//        int4_ner_url (a NER bundle whose default is tflite:int4-dynamic), int4_ner_texts}
 // OUT.console: per page, its uncaught errors and console errors (its worker's too) and the other console lines.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
@@ -156,6 +157,21 @@ try {
     }
     return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
   }, spec.int4_texts);
+
+  // The phone-sized NER file likewise: the entities, as the runtime's int4 file gives them.
+  const int4Ner = await openPage('int4_ner', spec.int4_ner_url);
+  await int4Ner.waitForFunction(() => window.demo?.ready);
+  out.int4_ner = await int4Ner.evaluate(async (texts) => {
+    await window.demo.ready;
+    const p = window.demo.pipelines.ner;
+    if (!p) return { error: window.demo.lastError };
+    const results = [];
+    for (const text of texts) {
+      const r = await p.run(text);
+      results.push({ rows: r.rows.map((row) => row.input_ids), entities: r.entities });
+    }
+    return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
+  }, spec.int4_ner_texts);
 
   const file = await openPage('file', spec.file_url);
   await file.waitForTimeout(1000); // what a user sees after a moment: the page must not wait for a script
