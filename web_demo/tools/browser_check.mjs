@@ -35,6 +35,24 @@ async function openPage(label, url) {
 
 const errorShown = async (page) => (await page.locator('#error').isVisible() ? page.textContent('#error') : null);
 
+// A bundle opened at the precision the page picks by default, and what it gives for each text.
+async function defaultChoice(name, url, task, texts) {
+  const page = await openPage(name, url);
+  await page.waitForFunction(() => window.demo?.ready);
+  return page.evaluate(async ({ task, texts }) => {
+    await window.demo.ready;
+    const p = window.demo.pipelines[task];
+    if (!p) return { error: window.demo.lastError };
+    const results = [];
+    for (const text of texts) {
+      const r = await p.run(text);
+      results.push(task === 'ner' ? { rows: r.rows.map((row) => row.input_ids), entities: r.entities }
+        : { input_ids: r.rows[0].input_ids, logits: r.logits[0], labels: r.labels });
+    }
+    return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
+  }, { task, texts });
+}
+
 try {
   const page = await openPage('main', spec.url);
   await page.waitForFunction(() => window.demo?.ready);
@@ -143,35 +161,10 @@ try {
   await missing.evaluate(() => window.demo.ready);
   out.missing = { error: await errorShown(missing), status: await missing.textContent('#status') };
 
-  // The int4 file in a page of its own, chosen by default: raw logits as well, as the runtime compares them.
-  const int4 = await openPage('int4', spec.int4_url);
-  await int4.waitForFunction(() => window.demo?.ready);
-  out.int4 = await int4.evaluate(async (texts) => {
-    await window.demo.ready;
-    const p = window.demo.pipelines.classification;
-    if (!p) return { error: window.demo.lastError };
-    const results = [];
-    for (const text of texts) {
-      const r = await p.run(text);
-      results.push({ input_ids: r.rows[0].input_ids, logits: r.logits[0], labels: r.labels });
-    }
-    return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
-  }, spec.int4_texts);
-
-  // The phone-sized NER file likewise: the entities, as the runtime's int4 file gives them.
-  const int4Ner = await openPage('int4_ner', spec.int4_ner_url);
-  await int4Ner.waitForFunction(() => window.demo?.ready);
-  out.int4_ner = await int4Ner.evaluate(async (texts) => {
-    await window.demo.ready;
-    const p = window.demo.pipelines.ner;
-    if (!p) return { error: window.demo.lastError };
-    const results = [];
-    for (const text of texts) {
-      const r = await p.run(text);
-      results.push({ rows: r.rows.map((row) => row.input_ids), entities: r.entities });
-    }
-    return { artifact: p.bundle.artifact.recipe, bundle: document.getElementById('bundle').textContent, results };
-  }, spec.int4_ner_texts);
+  // The int4 files in pages of their own, chosen by default: the SST-2 phone file's raw logits as well, as the
+  // runtime compares them; the NER phone file's entities.
+  out.int4 = await defaultChoice('int4', spec.int4_url, 'classification', spec.int4_texts);
+  out.int4_ner = await defaultChoice('int4_ner', spec.int4_ner_url, 'ner', spec.int4_ner_texts);
 
   const file = await openPage('file', spec.file_url);
   await file.waitForTimeout(1000); // what a user sees after a moment: the page must not wait for a script
