@@ -211,3 +211,31 @@ def test_a_layernorm_checkpoint_is_refused_before_any_work(checkpoints, tmp_path
         int4_tune_checkpoint(str(checkpoints["bert"]["classification"]), "glue:sst2", tmp_path / "out", options,
                              log=lambda *_: None)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(tokenizer, tmp_path):
+    from pocketbert.converter.int4_tune import _piece_map
+    from pocketbert.converter.vocab_trim import trim
+
+    built = build_checkpoint(tmp_path / "built", "bert", tokenizer, labels=("negative", "positive"), seed=5)
+    wide, _ = nonorm_model(built)
+    record = {"kind": "finetune", "task": "glue:sst2", "train_examples": 64, "dev_examples": 872, "recipe": {},
+              "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"}, "dev_scores": {}}
+    teacher = job.write(wide.model, wide.tokenizer, tmp_path / "teacher", overwrite=False, record=record,
+                        transforms=["nonorm", "relu"])
+    train, _ = job.splits("glue:sst2", DATA, 64)
+    trimmed_tokenizer, _ = trim(wide.model, wide.tokenizer, train.texts, 3000)
+    student = job.write(wide.model, trimmed_tokenizer, tmp_path / "student", overwrite=False, record=record,
+                        transforms=["nonorm", "relu"])
+    pieces = _piece_map(loading.load(str(student)), loading.load(str(teacher)), train)
+    assert pieces is not None and len(pieces) == 3000
+    assert (trimmed_tokenizer.convert_ids_to_tokens(list(range(3000)))
+            == wide.tokenizer.convert_ids_to_tokens(pieces.tolist()))
+    options = Int4Options(teacher=str(teacher), budget=parse_budget("2steps"), train_limit=64, data_dir=DATA)
+    _, tuned = int4_tune_checkpoint(str(student), "glue:sst2", tmp_path / "out", options, log=lambda *_: None)
+    assert tuned["int4_grid"]["steps"] == 2 and tuned["int4_grid"]["teacher"] == str(teacher)
+    # on more text, pieces the trimmed vocabulary lacks split words differently: the two would read other text
+    options = Int4Options(teacher=str(teacher), budget=parse_budget("2steps"), train_limit=2000, data_dir=DATA)
+    with pytest.raises(ConverterInputError, match="reads other pieces"):
+        int4_tune_checkpoint(str(student), "glue:sst2", tmp_path / "refused", options, log=lambda *_: None)
+    assert not (tmp_path / "refused").exists()

@@ -48,7 +48,7 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     student = loading.load(checkpoint)
     _check_student(student)
-    teacher = _teacher(student, options) if options.budget.steps != 0 else None
+    teacher = _teacher(student, options, train_split) if options.budget.steps != 0 else None
     metric, length = train_split.metric, eval_length(student)
     scores = {"dev_float": _score(student, dev, length)}
     with int4_grid.simulated(student.model):
@@ -92,18 +92,38 @@ def _check_student(student) -> None:
 
 
 def _check_pair(student, teacher) -> None:
-    """The teacher must read the same pieces and have the same depth and labels (every layer is a target)."""
+    """The teacher must have the same depth and labels (every layer is a target); its pieces: see _piece_map."""
     problems = []
-    if student.tokenizer.get_vocab() != teacher.tokenizer.get_vocab():
-        problems.append("their vocabularies differ")
     if student.family.num_layers(student.config) != teacher.family.num_layers(teacher.config):
         problems.append("their depths differ")
     if student.labels != teacher.labels:
         problems.append(f"their labels differ ({student.labels} vs {teacher.labels})")
     if problems:
         raise ConverterInputError(f"--teacher cannot teach this checkpoint: {', '.join(problems)}",
-                                  "give the float model this checkpoint was made from (same vocabulary, depth and "
-                                  "labels), or no --teacher")
+                                  "give the float model this checkpoint was made from (same depth and labels), or "
+                                  "no --teacher")
+
+
+def _piece_map(student, teacher, train_split) -> torch.Tensor | None:
+    """``None`` when both number the same pieces alike; else the teacher's id of each student piece (a student
+    whose vocabulary was trimmed from the teacher's), refused unless the teacher spells every training text with
+    exactly the student's pieces, so that both models read the same text."""
+    mine, theirs = student.tokenizer.get_vocab(), teacher.tokenizer.get_vocab()
+    if mine == theirs:
+        return None
+    missing = [piece for piece in mine if piece not in theirs]
+    ids = torch.zeros(max(mine.values()) + 1, dtype=torch.long)
+    for piece, index in mine.items():
+        ids[index] = theirs.get(piece, 0)
+    spelled = train_split.encode(student.tokenizer, 128, student.labels).input_ids
+    expected = train_split.encode(teacher.tokenizer, 128, teacher.labels).input_ids
+    differing = sum(ids[torch.tensor(a)].tolist() != b for a, b in zip(spelled, expected))
+    if missing or differing:
+        raise ConverterInputError(f"--teacher reads other pieces: {len(missing)} of the checkpoint's pieces are not "
+                                  f"in its vocabulary and it splits {differing} of {len(spelled)} training texts "
+                                  "differently", "give a teacher whose vocabulary holds every piece of the "
+                                  "checkpoint's (the model it was trimmed from), or no --teacher")
+    return ids
 
 
 def _record(student, train_split, dev, *, report: dict) -> dict:
@@ -124,23 +144,25 @@ def _score(loaded, dev, length: int) -> dict[str, float]:
     return evaluate(loaded.model, features, input_names=loaded.family.input_names)
 
 
-def _teacher(student, options: Int4Options) -> torch.nn.Module:
-    """The float model to match, frozen: ``--teacher``, or the checkpoint as it is."""
+def _teacher(student, options: Int4Options, train_split) -> tuple[torch.nn.Module, torch.Tensor | None]:
+    """The float model to match, frozen (``--teacher``, or the checkpoint as it is), and its piece map."""
     teacher = loading.load(options.teacher or str(student.checkpoint))
     _check_pair(student, teacher)
+    pieces = _piece_map(student, teacher, train_split)
     for p in teacher.model.parameters():
         p.requires_grad_(False)
-    return teacher.model.eval()
+    return teacher.model.eval(), pieces
 
 
-def _tune(student, teacher, train_split, options: Int4Options) -> TrainLog:
+def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLog:
     """Every weight of ``student`` trained, through int4 rounding, to compute ``teacher``'s logits and hidden
     states."""
     names = student.family.input_names
     features = train_split.encode(student.tokenizer, 128, student.labels)
     batches = features.batches(32, shuffle=True, seed=0, input_names=names)
 
-    loss_fn = every_token_distillation(teacher, student.model, names)
+    model, pieces = teacher
+    loss_fn = every_token_distillation(model, student.model, names, teacher_ids=pieces)
     with no_dropout(student.model), int4_grid.simulated(student.model):
         return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
                      description="tune through int4")

@@ -1,5 +1,5 @@
 """The checkpoint -> checkpoint commands: finetune, recover, trim-vocab, share-embeddings, factor-embeddings,
-int4-tune and shrink."""
+int4-tune, narrow and shrink."""
 
 from __future__ import annotations
 
@@ -192,8 +192,8 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the distillation. "
               + TASK_HELP)
-@click.option("--teacher", metavar="CHECKPOINT", help="The float model to match (same vocabulary, depth and labels) "
-              "[default: CHECKPOINT itself].")
+@click.option("--teacher", metavar="CHECKPOINT", help="The float model to match (same depth and labels; the same "
+              "vocabulary, or the one CHECKPOINT's was trimmed from) [default: CHECKPOINT itself].")
 @click.option("--budget", default="10m", show_default=True, callback=budget,
               help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
@@ -209,6 +209,32 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
     options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
                           data_dir=data_dir, overwrite=overwrite)
     path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log)
+    out_console.print(plain(f"wrote {path}"))
+
+
+@cli.command(short_help="Narrow every feed-forward block of a checkpoint, refitting its output (smaller, faster).",
+             epilog=CHECKPOINT_EXIT_CODES)
+@checkpoint_argument
+@click.option("--task", "task_name", required=True, metavar="TASK", help="Text the refit (and any distillation) "
+              "reads. " + TASK_HELP)
+@click.option("--ffn-width", "width", type=int, required=True, help="Hidden units each feed-forward block keeps.")
+@click.option("--texts", type=click.IntRange(32, 100_000), default=1024, show_default=True,
+              help="Training texts the unit scores and the least-squares refit read.")
+@click.option("--teacher", metavar="CHECKPOINT", help="What --budget distils from (same vocabulary, depth and labels) "
+              "[default: CHECKPOINT as it was].")
+@click.option("--budget", default="0steps", show_default=True, callback=budget,
+              help="Distillation after the refit: 500steps, 2epochs, 90s, 20m; 0steps: none (int4-tune next).")
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
+@checkpoint_job_options(fp16=False)
+def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, threads, train_limit, data_dir, overwrite):
+    """Keep --ffn-width hidden units of every feed-forward block of CHECKPOINT (those contributing most to the
+    block's output on TASK's text) and refit each block's output projection by least squares to what the wide
+    block computed, block by block; then distil for --budget (or run int4-tune on the result)."""
+    from ..narrow import NarrowOptions, narrow_checkpoint
+
+    options = NarrowOptions(width=width, texts=texts, teacher=teacher, budget=budget, lr=lr, threads=threads,
+                            train_limit=train_limit, data_dir=data_dir, overwrite=overwrite)
+    path, _ = narrow_checkpoint(checkpoint, task_name, out, options, log=log)
     out_console.print(plain(f"wrote {path}"))
 
 

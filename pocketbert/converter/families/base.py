@@ -50,6 +50,16 @@ class ActivationSite:
 
 
 @dataclass
+class FeedForward:
+    """One feed-forward block: ``down(activation(up(x)))``; its width is ``up.out_features``."""
+
+    path: str  # dotted module path of the block, for reports
+    block: int  # index of the transformer block holding it
+    up: nn.Linear
+    down: nn.Linear
+
+
+@dataclass
 class ResidualStream:
     """One tensor of a post-norm encoder's residual stream: the output of ``producer``, a normalisation.
 
@@ -78,6 +88,8 @@ class Family:
     description: str = ""
     #: whether the exported graph takes ``token_type_ids``
     uses_token_type_ids: bool = True
+    #: the config field holding the feed-forward width (``narrow`` rewrites it)
+    ffn_width_key: str = "intermediate_size"
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -107,6 +119,10 @@ class Family:
 
     def activation_sites(self, model: PreTrainedModel) -> list[ActivationSite]:
         """The activation of every feed-forward block."""
+        raise NotImplementedError
+
+    def feed_forwards(self, model: PreTrainedModel) -> list[FeedForward]:
+        """Every feed-forward block in forward order (all of one width, the config's ``ffn_width_key``)."""
         raise NotImplementedError
 
     def fold_sites(self, model: PreTrainedModel) -> list[FoldSite]:

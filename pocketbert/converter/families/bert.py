@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import BertConfig
 
 from . import register
-from .base import ActivationSite, Family, FoldSite, ResidualStream
+from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream
 
 
 class BertFamily(Family):
@@ -21,6 +21,10 @@ class BertFamily(Family):
         layers = self.base(model).encoder.layer
         return [ActivationSite(f"encoder.layer.{i}.intermediate.intermediate_act_fn", layer.intermediate,
                                "intermediate_act_fn") for i, layer in enumerate(layers)]
+
+    def feed_forwards(self, model):
+        return [FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense)
+                for i, layer in enumerate(self.base(model).encoder.layer)]
 
     def fold_sites(self, model):
         # embeddings = word[ids] + token_type[tt] + position[pos], then the norm: a pure sum of

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import DistilBertConfig
 
 from . import register
-from .base import ActivationSite, Family, FoldSite, ResidualStream
+from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream
 
 
 class DistilBertFamily(Family):
@@ -13,6 +13,7 @@ class DistilBertFamily(Family):
     model_types = ("distilbert",)
     description = "DistilBERT"
     uses_token_type_ids = False
+    ffn_width_key = "hidden_dim"
 
     def layers(self, model):
         return self.base(model).transformer.layer
@@ -21,6 +22,10 @@ class DistilBertFamily(Family):
         layers = self.base(model).transformer.layer
         return [ActivationSite(f"transformer.layer.{i}.ffn.activation", layer.ffn, "activation")
                 for i, layer in enumerate(layers)]
+
+    def feed_forwards(self, model):
+        return [FeedForward(f"transformer.layer.{i}.ffn", i, layer.ffn.lin1, layer.ffn.lin2)
+                for i, layer in enumerate(self.base(model).transformer.layer)]
 
     def fold_sites(self, model):
         # embeddings = word[ids] + position[pos], then the norm.

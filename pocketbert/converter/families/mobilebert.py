@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import MobileBertConfig
 
 from . import register
-from .base import ActivationSite, Family, FoldSite
+from .base import ActivationSite, Family, FeedForward, FoldSite
 
 
 class MobileBertFamily(Family):
@@ -26,6 +26,15 @@ class MobileBertFamily(Family):
                 sites.append(ActivationSite(f"encoder.layer.{i}.ffn.{j}.intermediate.intermediate_act_fn",
                                             ffn.intermediate, "intermediate_act_fn"))
         return sites
+
+    def feed_forwards(self, model):
+        # each block's stacked feed-forward networks first, then its own (MobileBertLayer.forward's order)
+        blocks = []
+        for i, layer in enumerate(self.base(model).encoder.layer):
+            blocks += [FeedForward(f"encoder.layer.{i}.ffn.{j}", i, ffn.intermediate.dense, ffn.output.dense)
+                       for j, ffn in enumerate(getattr(layer, "ffn", None) or [])]
+            blocks.append(FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense))
+        return blocks
 
     def fold_sites(self, model):
         base = self.base(model)

@@ -24,6 +24,8 @@ def model_card(record: dict) -> str:
         lines += _factored(record["factored_embeddings"], scores)
     elif record.get("base_embeddings"):
         lines += _shared_embeddings(record["base_embeddings"], scores)
+    if record.get("narrow"):
+        lines += _narrow(record["narrow"])
     if record.get("int4_grid"):
         lines += _int4(record["int4_grid"])
     if record.get("transforms"):
@@ -134,6 +136,19 @@ def _factored(factored: dict, scores: str) -> list[str]:
                      f"({body['tensors']} tensors, sha256 `{body['sha256'][:16]}…`), and PocketBERT's loader puts "
                      "them back" + (". The factors are stored in float16" if factored.get("fp16") else "") + ".")
     return lines
+
+
+def _narrow(narrow: dict) -> list[str]:
+    """``narrow``: narrower feed-forward blocks, their output projections refitted (and any distillation)."""
+    dev = lambda key: ", ".join(f"{k} {v:.2f}" for k, v in narrow[key].items())  # noqa: E731
+    run = (f" Then distilled for {narrow['steps']} steps ({narrow['seconds']:.0f} s, lr {narrow['lr']}, teacher "
+           f"{narrow['teacher']}: {narrow['loss']}): dev {dev('dev_after')}." if narrow["steps"] else "")
+    return ["", "## Narrower feed-forward blocks",
+            f"Each of the {narrow['feed_forward_blocks']} feed-forward blocks keeps {narrow['width_after']} of its "
+            f"{narrow['width_before']} hidden units, those contributing most to its output on {narrow['texts']} "
+            "training texts, and its output projection was fitted again by least squares to what the wide block "
+            f"computed (`python -m converter narrow`). Dev {dev('dev_before')} before, {dev('dev_narrowed')} "
+            f"after.{run}"]
 
 
 def _int4(grid: dict) -> list[str]:
