@@ -240,3 +240,20 @@ def test_converts_to_onnx_fp32_and_both_int8_recipes(factored, options):
     manifest = json.loads((result.bundle / "manifest.json").read_text())
     assert [a["recipe"] for a in manifest["artifacts"]] == ["onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static"]
     assert all(a["verification"]["passed"] for a in manifest["artifacts"])
+
+
+def test_a_checkpoint_written_whole_from_a_shared_body_one_no_longer_says_it_takes_the_body(phone, tmp_path):
+    """A later command that stores every weight (int4-tune, narrow) must not keep the factoring's "only the word
+    embeddings are stored" in its record and card."""
+    from pocketbert.converter import loading
+    from pocketbert.converter.training import checkpoint_job as job
+
+    _, path, _ = phone
+    loaded = loading.load(str(path))
+    record = json.loads((path / "training.json").read_text())
+    out = job.write(loaded.model, loaded.tokenizer, tmp_path / "whole", overwrite=False, record=record,
+                    transforms=job.saved_transforms(loaded.config))
+    assert json.loads((out / "training.json").read_text())["factored_embeddings"]["base_weights"] is None
+    assert "Only the word embeddings are stored" not in (out / "README.md").read_text()
+    assert "base_weights" not in json.loads((out / "config.json").read_text())["pocketbert"]
+    assert "Only the word embeddings are stored" in (path / "README.md").read_text()

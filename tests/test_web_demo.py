@@ -46,9 +46,11 @@ SCORE_TOLERANCE = 1e-4
 #: The int4 file's logits, page against runtime. Both quantise activations per row at run time (XNNPACK's
 #: qd8-f32-qc4w), but the wasm build's float kernels differ from AVX-512's in the last bits (fp32 files agree
 #: within 1e-4, not exactly), and a last-bit difference can move an activation to the next int8 step. Measured
-#: on 878 SST-2 texts (docs/web.md): 456 bit-identical, worst 0.048, against int4's own distance from fp32 of
-#: up to 2.5. Twice the worst seen; labels closer than two tolerances are a tie either runtime may break.
-INT4_LOGIT_TOLERANCE = 0.1
+#: on 878 SST-2 texts (docs/web.md): the SST-2 demo's int4 file 456 bit-identical, worst 0.048; sst2-phone's
+#: (narrow, weights on the int4 grid, larger logits) 485 bit-identical, 99% within 0.017, one text at 0.094; against
+#: int4's own distance from fp32 of up to 2.5. About twice the worst seen; labels closer than two tolerances are a
+#: tie either runtime may break.
+INT4_LOGIT_TOLERANCE = 0.2
 INT4_DEV_SENTENCES = 100
 #: An entity's score is the mean of its tokens' probabilities: logits within INT4_LOGIT_TOLERANCE move it by less
 INT4_SCORE_TOLERANCE = 0.05

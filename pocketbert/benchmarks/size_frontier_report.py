@@ -60,7 +60,11 @@ def plot(rows: list[dict], path: Path) -> Path:
             # two bundles' fp32 files sit on one spot: stack their labels instead of overprinting
             near = sum(abs(mb / x - 1) < 0.1 and abs(r["score"] - y) < 0.1 for x, y in placed)
             placed.append((mb, r["score"]))
-            ax.annotate(label, (mb, r["score"]), textcoords="offset points", xytext=(5, 4 - 10 * near), fontsize=7)
+            # another bundle's point just right of this one at the same height would sit inside its label: raise it
+            crowded = any(o["bundle_name"] != r["bundle_name"] and mb * 1.1 < o["size_bytes"] / 1e6 < mb * 3
+                          and abs(o["score"] - r["score"]) < 0.15 for o in mine)
+            ax.annotate(label, (mb, r["score"]), textcoords="offset points",
+                        xytext=(5, 16 if crowded else 4 - 10 * near), fontsize=7)
         teacher = mine[0]["teacher"]
         ax.axhline(teacher, color="black", lw=1, label=f"teacher {teacher:.2f}")
         ax.axhline(mine[0]["gate"], color="black", lw=1, ls="--", label=f"gate (teacher − 1.0) {mine[0]['gate']:.2f}")

@@ -31,23 +31,35 @@ build() {
 
 # The phone-sized SST-2 model, from the shipped SST-2 demo (after it, when both are rebuilt): 16,000 pieces (every
 # piece SST-2's training text uses, then the vocabulary's own order), the table factored at rank 160 and the two
-# factors re-tuned by distillation for 8 minutes; it stores the factors only and takes every other weight from
-# sst2-demo (sha256 checked), so rebuilding sst2-demo means rebuilding this too. Converted with --max-size 8MB.
+# factors re-tuned by distillation for 8 minutes; then every feed-forward block narrowed from 1,536 to 768 units (the
+# output projections refitted by least squares), every weight trained for 15 minutes through the int4 rounding of its
+# TFLite file, from the SST-2 demo (whose vocabulary the 16,000 pieces come from), and put on that grid; shipped
+# packed: the int4 weights two to a byte, the rest float16. Converted with --max-size 8MB.
 phone() {
   $PY -m converter factor-embeddings sst2-demo --task glue:sst2 --vocab-size 16000 --rank 160 --retune 8m \
-      --share-body --fp16 --out pocketbert/demo_models/sst2-minilm-phone --overwrite
+      --fp16 --out models/sst2-f160 --overwrite
+  $PY -m converter narrow models/sst2-f160 --task glue:sst2 --ffn-width 768 --out models/sst2-f160-w768 --overwrite
+  $PY -m converter int4-tune models/sst2-f160-w768 --teacher sst2-demo --task glue:sst2 --budget 15m \
+      --out models/sst2-f160-w768-int4 --overwrite
+  $PY -m converter int4-tune models/sst2-f160-w768-int4 --task glue:sst2 --budget 0steps --pack \
+      --out pocketbert/demo_models/sst2-minilm-phone --overwrite
 }
 
 # The phone-sized NER model, from the shipped CoNLL-2003 demo (after it, when both are rebuilt): the table factored
-# at its full vocabulary (trimming costs NER names) at rank 128 and the factors re-tuned for 8 minutes; then every
-# weight trained for 12 minutes through the int4 rounding of its TFLite file, from the unfactored demo, and put on
-# that grid (models/ keeps it in float32); shipped packed: the int4 weights two to a byte, the rest float16.
-# Converted with --max-size 10MB: every Linear stays int4, and the int4 file holds these weights exactly.
+# at its full vocabulary (trimming costs NER names) at rank 128 and the factors re-tuned for 8 minutes; every weight
+# trained for 12 minutes through the int4 rounding of its TFLite file, from the unfactored demo; then every
+# feed-forward block narrowed from 1,536 to 768 units (the output projections refitted by least squares) and tuned
+# through int4 again for 15 minutes, and put on that grid (models/ keeps it in float32); shipped packed: the int4
+# weights two to a byte, the rest float16. Converted with --max-size 10MB: every Linear stays int4, and the int4 file
+# holds these weights exactly.
 ner_phone() {
   $PY -m converter factor-embeddings ner-demo --task conll2003 --rank 128 --retune 8m --out models/ner-f128 --overwrite
   $PY -m converter int4-tune models/ner-f128 --teacher ner-demo --task conll2003 --budget 12m \
       --out models/ner-f128-int4 --overwrite
-  $PY -m converter int4-tune models/ner-f128-int4 --task conll2003 --budget 0steps --pack \
+  $PY -m converter narrow models/ner-f128-int4 --task conll2003 --ffn-width 768 --out models/ner-w768 --overwrite
+  $PY -m converter int4-tune models/ner-w768 --teacher ner-demo --task conll2003 --budget 15m \
+      --out models/ner-w768-int4 --overwrite
+  $PY -m converter int4-tune models/ner-w768-int4 --task conll2003 --budget 0steps --pack \
       --out pocketbert/demo_models/conll2003-minilm-phone --overwrite
 }
 

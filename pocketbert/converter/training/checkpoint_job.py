@@ -69,5 +69,8 @@ def saved_transforms(config) -> list[str]:
 def write(model, tokenizer, out: Path, *, overwrite: bool, record: dict, fp16: bool = False,
           transforms: list[str] | None = None, **extra) -> Path:
     """The checkpoint, its training.json and its model card."""
+    factored = record.get("factored_embeddings") or {}
+    if factored.get("base_weights") and not extra.get("base_weights"):
+        factored["base_weights"] = None  # every weight is stored now: the record must not say they are taken
     return save_trained(model, tokenizer, out, overwrite=overwrite, record=record, card=model_card(record),
                         transforms=transforms or [], dtype=torch.float16 if fp16 else None, **extra)
