@@ -32,8 +32,9 @@ import pocketbert.core.text.Vocabulary;
 import pocketbert.core.text.WordPieceTokenizer;
 
 /**
- * Two real bundles written by the converter (a BERT NER model whose int8-static TFLite model returns
- * int8 logits, and a DistilBERT classifier without token_type_ids), loaded the way the app loads them
+ * Three real bundles written by the converter (a BERT NER model whose int8-static TFLite model returns
+ * int8 logits, a DistilBERT classifier without token_type_ids, and the phone cut of the shipped sst2-phone with
+ * its int4 file), loaded the way the app loads them
  * (manifest, integrity, labels, vocab.txt, artifact choice, load-time probe), then run on the texts
  * the Python runtime ran, with the model's recorded LiteRT outputs: Java must choose the same
  * artifact, make exactly the same model calls, and return the runtime's entities and labels.
@@ -69,21 +70,31 @@ class ReplayPipelineTest {
 
     @TestFactory
     Stream<DynamicTest> classificationBundle() {
-        Map<String, Object> section = section("classification");
+        return classification("classification", "classification bundle", "input_ids", "attention_mask");
+    }
+
+    /** The shipped phone-sized SST-2 model as the phone cut holds it: its int4 file and 16,000-piece vocabulary. */
+    @TestFactory
+    Stream<DynamicTest> phoneSizedSst2Bundle() {
+        return classification("phone", "sst2-phone int4", "input_ids", "attention_mask", "token_type_ids");
+    }
+
+    private static Stream<DynamicTest> classification(String sectionName, String label, String... inputs) {
+        Map<String, Object> section = section(sectionName);
         Loaded loaded = load(section);
         TextClassificationPipeline pipeline = Pipelines.classifier(loaded.manifest, loaded.artifact, loaded.tokenizer,
                 loaded.runner);
         List<DynamicTest> tests = new ArrayList<>();
-        tests.add(DynamicTest.dynamicTest("classification bundle: same artifact and maximum, no token_type_ids", () -> {
+        tests.add(DynamicTest.dynamicTest(label + ": same artifact, maximum and inputs as the Python runtime", () -> {
             assertEquals(section.get("recipe"), loaded.artifact.recipe());
             assertEquals(((Number) section.get("max_length")).intValue(), pipeline.maxLength());
-            assertEquals(java.util.Arrays.asList("input_ids", "attention_mask"), loaded.manifest.inputNames());
+            assertEquals(java.util.Arrays.asList(inputs), loaded.manifest.inputNames());
         }));
         for (Object c : JsonValues.list(section.get("cases"))) {
             Map<String, Object> item = JsonValues.object(c);
             String text = (String) item.get("text");
             String pair = (String) item.get("text_pair");
-            tests.add(DynamicTest.dynamicTest("classification bundle " + JsonValues.shortLabel(text)
+            tests.add(DynamicTest.dynamicTest(label + " " + JsonValues.shortLabel(text)
                     + (pair == null ? "" : " + " + JsonValues.shortLabel(pair)), () -> {
                 Classification got = pair == null ? pipeline.classify(text) : pipeline.classifyPair(text, pair);
                 List<Object> want = JsonValues.list(item.get("labels"));
@@ -97,7 +108,7 @@ class ReplayPipelineTest {
                 assertEquals(item.get("truncated"), got.truncated(), "truncated");
             }));
         }
-        tests.add(sameCalls("classification bundle", loaded.runner));
+        tests.add(sameCalls(label, loaded.runner));
         return tests.stream();
     }
 
