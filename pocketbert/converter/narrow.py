@@ -62,20 +62,21 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
     metric, length = train_split.metric, eval_length(loaded)
     scores = {"dev_before": _score(loaded, dev, length)}
     batches = _texts(loaded, train_split, options.texts)
+    texts = sum(len(batch["input_ids"]) for batch in batches)
     model.eval()
-    for block in blocks:
+    for index, block in enumerate(blocks, 1):
+        log(f"narrowing feed-forward block {index} of {len(blocks)} ({block.path})")
         narrow_block(block, options.width, gram(model, family.layers(model), block, batches))
     setattr(model.config, family.ffn_width_key, options.width)
     scores["dev_narrowed"] = _score(loaded, dev, length)
     log(f"{len(blocks)} feed-forward blocks {before} -> {options.width} units wide, output projections refitted "
-        f"on {options.texts} texts: dev {metric} {scores['dev_before'][metric]:.2f} -> "
-        f"{scores['dev_narrowed'][metric]:.2f}")
+        f"on {texts} texts: dev {metric} {scores['dev_before'][metric]:.2f} -> {scores['dev_narrowed'][metric]:.2f}")
     run = _distil(loaded, teacher, train_split, options) if teacher is not None else None
     scores["dev_after"] = _score(loaded, dev, length)
     if run:
         log(f"distilled ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {scores['dev_after'][metric]:.2f}")
     report = {"width_before": before, "width_after": options.width, "feed_forward_blocks": len(blocks),
-              "texts": options.texts, "ridge": RIDGE, "teacher": (options.teacher or "the input") if run else None,
+              "texts": texts, "ridge": RIDGE, "teacher": (options.teacher or "the input") if run else None,
               "budget": options.budget.to_json(), "lr": options.lr, "steps": run.steps if run else 0,
               "seconds": round(run.seconds, 1) if run else 0, "loss": LOSS if run else None}
     record = _record(loaded, train_split, dev, {**report, **scores})
