@@ -64,3 +64,15 @@ def test_the_refusal_names_the_vocabulary_and_the_rank_that_would_fit():
     assert "factor-embeddings CHECKPOINT --task TASK --rank 76 " in factor
     factored = _table_levers({**shape, "table_width": 160}, 1_000_000)  # already factored: no second factoring
     assert len(factored) == 1 and "trim-vocab" in factored[0]
+
+
+def test_the_refusal_names_the_feed_forward_width_that_would_fit():
+    """6 int4 blocks 384 wide: a feed-forward unit is 400 bytes a block (192 + 192 of weights, a scale and zero point,
+    a bias); 1 MB too many is 417 of 1,536 units, 1,088 left in whole tiles of 32. The table alone cannot be
+    narrowed to a fit: then no width is named."""
+    from pocketbert.converter.size_fit import _narrow_lever
+
+    shape = {"vocab_size": 30522, "hidden_size": 384, "table_width": 384, "ffn_width": 1536, "ffn_blocks": 6}
+    (lever,) = _narrow_lever(shape, 1_000_000)
+    assert "narrow CHECKPOINT --task TASK --ffn-width 1088 " in lever
+    assert _narrow_lever(shape, 4_700_000) == []

@@ -66,7 +66,7 @@ def _refusal(choice: Fit, trials: list[dict], shape: dict) -> VerificationError:
     smallest = next((t["bytes"] for t in reversed(trials) if t["bytes"]), None)
     fix = "raise --max-size"
     if smallest and smallest > choice.max_bytes:
-        levers = _table_levers(shape, smallest - choice.max_bytes)
+        levers = _table_levers(shape, smallest - choice.max_bytes) + _narrow_lever(shape, smallest - choice.max_bytes)
         fix = ("; or ".join(levers + ["keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N "
                                       "--out DIR)"]) + "; then convert that checkpoint, or " + fix)
     return VerificationError(f"no TFLite recipe fits --max-size {choice.max_bytes / 1e6:g} MB: {sizes}", fix)
@@ -86,3 +86,17 @@ def _table_levers(shape: dict, excess: int) -> list[str]:
         levers.append(f"factor the word-embedding table: python -m converter factor-embeddings CHECKPOINT --task TASK "
                       f"--rank {rank} --out DIR (rank {rank} of {width} fits; after trim-vocab a larger rank does)")
     return levers
+
+
+def _narrow_lever(shape: dict, excess: int) -> list[str]:
+    """The feed-forward width whose int4 blocks would be ``excess`` bytes smaller: a unit is a row of each block's
+    input projection (width / 2 bytes, its scale and zero point, a float32 bias) and a column of its output one."""
+    width, blocks, hidden = shape.get("ffn_width"), shape.get("ffn_blocks"), shape["hidden_size"]
+    if not width or not blocks:
+        return []
+    kept = width - math.ceil(excess / (blocks * (hidden + INT4_ROW_EXTRA + 4)))
+    kept -= kept % 32  # whole kernel tiles, and an even count for packed int4
+    if kept < width // 4:
+        return []
+    return [f"narrow the feed-forward blocks: python -m converter narrow CHECKPOINT --task TASK --ffn-width {kept} "
+            f"--out DIR, then int4-tune it (about {kept} of {width} units fit at int4)"]

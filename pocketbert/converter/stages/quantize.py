@@ -76,8 +76,10 @@ def _float_bytes(conversion: Conversion, backend: str) -> int:
 
 def _shape(conversion: Conversion) -> dict:
     loaded = conversion.load.loaded
+    blocks = loaded.family.feed_forwards(loaded.model)
     return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config),
-            "table_width": rank_of(loaded.model) or loaded.model.get_input_embeddings().embedding_dim}
+            "table_width": rank_of(loaded.model) or loaded.model.get_input_embeddings().embedding_dim,
+            "ffn_width": blocks[0].up.out_features if blocks else None, "ffn_blocks": len(blocks)}
 
 
 def _whole_batches(texts: list) -> list:
