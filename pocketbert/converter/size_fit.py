@@ -91,7 +91,7 @@ def _table_levers(shape: dict, excess: int) -> list[str]:
 def _narrow_lever(shape: dict, excess: int) -> list[str]:
     """The feed-forward width whose int4 blocks would be ``excess`` bytes smaller: a unit is a row of each block's
     input projection (width / 2 bytes, its scale and zero point, a float32 bias) and a column of its output one."""
-    width, blocks, hidden = shape.get("ffn_width"), shape.get("ffn_blocks"), shape["hidden_size"]
+    width, blocks, hidden = shape.get("ffn_width"), shape.get("ffn_blocks"), shape.get("ffn_io") or shape["hidden_size"]
     if not width or not blocks:
         return []
     kept = width - math.ceil(excess / (blocks * (hidden + INT4_ROW_EXTRA + 4)))

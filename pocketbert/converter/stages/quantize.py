@@ -79,7 +79,8 @@ def _shape(conversion: Conversion) -> dict:
     blocks = loaded.family.feed_forwards(loaded.model)
     return {"vocab_size": loaded.config.vocab_size, "hidden_size": loaded.family.hidden_size(loaded.config),
             "table_width": rank_of(loaded.model) or loaded.model.get_input_embeddings().embedding_dim,
-            "ffn_width": blocks[0].up.out_features if blocks else None, "ffn_blocks": len(blocks)}
+            "ffn_width": blocks[0].up.out_features if blocks else None, "ffn_blocks": len(blocks),
+            "ffn_io": blocks[0].up.in_features if blocks else None}  # MobileBERT's blocks read a narrower width
 
 
 def _whole_batches(texts: list) -> list:
