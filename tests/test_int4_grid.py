@@ -214,7 +214,7 @@ def test_a_layernorm_checkpoint_is_refused_before_any_work(checkpoints, tmp_path
 
 
 def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(tokenizer, tmp_path):
-    from pocketbert.converter.int4_tune import _piece_map
+    from pocketbert.converter.training.teacher import _piece_map
     from pocketbert.converter.vocab_trim import trim
 
     built = build_checkpoint(tmp_path / "built", "bert", tokenizer, labels=("negative", "positive"), seed=5)

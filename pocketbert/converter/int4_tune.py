@@ -20,9 +20,9 @@ from . import int4_grid, int4_packing, loading
 from .errors import ConverterInputError
 from .training import checkpoint_job as job
 from .training.distill.pairing import every_token_distillation, no_dropout
-from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import Budget, TrainLog, parse_budget, train
+from .training.teacher import frozen_teacher
 
 #: what the tuning minimises, for records and model cards
 LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the float teacher; every weight "
@@ -48,16 +48,17 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     student = loading.load(checkpoint)
     _check_student(student)
-    teacher = _teacher(student, options, train_split) if options.budget.steps != 0 else None
+    tunes = options.budget.steps != 0
+    teacher = frozen_teacher(options.teacher or str(student.checkpoint), student, train_split) if tunes else None
     metric, length = train_split.metric, eval_length(student)
-    scores = {"dev_float": _score(student, dev, length)}
+    scores = {"dev_float": job.score(student, dev, length)}
     with int4_grid.simulated(student.model):
-        scores["dev_int4_before"] = _score(student, dev, length)
+        scores["dev_int4_before"] = job.score(student, dev, length)
     log(f"dev {metric}: float {scores['dev_float'][metric]:.2f}, its weights on the int4 grid "
         f"{scores['dev_int4_before'][metric]:.2f}")
     run = _tune(student, teacher, train_split, options) if teacher is not None else None
     tensors = _snap(student.model, options.pack)
-    scores["dev_after"] = after = _score(student, dev, length)
+    scores["dev_after"] = after = job.score(student, dev, length)
     log(f"{f'tuned through int4 ({run.steps} steps, {run.seconds:.0f} s) and ' if run else ''}put on the grid "
         f"({tensors} tensors{', stored packed, the rest float16' if options.pack else ''}): dev {metric} "
         f"{scores['dev_int4_before'][metric]:.2f} -> {after[metric]:.2f}")
@@ -91,41 +92,6 @@ def _check_student(student) -> None:
                                   "tune a nonorm checkpoint (recover --opt nonorm,relu first), e.g. ner-demo")
 
 
-def _check_pair(student, teacher) -> None:
-    """The teacher must have the same depth and labels (every layer is a target); its pieces: see _piece_map."""
-    problems = []
-    if student.family.num_layers(student.config) != teacher.family.num_layers(teacher.config):
-        problems.append("their depths differ")
-    if student.labels != teacher.labels:
-        problems.append(f"their labels differ ({student.labels} vs {teacher.labels})")
-    if problems:
-        raise ConverterInputError(f"--teacher cannot teach this checkpoint: {', '.join(problems)}",
-                                  "give the float model this checkpoint was made from (same depth and labels), or "
-                                  "no --teacher")
-
-
-def _piece_map(student, teacher, train_split) -> torch.Tensor | None:
-    """``None`` when both number the same pieces alike; else the teacher's id of each student piece (a student
-    whose vocabulary was trimmed from the teacher's), refused unless the teacher spells every training text with
-    exactly the student's pieces, so that both models read the same text."""
-    mine, theirs = student.tokenizer.get_vocab(), teacher.tokenizer.get_vocab()
-    if mine == theirs:
-        return None
-    missing = [piece for piece in mine if piece not in theirs]
-    ids = torch.zeros(max(mine.values()) + 1, dtype=torch.long)
-    for piece, index in mine.items():
-        ids[index] = theirs.get(piece, 0)
-    spelled = train_split.encode(student.tokenizer, 128, student.labels).input_ids
-    expected = train_split.encode(teacher.tokenizer, 128, teacher.labels).input_ids
-    differing = sum(ids[torch.tensor(a)].tolist() != b for a, b in zip(spelled, expected))
-    if missing or differing:
-        raise ConverterInputError(f"--teacher reads other pieces: {len(missing)} of the checkpoint's pieces are not "
-                                  f"in its vocabulary and it splits {differing} of {len(spelled)} training texts "
-                                  "differently", "give a teacher whose vocabulary holds every piece of the "
-                                  "checkpoint's (the model it was trimmed from), or no --teacher")
-    return ids
-
-
 def _record(student, train_split, dev, *, report: dict) -> dict:
     """The input's training record, extended with what this command did and the shipped dev scores."""
     record = job.input_record(student.checkpoint, "int4-tune", train_split, dev)
@@ -137,21 +103,6 @@ def _record(student, train_split, dev, *, report: dict) -> dict:
     job.record_shipped(record, name + (", stored as int4 (the rest float16)" if report["packed"] else ""),
                        job.rounded(report["dev_after"]))
     return record
-
-
-def _score(loaded, dev, length: int) -> dict[str, float]:
-    features = dev.encode(loaded.tokenizer, length, loaded.labels)
-    return evaluate(loaded.model, features, input_names=loaded.family.input_names)
-
-
-def _teacher(student, options: Int4Options, train_split) -> tuple[torch.nn.Module, torch.Tensor | None]:
-    """The float model to match, frozen (``--teacher``, or the checkpoint as it is), and its piece map."""
-    teacher = loading.load(options.teacher or str(student.checkpoint))
-    _check_pair(student, teacher)
-    pieces = _piece_map(student, teacher, train_split)
-    for p in teacher.model.parameters():
-        p.requires_grad_(False)
-    return teacher.model.eval(), pieces
 
 
 def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLog:

@@ -26,9 +26,9 @@ from .errors import ConverterInputError
 from .families.base import FeedForward
 from .training import checkpoint_job as job
 from .training.distill.pairing import every_token_distillation, no_dropout, truncated
-from .training.evaluate import evaluate
 from .training.finetune import eval_length
 from .training.loop import Budget, parse_budget, train
+from .training.teacher import frozen_teacher
 
 #: ridge added to the refit's normal equations, relative to their mean diagonal: keeps a unit that never fires on
 #: the text from making them singular, and moves the fit by far less than int4 rounding does
@@ -58,9 +58,10 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
     family, model = loaded.family, loaded.model
     blocks = family.feed_forwards(model)
     before = _check_width(blocks, options.width)
-    teacher = _teacher(checkpoint, loaded, options) if options.budget.steps != 0 else None
+    distils = options.budget.steps != 0
+    teacher = frozen_teacher(options.teacher or checkpoint, loaded, train_split) if distils else None
     metric, length = train_split.metric, eval_length(loaded)
-    scores = {"dev_before": _score(loaded, dev, length)}
+    scores = {"dev_before": job.score(loaded, dev, length)}
     batches = _texts(loaded, train_split, options.texts)
     texts = sum(len(batch["input_ids"]) for batch in batches)
     model.eval()
@@ -68,11 +69,11 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
         log(f"narrowing feed-forward block {index} of {len(blocks)} ({block.path})")
         narrow_block(block, options.width, gram(model, family.layers(model), block, batches))
     setattr(model.config, family.ffn_width_key, options.width)
-    scores["dev_narrowed"] = _score(loaded, dev, length)
+    scores["dev_narrowed"] = job.score(loaded, dev, length)
     log(f"{len(blocks)} feed-forward blocks {before} -> {options.width} units wide, output projections refitted "
         f"on {texts} texts: dev {metric} {scores['dev_before'][metric]:.2f} -> {scores['dev_narrowed'][metric]:.2f}")
     run = _distil(loaded, teacher, train_split, options) if teacher is not None else None
-    scores["dev_after"] = _score(loaded, dev, length)
+    scores["dev_after"] = job.score(loaded, dev, length)
     if run:
         log(f"distilled ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {scores['dev_after'][metric]:.2f}")
     report = {"width_before": before, "width_after": options.width, "feed_forward_blocks": len(blocks),
@@ -165,24 +166,15 @@ def _texts(loaded, train_split, count: int) -> list[dict]:
     return batches
 
 
-def _teacher(checkpoint: str, student, options: NarrowOptions) -> torch.nn.Module:
-    teacher = loading.load(options.teacher or checkpoint)
-    if (teacher.tokenizer.get_vocab() != student.tokenizer.get_vocab() or teacher.labels != student.labels
-            or teacher.family.num_layers(teacher.config) != student.family.num_layers(student.config)):
-        raise ConverterInputError(f"--teacher {options.teacher} cannot teach this checkpoint: its vocabulary, depth "
-                                  "or labels differ", "give the model this checkpoint was made from, or no --teacher")
-    for p in teacher.model.parameters():
-        p.requires_grad_(False)
-    return teacher.model.eval()
-
-
 def _distil(student, teacher, train_split, options: NarrowOptions):
     names = student.family.input_names
     batches = train_split.encode(student.tokenizer, 128, student.labels).batches(32, shuffle=True, seed=0,
                                                                                input_names=names)
+    model, pieces = teacher
     with no_dropout(student.model):
-        return train(student.model, every_token_distillation(teacher, student.model, names), batches,
-                     budget=options.budget, lr=options.lr, description="distil the narrow model")
+        loss_fn = every_token_distillation(model, student.model, names, teacher_ids=pieces)
+        return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
+                     description="distil the narrow model")
 
 
 def _record(loaded, train_split, dev, report: dict) -> dict:
@@ -191,8 +183,3 @@ def _record(loaded, train_split, dev, report: dict) -> dict:
     name = f"shipped: feed-forward blocks narrowed to {report['width_after']} units"
     job.record_shipped(record, name + (", distilled" if report["steps"] else ""), job.rounded(report["dev_after"]))
     return record
-
-
-def _score(loaded, dev, length: int) -> dict[str, float]:
-    features = dev.encode(loaded.tokenizer, length, loaded.labels)
-    return evaluate(loaded.model, features, input_names=loaded.family.input_names)

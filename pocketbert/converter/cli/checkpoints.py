@@ -220,8 +220,8 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
 @click.option("--ffn-width", "width", type=int, required=True, help="Hidden units each feed-forward block keeps.")
 @click.option("--texts", type=click.IntRange(32, 100_000), default=1024, show_default=True,
               help="Training texts the unit scores and the least-squares refit read.")
-@click.option("--teacher", metavar="CHECKPOINT", help="What --budget distils from (same vocabulary, depth and labels) "
-              "[default: CHECKPOINT as it was].")
+@click.option("--teacher", metavar="CHECKPOINT", help="What --budget distils from (same depth and labels; the same "
+              "vocabulary, or the one CHECKPOINT's was trimmed from) [default: CHECKPOINT as it was].")
 @click.option("--budget", default="0steps", show_default=True, callback=budget,
               help="Distillation after the refit: 500steps, 2epochs, 90s, 20m; 0steps: none (int4-tune next).")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)

@@ -15,6 +15,7 @@ import torch
 from ..data import load_task
 from ..loading import SAVED_TRANSFORMS_KEY
 from .card import model_card
+from .evaluate import evaluate
 from .save import check_output, save_trained
 
 
@@ -41,6 +42,12 @@ def round_to_fp16(model: torch.nn.Module, keep: Callable[[str], bool] = lambda n
         for name, tensor in model.state_dict().items():
             if tensor.is_floating_point() and not keep(name):
                 tensor.copy_(tensor.half().float())
+
+
+def score(loaded, dev, length: int) -> dict[str, float]:
+    """``loaded``'s dev scores, its weights as they are (the shipped ones, once rounded or packed)."""
+    features = dev.encode(loaded.tokenizer, length, loaded.labels)
+    return evaluate(loaded.model, features, input_names=loaded.family.input_names)
 
 
 def input_record(checkpoint: Path, kind: str, train, dev) -> dict:
