@@ -21,10 +21,10 @@ import torch
 from . import loading, shared_body
 from .factored_table import factor
 from .training import checkpoint_job as job
-from .training.distill.pairing import every_token_distillation, no_dropout
 from .training.evaluate import evaluate
 from .training.finetune import eval_length
-from .training.loop import TrainLog, parse_budget, train
+from .training.loop import TrainLog, parse_budget
+from .training.teacher import distil_every_token
 from .vocab_trim import piece_counts, trim
 
 #: what the re-tuning minimises, for records and model cards
@@ -116,14 +116,9 @@ def _row_weights(model, tokenizer, texts) -> torch.Tensor:
 def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
     """Distil the two factors (nothing else) from ``teacher``, the same model with its table whole: both read the
     same pieces, so every real token's hidden state at every layer is a target, and the logits."""
-    names = student.family.input_names
-    batches = features.batches(32, shuffle=True, seed=0, input_names=names)
     teacher.eval()
     for p in teacher.parameters():
         p.requires_grad_(False)
-
-    loss_fn = every_token_distillation(teacher, student.model, names)
-
-    with no_dropout(student.model):
-        return train(student.model, loss_fn, batches, params=list(student.model.get_input_embeddings().parameters()),
-                     budget=budget, lr=lr, description="re-tune the factored word embeddings")
+    factors = list(student.model.get_input_embeddings().parameters())
+    return distil_every_token(student, teacher, features, params=factors, budget=budget, lr=lr,
+                              description="re-tune the factored word embeddings")

@@ -19,10 +19,9 @@ import torch
 from . import int4_grid, int4_packing, loading
 from .errors import ConverterInputError
 from .training import checkpoint_job as job
-from .training.distill.pairing import every_token_distillation, no_dropout
 from .training.finetune import eval_length
-from .training.loop import Budget, TrainLog, parse_budget, train
-from .training.teacher import frozen_teacher
+from .training.loop import Budget, TrainLog, parse_budget
+from .training.teacher import distil_every_token, frozen_teacher
 
 #: what the tuning minimises, for records and model cards
 LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the float teacher; every weight "
@@ -108,12 +107,8 @@ def _record(student, train_split, dev, *, report: dict) -> dict:
 def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLog:
     """Every weight of ``student`` trained, through int4 rounding, to compute ``teacher``'s logits and hidden
     states."""
-    names = student.family.input_names
-    features = train_split.encode(student.tokenizer, 128, student.labels)
-    batches = features.batches(32, shuffle=True, seed=0, input_names=names)
-
     model, pieces = teacher
-    loss_fn = every_token_distillation(model, student.model, names, teacher_ids=pieces)
-    with no_dropout(student.model), int4_grid.simulated(student.model):
-        return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
-                     description="tune through int4")
+    features = train_split.encode(student.tokenizer, 128, student.labels)
+    with int4_grid.simulated(student.model):
+        return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
+                                  description="tune through int4")

@@ -25,10 +25,10 @@ from . import loading
 from .errors import ConverterInputError
 from .families.base import FeedForward
 from .training import checkpoint_job as job
-from .training.distill.pairing import every_token_distillation, no_dropout, truncated
+from .training.distill.pairing import truncated
 from .training.finetune import eval_length
-from .training.loop import Budget, parse_budget, train
-from .training.teacher import frozen_teacher
+from .training.loop import Budget, parse_budget
+from .training.teacher import distil_every_token, frozen_teacher
 
 #: ridge added to the refit's normal equations, relative to their mean diagonal: keeps a unit that never fires on
 #: the text from making them singular, and moves the fit by far less than int4 rounding does
@@ -166,15 +166,11 @@ def _texts(loaded, train_split, count: int) -> list[dict]:
     return batches
 
 
-def _distil(student, teacher, train_split, options: NarrowOptions):
-    names = student.family.input_names
-    batches = train_split.encode(student.tokenizer, 128, student.labels).batches(32, shuffle=True, seed=0,
-                                                                               input_names=names)
+def _distil(student, teacher: tuple, train_split, options: NarrowOptions):
     model, pieces = teacher
-    with no_dropout(student.model):
-        loss_fn = every_token_distillation(model, student.model, names, teacher_ids=pieces)
-        return train(student.model, loss_fn, batches, budget=options.budget, lr=options.lr,
-                     description="distil the narrow model")
+    features = train_split.encode(student.tokenizer, 128, student.labels)
+    return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
+                              description="distil the narrow model")
 
 
 def _record(loaded, train_split, dev, report: dict) -> dict:

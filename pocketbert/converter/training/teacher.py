@@ -1,6 +1,6 @@
-"""The float teacher a checkpoint command distils every token from (``int4-tune``, ``narrow``): loaded frozen,
-checked against its student, and mapped to the student's pieces when the student's vocabulary was trimmed from
-the teacher's."""
+"""The float teacher a checkpoint command distils every token from (``factor-embeddings``, ``int4-tune``,
+``narrow``): loaded frozen, checked against its student, mapped to the student's pieces when the student's
+vocabulary was trimmed from the teacher's, and the one training run they share."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import torch
 
 from .. import loading
 from ..errors import ConverterInputError
+from .distill.pairing import every_token_distillation, no_dropout
+from .loop import TrainLog, train
 
 
 def frozen_teacher(spec: str, student, train_split) -> tuple[torch.nn.Module, torch.Tensor | None]:
@@ -53,3 +55,14 @@ def _piece_map(student, teacher, train_split) -> torch.Tensor | None:
                                   "differently", "give a teacher whose vocabulary holds every piece of the "
                                   "checkpoint's (the model it was trimmed from), or no --teacher")
     return ids
+
+
+def distil_every_token(student, teacher: torch.nn.Module, features, *, budget, lr: float, description: str,
+                       pieces: torch.Tensor | None = None, params=None) -> TrainLog:
+    """Train ``student`` (a loaded checkpoint; only ``params`` when given) to compute ``teacher``'s logits and every
+    layer's hidden states at every real token of ``features``, in shuffled batches of 32, dropout off."""
+    names = student.family.input_names
+    batches = features.batches(32, shuffle=True, seed=0, input_names=names)
+    loss_fn = every_token_distillation(teacher, student.model, names, teacher_ids=pieces)
+    with no_dropout(student.model):
+        return train(student.model, loss_fn, batches, params=params, budget=budget, lr=lr, description=description)
