@@ -235,13 +235,13 @@ def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints
 
     artifact = get("onnx").quantize(spec, "int8-dynamic", tmp_path / "q.onnx", None, accept)
     fallback = artifact.details["float_fallback"]
-    assert judged[0] == 0 and fallback["accepted"]
+    assert judged[0] == 0 and judged[1] == max(judged) and fallback["accepted"]  # all-int8, then the ceiling
     assert fallback["linears_in_float"] >= 3 and len(fallback["roles"]) == 2  # each tiny role has 2 layers
     # per layer the fused Attention (Q/K/V in one op) and 3 Linears; plus pooler and classifier
     assert fallback["linears"] == 2 * 4 + 2
     # the search starts from all-int8, then measures every role on its own before choosing
     assert fallback["search"][0]["float_roles"] == []
-    assert len(fallback["search"]) == 1 + 6 + 2  # all-int8, 6 single-role trials, 2 cumulative steps
+    assert len(fallback["search"]) == 1 + 1 + 6 + 2  # all-int8, the ceiling, 6 single-role trials, 2 steps
 
 
 def test_pytorch_bin_weights_load_like_safetensors(checkpoints, options, tmp_path):

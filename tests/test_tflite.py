@@ -211,7 +211,8 @@ def test_tflite_static_float_fallback_keeps_the_chosen_role_in_float(checkpoints
     assert judged[0] == 0 and fallback["accepted"]  # all-int8 first
     assert fallback["roles"] == ["bert.encoder.layer.*.output.dense"]
     assert fallback["linears_in_float"] == 2 * 2 and fallback["linears"] == (2 * 6 + 2) * 2
-    assert len(fallback["search"]) == 1 + 8 + 1
+    assert len(fallback["search"]) == 1 + 1 + 8 + 1  # all-int8, the ceiling, 8 screens, 1 step
+    assert fallback["search"][1]["ceiling"] and len(fallback["search"][1]["float_roles"]) == 8
     assert all(float_ffn_outputs(tmp_path / "q.tflite"))
     assert not (tmp_path / "q.tflite.candidate.tflite").exists()
 
@@ -306,14 +307,16 @@ def test_tflite_static_int8_ignores_padding(family, checkpoints, tmp_path):
 
 
 def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
-    """Short of the target, the search keeps the cheapest step that meets the bar and writes it again."""
+    """Short of the target, the search keeps the cheapest step that meets the bar: when the ceiling (every role
+    in float) misses the target, no step can reach it, so the steps stop at the first meeting the bar."""
     from pocketbert.converter.backends.base import float_fallback_search
 
     roles = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
     good = {"a": 0.9, "b": 0.8, "c": 0.7}  # the cosine each role reaches alone: a first, then b, then c
-    written = []
+    written, judged = [], []
 
     def attempt(float_roles, final, screen=False):
+        judged.append(list(float_roles))
         if final:
             written.append(list(float_roles))
         cosine = good[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
@@ -322,12 +325,33 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     result = float_fallback_search(roles, attempt)
     assert result["accepted"] and not result["target_met"]
     assert result["roles"] == ["a", "b"] and result["linears_in_float"] == 4
-    assert written == [[], ["a"], ["a", "b"], ["a", "b", "c"], ["a", "b"]]  # the last write is the one shipped
+    assert written == [[], ["a"], ["a", "b"]]  # the last write is the one shipped
+    assert judged[1] == ["a", "b", "c"] and result["search"][1]["ceiling"]  # the ceiling, right after all-int8
 
     def never(float_roles, final, screen=False):
+        judged.append(list(float_roles))
         return False, {"cosine": 0.1, "meets_bar": False}
 
-    assert not float_fallback_search(roles, never)["accepted"]
+    judged.clear()
+    result = float_fallback_search(roles, never)
+    assert not result["accepted"] and result["roles"] == []
+    assert judged == [[], ["a", "b", "c"]]  # the ceiling misses the bar: no step can meet it, none is tried
+
+
+def test_float_fallback_search_walks_to_the_target_when_the_ceiling_reaches_it():
+    """A ceiling that meets the target: the steps go on past the bar until one meets the target too."""
+    from pocketbert.converter.backends.base import float_fallback_search
+
+    roles = {"a": [1], "b": [2], "c": [3]}
+
+    def attempt(float_roles, final, screen=False):
+        cosine = 0.9 - 0.1 * "abc".index(float_roles[0]) if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
+        return len(float_roles) == 3, {"cosine": cosine, "meets_bar": len(float_roles) >= 1, "screened": screen}
+
+    result = float_fallback_search(roles, attempt)
+    assert result["accepted"] and result["target_met"] and result["roles"] == ["a", "b", "c"]
+    assert [s["float_roles"] for s in result["search"] if not s.get("screened") and "ceiling" not in s] == \
+        [[], ["a"], ["a", "b"], ["a", "b", "c"]]
 
 
 def test_float_fallback_search_ranks_roles_by_screening_and_accepts_only_full_judgements():
@@ -352,7 +376,9 @@ def test_float_fallback_search_ranks_roles_by_screening_and_accepts_only_full_ju
 
     result = float_fallback_search({"a": [1], "b": [2]}, attempt)
     assert result["accepted"] and result["target_met"] and result["roles"] == ["b"]  # b helps most alone
-    assert judge.calls == [("full", ()), ("screen", ("a",)), ("screen", ("b",)), ("full", ("b",))]
+    # all-int8, the ceiling (both roles in float), the screens, then the steps
+    assert judge.calls == [("full", ()), ("full", ("a", "b")), ("screen", ("a",)), ("screen", ("b",)),
+                           ("full", ("b",))]
 
 
 def test_profiler_based_calibration_finds_the_ranges_the_default_mode_finds(checkpoints, tmp_path):
@@ -362,7 +388,7 @@ def test_profiler_based_calibration_finds_the_ranges_the_default_mode_finds(chec
     from ai_edge_quantizer.calibrator import CalibrationMode
 
     from pocketbert.converter.backends import get
-    from pocketbert.converter.backends.tflite import _fit
+    from pocketbert.converter.backends.tflite_calibration import fit
     from pocketbert.converter.backends.tflite_graph import masked_softmax_ops, model_bytes
     from pocketbert.converter.backends.tflite_recipes import quiet, recipe_for
 
@@ -373,7 +399,7 @@ def test_profiler_based_calibration_finds_the_ranges_the_default_mode_finds(chec
     get("tflite").export(spec, path)
     batch = spec.make_batches(FULL_INTEGER_TEXTS, pad_to=32)[0]
     rows = [{n: batch[n][i:i + 1] for n in spec.input_names} for i in range(len(FULL_INTEGER_TEXTS))]
-    data = {f"seq_{b}": [{n: _fit(r[n], b) for n in r} for r in rows] for b in (16, 32)}
+    data = {f"seq_{b}": [{n: fit(r[n], b) for n in r} for r in rows] for b in (16, 32)}
     found = {}
     for mode in (CalibrationMode.CALIBRATION_PROFILER_BASED, CalibrationMode.CALIBRATION_PRESERVE_ALL_TENSORS):
         qt = quantizer.Quantizer(model_bytes(path), recipe_for("int8-static", [], masked_softmax_ops(path)))

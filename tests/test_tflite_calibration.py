@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pocketbert.converter.backends import get, tflite
+from pocketbert.converter.backends import get, tflite_calibration
 from pocketbert.converter.texts import read_texts
 
 from .conftest import DATA, nonorm_model
 
-RANGE_ROWS = tflite.RANGE_ROWS
+RANGE_ROWS = tflite_calibration.RANGE_ROWS
 
 
 def _ranges(monkeypatch, rows: int, spec, path, calibration) -> dict:
-    monkeypatch.setattr(tflite, "RANGE_ROWS", rows)
+    monkeypatch.setattr(tflite_calibration, "RANGE_ROWS", rows)
     return get("tflite")._calibrate(spec, path, calibration, float_ops=[])
 
 
@@ -34,3 +34,23 @@ def test_the_last_rows_give_the_ranges_every_row_gives(checkpoints, monkeypatch,
 
     assert worst(_ranges(monkeypatch, RANGE_ROWS, spec, tmp_path / "float.tflite", calibration)) < 1e-5
     assert worst(_ranges(monkeypatch, 16, spec, tmp_path / "float.tflite", calibration)) > 1e-3  # it can fail
+
+
+def test_two_processes_calibrate_exactly_what_one_does(checkpoints, monkeypatch, tmp_path):
+    """A second process calibrating the longest signatures gives, merged, exactly one process's ranges; if it
+    fails, this process calibrates its signatures too, with the same result."""
+    import sys
+
+    _, spec = nonorm_model(checkpoints["bert"]["classification"], "fold", buckets=(16, 32, 64))
+    get("tflite").export(spec, tmp_path / "float.tflite")
+    calibration = spec.make_batches(read_texts(DATA / "glue" / "SST-2" / "train.tsv")[:48], pad_to=32)
+    one = _ranges(monkeypatch, RANGE_ROWS, spec, tmp_path / "float.tflite", calibration)
+    assert tflite_calibration.longest_half([16, 32, 64]) == ["seq_64"]
+    monkeypatch.setattr(tflite_calibration, "MIN_PARAMETERS", 0)
+    two = _ranges(monkeypatch, RANGE_ROWS, spec, tmp_path / "float.tflite", calibration)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the second process fails at once
+    fallen_back = _ranges(monkeypatch, RANGE_ROWS, spec, tmp_path / "float.tflite", calibration)
+    for found in (two, fallen_back):
+        assert found.keys() == one.keys()
+        assert all(np.array_equal(found[name][end], one[name][end]) for name in one for end in ("min", "max"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["float.tflite"]  # the second process's files are gone

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pocketbert.converter.errors import VerificationError
 from pocketbert.converter.events import ArtifactBuilt, StageFinished
 from pocketbert.converter.pipeline import ConvertOptions, convert
 
@@ -31,6 +32,13 @@ class Timeline:
     steps: list[StageFinished] = field(default_factory=list)
     ladders: dict[str, list[dict]] = field(default_factory=dict)  # recipe -> the float-fallback judgements
     tell: Callable[[str], None] | None = None  # progress: one line per finished step
+
+    def stages(self) -> dict[str, float]:
+        """Seconds per stage, summed over its finished steps."""
+        found: dict[str, float] = {}
+        for step in self.steps:
+            found[step.stage] = found.get(step.stage, 0.0) + step.seconds
+        return found
 
     def __call__(self, event) -> None:
         if isinstance(event, StageFinished):
@@ -56,13 +64,16 @@ def measure(options: ConvertOptions, profile_rows: int = 0, tell: Callable[[str]
     start = time.perf_counter()
     if profiler:
         profiler.enable()
+    refused = None
     try:
-        result = convert(options, timeline)
+        stages = convert(options, timeline).stage_seconds
+    except VerificationError as exc:  # the time until the refusal is still the conversion's (no bundle written)
+        refused, stages = exc.problem, timeline.stages()
     finally:
         if profiler:
             profiler.disable()
-    figures = {"total_s": round(time.perf_counter() - start, 1),
-               "stages": {k: round(v, 1) for k, v in result.stage_seconds.items()},
+    figures = {"total_s": round(time.perf_counter() - start, 1), "refused": refused,
+               "stages": {k: round(v, 1) for k, v in stages.items()},
                "steps": [{"stage": s.stage, "step": s.description, "seconds": round(s.seconds, 1)}
                          for s in timeline.steps],
                "ladders": {recipe: {"judged": len(found),
@@ -100,7 +111,8 @@ def results_file(checkpoint: str, figures: dict, command_line: str) -> dict:
 
 def table_lines(checkpoint: str, figures: dict) -> list[str]:
     """The per-stage and per-step table, as plain lines (no markup: step names carry user values)."""
-    lines = [f"{checkpoint}: {figures['total_s']:.1f} s in all",
+    refused = f" (refused, no bundle: {figures['refused']})" if figures.get("refused") else ""
+    lines = [f"{checkpoint}: {figures['total_s']:.1f} s in all{refused}",
              "  stage      seconds", *(f"  {stage:<10} {seconds:7.1f}" for stage, seconds in figures["stages"].items()),
              "  step                                                   seconds"]
     for step in figures["steps"]:

@@ -325,4 +325,10 @@ def _candidate_record(trial: dict, best: dict | None) -> dict:
             "outcome": trial.get("outcome", "chosen"),
             **({"timed_on": "a probe calibrated on one batch (a full-integer file's speed does not depend on its "
                             "ranges)"} if trial["probed"] else {}),
-            **(figures["search"][-1] if figures else {})}
+            **(_shipped_attempt(figures) if figures else {})}
+
+
+def _shipped_attempt(fallback: dict) -> dict:
+    """The search's figures for the file that shipped: its last full judgement with the roles that stayed."""
+    return next(s for s in reversed(fallback["search"])
+                if s["float_roles"] == fallback["roles"] and not s.get("screened") and not s.get("ceiling"))

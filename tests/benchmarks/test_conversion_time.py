@@ -40,3 +40,13 @@ def test_the_command_reports_a_missing_checkpoint_as_problem_and_fix(tmp_path):
     result = CliRunner().invoke(cli, ["conversion-time", str(tmp_path / "nowhere"), "--out", str(out)])
     assert result.exit_code == 3 and "Traceback" not in result.output
     assert "error:" in result.output and "fix:" in result.output and not out.exists()
+
+
+def test_a_refused_conversion_keeps_its_figures(checkpoints, options, tmp_path):
+    """A conversion the verification refuses (here: an int8 bar no file can meet) wrote no bundle, but the time
+    it took is still what the profile measures: the figures and the table say so."""
+    figures = conversion_time.measure(options(checkpoints["bert"]["classification"], recipes="onnx:int8-dynamic",
+                                              int8_min_cosine=1.5, out=tmp_path / "bundle"))
+    assert figures["refused"] and "cosine" in figures["refused"] and not (tmp_path / "bundle").exists()
+    assert {"quantize", "verify"} <= set(figures["stages"]) and figures["stages"]["quantize"] > 0
+    assert "refused, no bundle" in conversion_time.table_lines("tiny", figures)[0]

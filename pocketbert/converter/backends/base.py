@@ -177,37 +177,52 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
     projection) to its ops; ``attempt(float_roles, final, screen=False)`` quantises with those roles kept in
     float and judges the result (``final``: write it to the destination, else to a scratch file; ``screen``:
-    a cheap judgement to rank by, see ``judge_file``).  All-int8 first; if it fails, each role's
-    sensitivity is screened alone, then roles go back to float, most helpful first, each step judged in
-    full, until the result passes.  If none passes, the cheapest step whose figures say ``meets_bar``
-    (good enough to ship, short of the target) is written and accepted, with ``target_met`` False.
-    Returns ``details["float_fallback"]``.
+    a cheap judgement to rank by, see ``judge_file``).  All-int8 first.  If it fails, the ceiling: every role
+    in float, judged in full, the most any step can win back (what keeping Linears in float cannot fix, such
+    as the activations' ranges, stays).  When even the ceiling misses the bar, no step can meet it and the
+    search stops there; otherwise each role's sensitivity is screened alone, then roles go back to float,
+    most helpful first, each step judged in full, until the result passes (or, when the ceiling missed the
+    target, until it meets the bar: no step can do more).  If none passes, the cheapest step whose figures
+    say ``meets_bar`` (good enough to ship, short of the target) is written and accepted, with
+    ``target_met`` False.  Returns ``details["float_fallback"]``.
 
     ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
     file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.
     """
-    excluded: list[str] = []
-    ok, score = attempt(excluded, True)
+    ok, score = attempt([], True)
     search = [{"float_roles": [], **score}]
     steps = [([], score)]  # the cumulative steps, cheapest first
     if not ok and roles and enabled:
-        sensitivity = {}
-        for role in roles:
-            sensitivity[role] = attempt([role], False, screen=True)[1]
-            search.append({"float_roles": [role], **sensitivity[role]})
-        for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
-            excluded.append(role)
-            ok, score = attempt(excluded, True)
-            search.append({"float_roles": list(excluded), **score})
-            steps.append((list(excluded), score))
-            if ok:
-                break
+        reachable, ceiling = attempt(list(roles), False)
+        search.append({"float_roles": list(roles), "ceiling": True, **ceiling})
+        if reachable or ceiling.get("meets_bar"):
+            ok = _walk(roles, attempt, search, steps, stop_at_bar=not reachable)
     target_met = ok
+    excluded = steps[-1][0]
     if not ok:
         excluded, ok = _good_enough(steps, attempt)
     return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search}
+
+
+def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, stop_at_bar: bool) -> bool:
+    """Screen each role alone, then keep roles in float most helpful first, each step judged in full and
+    appended to ``search`` and ``steps``, until a step meets the target (True) or, with ``stop_at_bar``, the
+    bar; False when no step met the target."""
+    sensitivity = {}
+    for role in roles:
+        sensitivity[role] = attempt([role], False, screen=True)[1]
+        search.append({"float_roles": [role], **sensitivity[role]})
+    excluded: list[str] = []
+    for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
+        excluded.append(role)
+        ok, score = attempt(excluded, True)
+        search.append({"float_roles": list(excluded), **score})
+        steps.append((list(excluded), score))
+        if ok or (stop_at_bar and score.get("meets_bar")):
+            return ok
+    return False
 
 
 def _good_enough(steps: list[tuple[list[str], dict]], attempt: Callable) -> tuple[list[str], bool]:

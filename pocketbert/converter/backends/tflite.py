@@ -28,20 +28,16 @@ import logging
 import re
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from pocketbert.runtime.buckets import signature_name
 
-from .. import reweight, verify
+from .. import reweight
 from ..errors import ConverterInputError, VerificationError
-from . import register, tflite_weights
+from . import register, tflite_calibration, tflite_weights
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .tflite_compact import compact
-from .tflite_graph import linear_roles, masked_softmax_ops, model_bytes, small_lookup_ops
+from .tflite_graph import linear_roles, masked_softmax_ops, small_lookup_ops
 from .tflite_input_scales import write_with_input_scales
 from .tflite_recipes import QUANTIZER_RECIPES, on_int4_grid, quantize_file, recipe_for
-from .tflite_recipes import quiet as _quiet
 from .tflite_signatures import converted, export_in_two_processes, two_processes_pay
 
 
@@ -237,7 +233,8 @@ class TfliteExportBackend(ExportBackend):
             details["weights_on_int4_grid"] = on_grid
         if precision == "int8-static":
             details["calibration_rows"] = sum(b["input_ids"].shape[0] for b in calibration)
-            details["range_rows"] = min(RANGE_ROWS, details["calibration_rows"])  # the rows ranges come from
+            # the rows the ranges come from
+            details["range_rows"] = min(tflite_calibration.RANGE_ROWS, details["calibration_rows"])
             found = float_op_histogram(dest)
             details["float_ops"] = {"count": sum(found.values()), "ops": found}
         if integer:
@@ -245,70 +242,9 @@ class TfliteExportBackend(ExportBackend):
         return ExportedArtifact(f"tflite:{precision}", dest, details)
 
     def _calibrate(self, spec: ExportSpec, float_path: Path, calibration: list, float_ops: list):
-        """Activation ranges for every signature, on the calibration rows fitted to its length; computed
-        once and reused by every float-fallback attempt (keeping ops in float needs no new ranges).
-
-        ai-edge-quantizer's profiler-based calibration: the interpreter tracks each tensor's min and max in
-        C++ as it runs, where the default mode copies every tensor out and reduces it in Python.  The same
-        ranges (min-max is all the static recipe reads; SST-2 demo, 64 texts at 4 signatures: within 1e-6
-        relative of each other) in a fifth of the time (5.3 s against 28.5 s)."""
-        from ai_edge_quantizer import quantizer
-        from ai_edge_quantizer.calibrator import CalibrationMode
-
-        rows = [{n: batch[n][i:i + 1] for n in spec.input_names}
-                for batch in calibration for i in range(batch["input_ids"].shape[0])]
-        data = {signature_name(b): [{n: _fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
-        qt = quantizer.Quantizer(model_bytes(float_path), recipe_for("int8-static", [], float_ops))
-        with _quiet():
-            calibrated = qt.calibrate({name: fitted[-RANGE_ROWS:] for name, fitted in data.items()},
-                                      num_threads=max(1, spec.threads),
-                                      mode=CalibrationMode.CALIBRATION_PROFILER_BASED)
-        _widen_output_ranges(spec, float_path, calibrated, data)
-        return calibrated
-
-
-#: calibration rows each signature runs to collect its activation ranges: ai-edge-quantizer keeps a moving
-#: average (factor 0.95) of each row's min and max, in which the k-th row from the end weighs 0.05 x 0.95^k and
-#: all rows before the last 256 together 0.95^256 (about 2e-6): the last 256 rows give the ranges every row
-#: would (tests/test_tflite_calibration.py), for a quarter of the runs at 1,024 rows.  The logits' range
-#: (_widen_output_ranges) still reads every row.
-RANGE_ROWS = 256
-
-
-def _widen_output_ranges(spec: ExportSpec, float_path: Path, calibrated: dict, data: dict) -> None:
-    """Give each signature's logits the calibration rows' true extremes as their int8 range.
-
-    The quantizer's range is a moving average of each row's min and max, which clips the rows that reach
-    further: on the SST-2 demo it kept ±2.1 of logits reaching ±3.9, so confident sentences' logits were
-    cut (top-1 kept, cosine against float 0.98). Inside the network that averaging is a useful clip;
-    on the output nothing downstream tolerates it.
-
-    The float logits come from the rows without their padding (``verify.unpadded_logits``: the same logits at
-    real positions; a padded position's are discarded), sorted by length in batches of 64, computed once for
-    the signatures a row fits: all the rows at once at the longest bucket held every padding column (1,024 x 256
-    tokens in one batch), minutes of a conversion.
-    """
-    from ai_edge_litert.interpreter import Interpreter
-
-    interpreter = Interpreter(model_path=str(float_path))
-    computed: dict = {}
-    for signature, rows in data.items():
-        name = interpreter.get_signature_runner(signature).get_output_details()[spec.output_name]["name"]
-        batches = verify.unpadded_batches([{n: r[n].astype(np.int64) for n in spec.input_names} for r in rows],
-                                          size=64)
-        with torch.no_grad():
-            logits = verify.unpadded_logits(spec.model, batches, computed)
-        qsv = calibrated[name]
-        qsv["min"] = np.minimum(qsv["min"], min(x.min() for x in logits)).astype(np.float32)
-        qsv["max"] = np.maximum(qsv["max"], max(x.max() for x in logits)).astype(np.float32)
-
-
-def _fit(ids: np.ndarray, length: int) -> np.ndarray:
-    """One row of int inputs as int32, zero-padded (pad id, mask 0, token type 0) or cut to ``length``."""
-    out = np.zeros((1, length), dtype=np.int32)
-    n = min(length, ids.shape[1])
-    out[0, :n] = ids[0, :n]
-    return out
+        """Activation ranges for every signature (:mod:`.tflite_calibration`), computed once and reused by every
+        float-fallback attempt (keeping ops in float needs no new ranges)."""
+        return tflite_calibration.calibrate(spec, float_path, calibration, recipe_for("int8-static", [], float_ops))
 
 
 register(TfliteExportBackend())

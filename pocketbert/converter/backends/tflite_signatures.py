@@ -60,12 +60,13 @@ def converted(model: torch.nn.Module, examples: dict[str, dict[str, np.ndarray]]
         return converter.convert().model_content()
 
 
-def two_processes_pay(model: torch.nn.Module, signatures: int, threads: int) -> bool:
-    """Whether a second process would shorten the export: two signatures or more, two threads allowed and
-    usable, and a model big enough to outweigh starting the process."""
+def two_processes_pay(model: torch.nn.Module, signatures: int, threads: int,
+                      min_parameters: int = MIN_PARAMETERS) -> bool:
+    """Whether a second process would shorten the work on ``signatures`` (the export; also the calibration): two
+    signatures or more, two threads allowed and usable, and a model big enough to outweigh starting the process."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return (signatures >= 2 and min(threads, cores) >= 2
-            and sum(p.numel() for p in model.parameters()) >= MIN_PARAMETERS)
+            and sum(p.numel() for p in model.parameters()) >= min_parameters)
 
 
 def export_in_two_processes(model, examples: dict[str, dict[str, np.ndarray]], dest: Path) -> bool:

@@ -15,7 +15,7 @@ What ai-edge-quantizer's ``static_wi8_ai8`` recipe (plus int8 embedding tables, 
   quantised again for the second BATCH_MATMUL, whose output is int8;
 * the pooler's TANH has TFLite's fixed int8 output scale 1/128; the logits are int8, their range the
   calibration rows' true extremes (the converter widens the exporter's moving average there, see
-  :func:`converter.backends.tflite._widen_output_ranges`).
+  :func:`converter.backends.tflite_calibration._widen_output_ranges`).
 
 Rounding uses :func:`torch.fake_quantize_per_tensor_affine` / ``…per_channel_affine``, whose
 gradient is the straight-through estimator (1 inside the range, 0 where a value was clipped).
