@@ -337,6 +337,15 @@ def test_float_fallback_search_ships_the_cheapest_attempt_meeting_the_bar():
     assert not result["accepted"] and result["roles"] == []
     assert judged == [[], ["a", "b", "c"]]  # the ceiling misses the bar: no step can meet it, none is tried
 
+    def all_int8_meets_the_bar(float_roles, final, screen=False):
+        judged.append(list(float_roles))
+        return False, {"cosine": 0.995, "meets_bar": True}
+
+    judged.clear()
+    result = float_fallback_search(roles, all_int8_meets_the_bar)
+    assert result["accepted"] and not result["target_met"] and result["roles"] == []
+    assert judged == [[], ["a", "b", "c"]]  # the target is out of reach and all-int8 is the cheapest meeting the bar
+
 
 def test_float_fallback_search_walks_to_the_target_when_the_ceiling_reaches_it():
     """A ceiling that meets the target: the steps go on past the bar until one meets the target too."""
@@ -368,7 +377,7 @@ def test_float_fallback_search_ranks_roles_by_screening_and_accepts_only_full_ju
 
         def __call__(self, roles):
             self.calls.append(("full", roles))
-            return len(roles) == 1, {"cosine": 0.99, "meets_bar": True}
+            return len(roles) == 1, {"cosine": 0.99, "meets_bar": len(roles) >= 1}
 
     judge = Judge()
     def attempt(roles, final, screen=False):
@@ -413,3 +422,39 @@ def test_profiler_based_calibration_finds_the_ranges_the_default_mode_finds(chec
             ours, theirs = np.ravel(profiler[name][bound]), np.ravel(qsv[bound])  # (1,) there, (1, 1) here
             np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(theirs).max())),
                                        err_msg=name)
+
+
+def test_a_screen_quantises_one_signature_exactly_as_the_whole_file(checkpoints, tmp_path):
+    """The float-fallback search's screens quantise a file holding only the signature they read: that signature's
+    logits are, bit for bit, the whole file's (full-integer with its calibrated ranges, and dynamic int8)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from pocketbert.converter.backends import get
+    from pocketbert.converter.backends.tflite import ScreenFile
+    from pocketbert.converter.backends.tflite_graph import linear_roles, masked_softmax_ops
+    from pocketbert.converter.backends.tflite_recipes import quantize_file
+
+    from .conftest import FULL_INTEGER_TEXTS, export_spec
+
+    _, spec = export_spec(checkpoints["bert"]["classification"], buckets=[16, 32, 64])
+    path = tmp_path / "float.tflite"
+    get("tflite").export(spec, path)
+    calibration = spec.make_batches(FULL_INTEGER_TEXTS, pad_to=32)
+    screens = ScreenFile(path, spec.buckets, calibration)
+    screen = screens.path()
+    assert screen != path and screens.bucket == 32
+    assert list(Interpreter(model_path=str(screen)).get_signature_list()) == ["seq_32"]
+    scopes = next(iter(linear_roles(path, spec.model).values()))  # one role kept in float, as a screen does
+    feeds = {n: np.asarray(calibration[0][n][:1], np.int32) for n in spec.input_names}
+    for precision in ("int8-static", "int8-dynamic"):
+        static = precision == "int8-static"
+        float_ops = masked_softmax_ops(path) if static else []
+        ranges = get("tflite")._calibrate(spec, path, calibration, float_ops) if static else None
+        logits = []
+        for source in (path, screen):
+            out = tmp_path / f"{source.name}.{precision}.tflite"
+            quantize_file(source, out, precision, scopes, calibrated=ranges, float_ops=float_ops)
+            logits.append(Interpreter(model_path=str(out)).get_signature_runner("seq_32")(**feeds)["logits"])
+        assert np.array_equal(*logits), precision
+    screens.remove()
+    assert not screen.exists() and path.exists()

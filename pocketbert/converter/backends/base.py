@@ -182,7 +182,7 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     as the activations' ranges, stays).  When even the ceiling misses the bar, no step can meet it and the
     search stops there; otherwise each role's sensitivity is screened alone, then roles go back to float,
     most helpful first, each step judged in full, until the result passes (or, when the ceiling missed the
-    target, until it meets the bar: no step can do more).  If none passes, the cheapest step whose figures
+    target, until it meets the bar: no step can do more; with all-int8 meeting the bar, no step is tried).  If none passes, the cheapest step whose figures
     say ``meets_bar`` (good enough to ship, short of the target) is written and accepted, with
     ``target_met`` False.  Returns ``details["float_fallback"]``.
 
@@ -195,7 +195,8 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     if not ok and roles and enabled:
         reachable, ceiling = attempt(list(roles), False)
         search.append({"float_roles": list(roles), "ceiling": True, **ceiling})
-        if reachable or ceiling.get("meets_bar"):
+        # the ceiling missing the target: the cheapest step meeting the bar is the goal, all-int8 if it does
+        if reachable or (ceiling.get("meets_bar") and not score.get("meets_bar")):
             ok = _walk(roles, attempt, search, steps, stop_at_bar=not reachable)
     target_met = ok
     excluded = steps[-1][0]

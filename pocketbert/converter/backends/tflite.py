@@ -28,7 +28,7 @@ import logging
 import re
 from pathlib import Path
 
-from pocketbert.runtime.buckets import signature_name
+from pocketbert.runtime.buckets import signature_name, smallest_bucket
 
 from .. import reweight
 from ..errors import ConverterInputError, VerificationError
@@ -38,7 +38,7 @@ from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, small_lookup_ops
 from .tflite_input_scales import write_with_input_scales
 from .tflite_recipes import QUANTIZER_RECIPES, on_int4_grid, quantize_file, recipe_for
-from .tflite_signatures import converted, export_in_two_processes, two_processes_pay
+from .tflite_signatures import converted, export_in_two_processes, one_signature, two_processes_pay
 
 
 def op_histogram(path: Path) -> dict[str, int]:
@@ -208,11 +208,13 @@ class TfliteExportBackend(ExportBackend):
 
             clipping: dict[bool, str] = {}
 
+            screens = ScreenFile(float_path, spec.buckets, calibration)
+
             def attempt(float_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
                 out = dest if final else candidate
                 scopes = [scope for role in float_roles for scope in roles[role]]
-                clipping[final] = quantize_file(float_path, out, precision, scopes, calibrated=calibrated,
-                                                float_ops=float_ops, on_grid=on_grid)
+                clipping[final] = quantize_file(screens.path() if screen else float_path, out, precision, scopes,
+                                                calibrated=calibrated, float_ops=float_ops, on_grid=on_grid)
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
@@ -222,6 +224,7 @@ class TfliteExportBackend(ExportBackend):
                 float_path.replace(keep_float)
         finally:
             candidate.unlink(missing_ok=True)
+            screens.remove()
             if float_export is None:
                 float_path.unlink(missing_ok=True)
         details = self._describe(spec, dest, {"method": precision.split("-", 1)[-1],
@@ -245,6 +248,33 @@ class TfliteExportBackend(ExportBackend):
         """Activation ranges for every signature (:mod:`.tflite_calibration`), computed once and reused by every
         float-fallback attempt (keeping ops in float needs no new ranges)."""
         return tflite_calibration.calibrate(spec, float_path, calibration, recipe_for("int8-static", [], float_ops))
+
+
+class ScreenFile:
+    """The float file with only the signature a screening judgement reads (``calibration_judge.SCREEN_TEXTS`` of the
+    calibration batches, run at the smallest bucket holding their length), written at the first screen: the
+    float-fallback search quantises it for each role it ranks instead of every signature (24-layer MobileBERT
+    shape, four signatures: each screen's quantisation a quarter of the work).  The screened signature's
+    quantisation is the full file's, bit for bit (tests/test_tflite.py)."""
+
+    def __init__(self, float_path: Path, buckets: list[int], calibration: list | None):
+        self.float_path = Path(float_path)
+        length = calibration[0]["input_ids"].shape[1] if calibration else None
+        self.bucket = smallest_bucket(buckets, length) if length and len(buckets) > 1 else None
+        self._written: Path | None = None
+
+    def path(self) -> Path:
+        if self.bucket is None:
+            return self.float_path
+        if self._written is None:
+            screen = self.float_path.with_name(f".{self.float_path.name}.screen.tflite")
+            self._written = screen if one_signature(self.float_path, screen, signature_name(self.bucket)) \
+                else self.float_path
+        return self._written
+
+    def remove(self) -> None:
+        if self._written is not None and self._written != self.float_path:
+            self._written.unlink(missing_ok=True)
 
 
 register(TfliteExportBackend())

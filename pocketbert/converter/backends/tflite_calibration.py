@@ -48,7 +48,7 @@ def calibrate(spec, float_path: Path, calibration: list, recipe: list) -> dict:
             for batch in calibration for i in range(batch["input_ids"].shape[0])]
     data = {signature_name(b): [{n: fit(r[n], b) for n in r} for r in rows] for b in spec.buckets}
     last = {name: fitted[-RANGE_ROWS:] for name, fitted in data.items()}
-    if two_processes_pay(spec.model, len(last), spec.threads, MIN_PARAMETERS):
+    if two_processes_pay(spec.model, len(last), spec.threads, min_parameters=MIN_PARAMETERS):
         calibrated = in_two_processes(float_path, recipe, last, longest_half(spec.buckets))
     else:
         calibrated = _here(float_path, recipe, last, threads=max(1, spec.threads))
@@ -89,8 +89,10 @@ def in_two_processes(float_path: Path, recipe: list, data: dict, theirs: list[st
     """The ranges of every signature of ``data``: those named in ``theirs`` calibrated by a second process, the rest
     here, each on one thread; the second process's share calibrated here too if it fails."""
     work = Path(float_path).with_name(f".{Path(float_path).name}.calibration")
-    shutil.rmtree(work, ignore_errors=True)  # a killed run's, named after this run's own float file
-    work.mkdir()
+    try:
+        work.mkdir()
+    except FileExistsError:  # not this run's: left alone, and the calibration runs here
+        return _here(float_path, recipe, data, threads=2)
     try:
         (work / "recipe.json").write_text(json.dumps(recipe))
         with open(work / "rows.pkl", "wb") as out:

@@ -144,6 +144,29 @@ def merged(first: bytes, second: bytes) -> bytes | None:
     return bytes(builder.Output())
 
 
+def one_signature(source: Path, dest: Path, name: str) -> bool:
+    """Write ``dest``: ``source`` with only its signature ``name`` and that signature's subgraph, every tensor and
+    weight as it was (weights the other subgraphs alone read stay in the file, unread).  Quantising it is the
+    full file's work for that one length; False, and no file, if ``source`` has subgraphs that are not
+    signatures (control-flow bodies, which its operators would name by index)."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    data = Path(source).read_bytes()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
+    if len(model.subgraphs) != len(model.signatureDefs):
+        return False
+    inline_buffers(model, data)
+    kept = next(signature for signature in model.signatureDefs if signature.signatureKey.decode() == name)
+    model.subgraphs = [model.subgraphs[kept.subgraphIndex]]
+    kept.subgraphIndex = 0
+    model.signatureDefs = [kept]
+    builder = flatbuffers.Builder(len(data))
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    Path(dest).write_bytes(bytes(builder.Output()))
+    return True
+
+
 def _unique(name: bytes | None, names: set) -> bytes | None:
     """``name``, suffixed if ``names`` has it (each export numbers its tensors from 1: ai-edge-quantizer needs every
     name in the model unique), and added to ``names``."""
