@@ -206,7 +206,7 @@ class Quantizer:
 
     def _plain_meeting_the_bar(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None,
                                plain_file: Path | None) -> ExportedArtifact | None:
-        """The plain file at ``dest`` (back from :func:`_set_aside`; built now if the ladder skipped it), if it meets the bar."""
+        """The plain file at ``dest`` (from :func:`_set_aside`; built if the ladder skipped it), if it meets the bar."""
         if plain_file is not None:
             plain.path = plain_file.replace(dest)
             return plain

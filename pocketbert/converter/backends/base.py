@@ -182,9 +182,9 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     as the activations' ranges, stays).  When even the ceiling misses the bar, no step can meet it and the
     search stops there; otherwise each role's sensitivity is screened alone, then roles go back to float,
     most helpful first, each step judged in full, until the result passes (or, when the ceiling missed the
-    target, until it meets the bar: no step can do more; with all-int8 meeting the bar, no step is tried).  If none passes, the cheapest step whose figures
-    say ``meets_bar`` (good enough to ship, short of the target) is written and accepted, with
-    ``target_met`` False.  Returns ``details["float_fallback"]``.
+    target, until it meets the bar: no step can do more; with all-int8 meeting the bar, no step is tried).
+    If none passes, the cheapest step whose figures say ``meets_bar`` (good enough to ship, short of the
+    target) is written and accepted, with ``target_met`` False.  Returns ``details["float_fallback"]``.
 
     ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
     file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.

@@ -193,6 +193,7 @@ class TfliteExportBackend(ExportBackend):
             raise VerificationError("static int8 needs calibration text", "give --calibration")
         float_path = float_export or dest.with_name(dest.name + ".float.tflite")
         candidate = dest.with_name(dest.name + ".candidate.tflite")
+        screens = ScreenFile(float_path, spec.buckets, calibration)  # written at the first screen, if any
         try:
             if float_export is None:
                 self._convert(spec, float_path)
@@ -207,8 +208,6 @@ class TfliteExportBackend(ExportBackend):
             calibrated = self._calibrate(spec, float_path, calibration, float_ops) if static else None
 
             clipping: dict[bool, str] = {}
-
-            screens = ScreenFile(float_path, spec.buckets, calibration)
 
             def attempt(float_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
                 out = dest if final else candidate
