@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pocketbert.runtime.buckets import signature_name  # the torch-free runtime: the second process stays light
+
 #: calibration rows each signature runs to collect its activation ranges: ai-edge-quantizer keeps a moving
 #: average (factor 0.95) of each row's min and max, in which the k-th row from the end weighs 0.05 x 0.95^k and
 #: all rows before the last 256 together 0.95^256 (about 2e-6): the last 256 rows give the ranges every row
@@ -152,12 +154,6 @@ def fit(ids: np.ndarray, length: int) -> np.ndarray:
     n = min(length, ids.shape[1])
     out[0, :n] = ids[0, :n]
     return out
-
-
-def signature_name(length: int) -> str:
-    from pocketbert.runtime.buckets import signature_name as name
-
-    return name(length)
 
 
 def _second_process(float_path: Path, work: Path, parent: int) -> None:
