@@ -94,6 +94,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               "file: the task's dev file, scored before and after recovery and recorded for the gates.")
 @click.option("--recover-budget", default=RECOVERY_BUDGET, show_default=True, callback=budget,
               help="Recovery budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
+@click.option("--resume", "recover_resume", is_flag=True,
+              help="With --recover: continue the best state a refused recovery for the same --out kept beside it "
+                   "(same checkpoint, --opt, data and settings; give a longer --recover-budget).")
 @click.option("--recover-schedule", type=click.Choice(["joint", "progressive"]), default="joint",
               show_default=True, help="joint: all loss terms and parameters at once; progressive: MobileBERT's "
               "layer-by-layer transfer, then logit distillation.")
@@ -104,7 +107,8 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--recover-qat/--recover-float", "recover_qat", default=None,
               help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
                    "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
-def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, **flags):
+def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, recover_resume,
+            **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
@@ -114,7 +118,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     options = ConvertOptions(checkpoint=checkpoint, out=out or default_out(checkpoint, flags["opts"]),
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
-                                              "qat": recover_qat,
+                                              "qat": recover_qat, "resume": recover_resume,
                                               "dev": str(recover_dev) if recover_dev else None}, **flags)
     screen = Screen()
     try:
@@ -127,7 +131,8 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
 
 #: options that only tune --recover: without it they would be ignored, and the run not the one asked for
 RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
-                  "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop"}
+                  "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop",
+                  "recover_resume": "--resume"}
 
 
 def _refuse_recovery_flags() -> None:

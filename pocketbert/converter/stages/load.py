@@ -108,6 +108,8 @@ def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: i
     settings = dict(options.recover_options)
     settings.setdefault("data_dir", options.data_dir)
     settings.setdefault("budget", recovery_job.DEFAULT_BUDGET)
+    settings.setdefault("output", options.out)  # a refused recovery keeps its best state beside it
+    settings.setdefault("transforms", tuple(conversion.plan.opts.changing))
     if settings.get("qat") is None:
         settings["qat"] = full_integer_planned(conversion.plan)
     if settings["qat"]:

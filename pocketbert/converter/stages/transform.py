@@ -115,19 +115,30 @@ def _accept(conversion: Conversion, changed: Changed) -> None:
     """Refuse a model nonorm/relu degraded, unless recovery won the accuracy back or the loss is accepted."""
     options, recovered = conversion.options, changed.recovered
     message = damage_message(changed.damage, [r for r in changed.reports if not r.noop], recovered)
-    if recovered and -recovered["delta_vs_teacher"] <= options.max_accuracy_drop:
+    passed = bool(recovered) and -recovered["delta_vs_teacher"] <= options.max_accuracy_drop
+    kept = _after_gate(conversion, recovered, passed or options.allow_accuracy_loss)
+    if passed:
         conversion.note(message)
         return
     if not options.allow_accuracy_loss:
         if recovered:
             message += f": more than --max-accuracy-drop {options.max_accuracy_drop:g} points"
-            fix = "recover longer (--recover-budget), or pass --allow-accuracy-loss to accept it"
+            fix = kept or "recover longer (--recover-budget), or pass --allow-accuracy-loss to accept it"
         else:
             fix = ("recover it by distillation with --recover TASK (e.g. --recover glue:sst2), or pass "
                    "--allow-accuracy-loss to accept it, or drop nonorm/relu")
         raise AccuracyLossRefused(message + "; refusing to write a silently degraded model", fix)
     conversion.note(message + " (accepted: --allow-accuracy-loss)", warning=True)
     conversion.notes.append(message)
+
+
+def _after_gate(conversion: Conversion, recovered: dict | None, passed: bool) -> str | None:
+    """A refused recovery keeps its best state beside the output: how to continue it (None: nothing kept)."""
+    if not recovered:
+        return None
+    from ..training import recovery as recovery_job
+
+    return recovery_job.after_gate(conversion.load.recovery, recovered, passed)
 
 
 def damage_message(comparison: verify.Comparison, changed: list[TransformReport], recovered: dict | None = None) -> str:
@@ -141,8 +152,11 @@ def damage_message(comparison: verify.Comparison, changed: list[TransformReport]
     if recovered is None:
         return f"{names} changed what the model computes: on real sentences, {figures}"
     metric, scores = recovered["metric"], recovered["dev_scores"]
+    noise = recovered.get("dev_noise")
+    spread = (f", 95% bootstrap interval {noise['delta_interval'][0]:+.2f} to {noise['delta_interval'][1]:+.2f} "
+              f"over {noise['dev_examples']} dev {noise['unit']}" if noise else "")
     return (f"{names} after recovery on {recovered['task']}: dev {metric} {scores['recovered'][metric]:.2f} vs "
-            f"teacher {scores['teacher'][metric]:.2f} ({recovered['delta_vs_teacher']:+.2f} points; without "
+            f"teacher {scores['teacher'][metric]:.2f} ({recovered['delta_vs_teacher']:+.2f} points{spread}; without "
             f"recovery {scores['without_recovery'][metric]:.2f}); on real sentences, {figures}")
 
 
