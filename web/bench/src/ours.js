@@ -1,0 +1,14 @@
+// Our bundle through PocketBERT's web pipeline: the page's runtime "pocketbert".
+import { pocketbertPipeline } from './pocketbert.js';
+import { start } from './harness.js';
+
+start(async (spec) => {
+  const run = await pocketbertPipeline(spec.model_url, { precision: spec.precision, threads: spec.threads });
+  return {
+    info: run.info,
+    // the answer compared with the Python runtime's: top label, or entities (label, code-point span)
+    answer: async (text) => (run.task === 'ner'
+      ? (await run(text, { aggregation: 'simple' })).map((e) => [e.entity_group ?? e.entity, e.start, e.end])
+      : (await run(text, { topK: 1 }))[0].label),
+  };
+});
