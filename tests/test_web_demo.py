@@ -1,6 +1,7 @@
 """The web demo (web_demo/): the page run in headless Chromium against the Python runtime.
 
-The page is built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the
+The page (UI only: it imports the ``pocketbert`` package in web/, whose own tests are tests/test_web_package.py) is
+built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the
 SST-2 demo with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic), a
 third beside them (ner-phone, the NER demo tuned through int4, with its tflite:int4-dynamic), served from localhost, and driven by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium).
 What the browser computes is compared here with the runtime: the seed example's entities, the golden vectors,
@@ -12,7 +13,8 @@ responsive and can be cancelled; a missing bundle, the page opened as a file and
 INFO and WARNING lines are not errors) are checked in the same browser run. The JS modules' own node tests
 (decoding edge cases) run too. Debian's chromium is installed with apt-get when missing and we are root
 (web_demo/tools/ensure_chromium.py); otherwise, as a missing node or npm, it is a failure with the command that
-installs it, not a skip; missing npm packages are installed with ``npm ci``.
+installs it, not a skip; missing npm packages are installed with ``npm ci`` (in web/, then web_demo/). The three
+bundles are built once per test session and shared with tests/test_web_package.py (``web_bundles``).
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from pocketbert.converter.cut import cut
 
 from .conftest import DATA
 from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
+from .shared import once
 
 REPO = Path(__file__).resolve().parents[1]
 WEB = REPO / "web_demo"
+PACKAGE = REPO / "web"
 GOLDEN = REPO / "tests" / "golden"
 SEED = "Jeff Dean is a computer scientist at Google in California."
 FUZZ_PER_TOKENIZER = 1100  # single texts per tokenizer; pairs are not a web-page input
@@ -60,15 +64,31 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def npm_ci(folder: Path, needed: tuple[str, ...]) -> None:
+    """``npm ci`` in ``folder`` unless the packages ``needed`` are installed there."""
+    if not all((folder / "node_modules" / name).is_dir() for name in needed):
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"npm ci failed in {folder.name}/:\n{done.stderr[-3000:]}"
+
+
+def package_modules() -> Path:
+    """The pocketbert package's own node_modules (LiteRT.js, TypeScript) and its wasm/ folder, filled from LiteRT.js
+    by the package's prepare script."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    assert not missing, (f"{' and '.join(missing)} not found: the web tests need Node 18+ "
+                         "(apt-get install -y nodejs npm)")
+    npm_ci(PACKAGE, ("@litertjs/core", "typescript"))
+    if not (PACKAGE / "wasm" / "litert_wasm_internal.wasm").is_file():
+        done = subprocess.run(["npm", "run", "prepare"], cwd=PACKAGE, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return PACKAGE / "node_modules"
+
+
 @pytest.fixture(scope="module")
 def node_modules():
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    assert not missing, (f"{' and '.join(missing)} not found: the web demo's tests need Node 18+ "
-                         "(apt-get install -y nodejs npm)")
-    if not all((WEB / "node_modules" / name).is_dir() for name in ("@litertjs/core", "esbuild", "playwright-core")):
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=WEB, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, f"npm ci failed in web_demo/:\n{done.stderr[-3000:]}"
+    package_modules()
+    npm_ci(WEB, ("pocketbert", "esbuild", "playwright-core"))
     return WEB / "node_modules"
 
 
@@ -94,16 +114,22 @@ def _convert(name: str, out: Path, *recipes: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory):
-    work = tmp_path_factory.mktemp("web-bundles")
+@pytest.fixture(scope="session")
+def web_bundles(tmp_path_factory):
+    """The three bundles of the browser tests, converted once per session (every worker shares them)."""
     # int4 on one real model only, the phone-sized one (sst2-demo with factored word embeddings): quantising and
     # verifying it adds ~5 s; ner-demo's int4 quantisation runs its accuracy ladder (584 s) and its file runs the
     # same ops (docs/web.md)
-    return {"ner": _convert("ner-demo", work / "ner"),
-            "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic"),
-            # the phone-sized NER model: its weights are on the int4 grid, so its int4 ladder ends at the first file
-            "ner_phone": _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic")}
+    return once(tmp_path_factory, "web-bundles", lambda work: {
+        "ner": _convert("ner-demo", work / "ner"),
+        "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic"),
+        # the phone-sized NER model: its weights are on the int4 grid, so its int4 ladder ends at the first file
+        "ner_phone": _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic")})
+
+
+@pytest.fixture(scope="module")
+def bundles(web_bundles):
+    return web_bundles
 
 
 @pytest.fixture(scope="module")
@@ -409,12 +435,12 @@ def test_measure_panel_exports_a_record_report_shows_beside_the_desktop(browser,
     assert "## In a web browser" in text and "tflite:fp32" in text and data["device"]["user_agent"] in text
 
 
-#: opens a bundle folder with the page's own reader (src/bundle.js: manifest, artifact choice, size and SHA-256
-#: of every file it reads) and prints what it read
+#: opens a bundle folder with the page's reader (the package's openBundle: manifest, artifact choice, size and
+#: SHA-256 of every file it reads) and prints what it read
 OPEN_FOLDER = """
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openBundle } from './src/bundle.js';
+import { openBundle } from 'pocketbert';
 const folder = process.argv[1];
 const source = { describe: () => folder, read: async (name) => new Uint8Array(readFileSync(join(folder, name))) };
 const b = await openBundle(source);

@@ -1,6 +1,6 @@
-// Builds the page into a folder that any static server can serve, offline: the bundled script and the
-// measurement's worker script, LiteRT's WebAssembly, the tokenizer's Unicode tables and, optionally,
-// converter bundles.
+// Builds the page into a folder that any static server can serve, offline: the bundled script (the page and
+// the pocketbert package, ../web) and the measurement's worker script, LiteRT's WebAssembly (copied by the
+// package's esbuild plugin into pocketbert-wasm/) and, optionally, converter bundles.
 //
 //   node build.mjs [--out DIR] [--ner BUNDLE_DIR] [--classification BUNDLE_DIR]
 //
@@ -10,12 +10,9 @@ import { build } from 'esbuild';
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pocketbertWasm } from 'pocketbert/esbuild';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const TABLES = join(HERE, '..', 'android_demo', 'core', 'src', 'main', 'resources', 'pocketbert', 'core', 'text',
-  'unicode-tables.txt');
-const WASM = join(HERE, 'node_modules', '@litertjs', 'core', 'wasm');
-const WASM_FILES = ['litert_wasm_internal', 'litert_wasm_compat_internal'].flatMap((n) => [`${n}.js`, `${n}.wasm`]);
 
 function options(argv) {
   const out = { out: join(HERE, 'dist') };
@@ -64,14 +61,14 @@ function copyBundle(bundle, task, out) {
 }
 
 const opts = options(process.argv.slice(2));
-mkdirSync(join(opts.out, 'wasm'), { recursive: true });
+mkdirSync(opts.out, { recursive: true });
 await build({ entryPoints: [join(HERE, 'src', 'main.js')], bundle: true, format: 'esm', target: 'es2022',
-  outfile: join(opts.out, 'app.js'), logLevel: 'warning' });
-// a classic worker script: LiteRT.js loads its WebAssembly with importScripts, which module workers lack
+  outfile: join(opts.out, 'app.js'), logLevel: 'warning', plugins: [pocketbertWasm()] });
+// a classic worker script: LiteRT.js loads its WebAssembly with importScripts, which module workers lack; the
+// page passes it the folder its own pipeline loaded LiteRT from, so the package's default (which reads
+// import.meta, empty in a classic script) is never used there
 await build({ entryPoints: [join(HERE, 'src', 'measure-worker.js')], bundle: true, format: 'iife', target: 'es2022',
-  outfile: join(opts.out, 'measure-worker.js'), logLevel: 'warning' });
+  outfile: join(opts.out, 'measure-worker.js'), logLevel: 'warning', logOverride: { 'empty-import-meta': 'silent' } });
 for (const name of ['index.html', 'style.css']) copyFileSync(join(HERE, name), join(opts.out, name));
-copyFileSync(TABLES, join(opts.out, 'unicode-tables.txt'));
-for (const name of WASM_FILES) copyFileSync(join(WASM, name), join(opts.out, 'wasm', name));
 for (const task of ['ner', 'classification']) if (opts[task]) copyBundle(opts[task], task, opts.out);
 console.log(`built ${opts.out}`);

@@ -1,12 +1,8 @@
 // The page: load a bundle (from the page's folder or dropped by the user), run it, show and measure it.
 // User text is only ever put into the page as text nodes, never as markup.
-import { BundleError, filesSource, folderSource, openBundle } from './bundle.js';
-import { UnicodeTables } from './unicode-tables.js';
-import { Pipeline } from './pipeline.js';
+import { BundleError, decodeText, filesSource, folderSource, pipeline, ranked, scoreFunction, scores, unicodeTables,
+  WordPieceTokenizer } from 'pocketbert';
 import { latencyRecord, resultsFile } from './measure.js';
-import { WordPieceTokenizer } from './tokenizer.js';
-import { decodeText } from './ner.js';
-import { ranked, scoreFunction, scores } from './classification.js';
 
 const EXAMPLES = {
   ner: [
@@ -20,21 +16,14 @@ const EXAMPLES = {
     'It is neither the best nor the worst thing I have seen this year.',
   ],
 };
-const WASM = new URL('wasm/', location.href).href;
+// a bundle missing from the page's folder: how this page's build puts it there
+const MISSING_FIX = 'put the whole bundle there: node build.mjs --ner or --classification BUNDLE_DIR copies it '
+  + '(docs/web.md), or drop the bundle folder onto this page';
 const params = new URLSearchParams(location.search);
 const precision = params.get('precision') || null;
 const $ = (id) => document.getElementById(id);
 const pipelines = {};
-let tablesPromise = null;
 let task = params.get('task') === 'classification' ? 'classification' : 'ner';
-
-function tables() {
-  tablesPromise ??= fetch('unicode-tables.txt').then((r) => {
-    if (!r.ok) throw new Error(`unicode-tables.txt could not be loaded (HTTP ${r.status})`);
-    return r.text();
-  }).then((text) => new UnicodeTables(text));
-  return tablesPromise;
-}
 
 function showError(err) {
   const box = $('error');
@@ -50,15 +39,11 @@ async function load(source, expectedTask = null) {
   $('error').hidden = true;
   status(`loading ${source.describe()} …`);
   try {
-    const bundle = await openBundle(source, precision);
-    if (expectedTask && bundle.manifest.task !== expectedTask) {
-      throw new BundleError(`${source.describe()} holds a ${bundle.manifest.task} bundle, not ${expectedTask}`,
-        `put the ${expectedTask} bundle there`);
-    }
-    const pipeline = await Pipeline.load(bundle, await tables(), WASM);
-    pipelines[bundle.manifest.task] = pipeline;
-    describe(pipeline);
-    return pipeline;
+    // one thread: the page is served without cross-origin isolation (docs/web.md)
+    const loaded = await pipeline(source, { precision, task: expectedTask, threads: 1 });
+    pipelines[loaded.task] = loaded;
+    describe(loaded);
+    return loaded;
   } catch (err) {
     status(`${source.describe()} was not loaded: see the message below`);
     throw err;
@@ -152,10 +137,10 @@ function row(cells, kind = 'td') {
 
 async function run() {
   try {
-    const pipeline = pipelines[task] ?? await load(folderSource(params.get(task) || `bundles/${task}/`), task);
+    const pipeline = pipelines[task] ?? await load(folderSource(params.get(task) || `bundles/${task}/`, MISSING_FIX), task);
     const text = $('text').value;
     const t0 = performance.now();
-    const result = await pipeline.run(text, 'simple');
+    const result = await pipeline.run(text, { aggregation: 'simple' });
     const ms = performance.now() - t0;
     if (task === 'ner') showEntities(text, result.entities); else showLabels(result.labels);
     const buckets = result.rows.map((r) => pipeline.model.bucketFor(r.input_ids.length));
@@ -234,7 +219,7 @@ function measure() {
     };
     // a copy: the page keeps its own model bytes
     const model = bundle.model.slice();
-    worker.postMessage({ model, wasm: WASM, task: pipeline.task, warmup, runs, vocabSize: tokenizer.vocab.length,
+    worker.postMessage({ model, wasm: pipeline.info.runtime.wasm, task: pipeline.task, warmup, runs, vocabSize: tokenizer.vocab.length,
       clsId: tokenizer.cls.id, sepId: tokenizer.sep.id }, [model.buffer]);
   });
 }
@@ -280,10 +265,11 @@ async function loadFiles(files) {
   }
 }
 
-const demo = { pipelines, run, measure, loadFiles, setTask, load: (base, expectedTask) => load(folderSource(base), expectedTask),
+const demo = { pipelines, run, measure, loadFiles, setTask,
+  load: (base, expectedTask) => load(folderSource(base, MISSING_FIX), expectedTask),
   coldMs: null, last: null, lastError: null, measured: null, measuring: () => measuring !== null,
-  // the page's own modules, for the test suite's golden-vector and fuzz checks in this browser
-  modules: { WordPieceTokenizer, tables, decodeText, ranked, scoreFunction, scores } };
+  // the package's modules, for the test suite's golden-vector and fuzz checks in this browser
+  modules: { WordPieceTokenizer, tables: async () => unicodeTables(), decodeText, ranked, scoreFunction, scores } };
 window.demo = demo;
 
 for (const input of document.querySelectorAll('input[name=task]')) {

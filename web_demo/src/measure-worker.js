@@ -5,12 +5,12 @@
 // In:  {model: Uint8Array, wasm: absolute URL of LiteRT's folder, task, warmup, runs, vocabSize, clsId, sepId}
 // Out: {type: 'ready', buckets} | {type: 'progress', bucket, done, total} | {type: 'bucket', bucket, timing}
 //      | {type: 'done'} | {type: 'error', message}
-import { BucketedModel } from './model.js';
+import { BucketedModel } from 'pocketbert';
 import { syntheticRow, timeRuns } from './measure.js';
 
 self.onmessage = async ({ data }) => {
   try {
-    const model = await BucketedModel.load(data.model, data.wasm);
+    const model = await BucketedModel.load(data.model, { wasm: data.wasm, threads: 1 });
     data.model = null; // compiled: LiteRT holds its own copy
     self.postMessage({ type: 'ready', buckets: model.buckets });
     for (const bucket of model.buckets) {

@@ -270,6 +270,26 @@ export class WordPieceTokenizer {
     return { ...this.row(tokens, 0, keep, indexText(text).utf16), truncated: keep < tokens.ids.length };
   }
 
+  /** A sentence pair: [CLS] a [SEP] b [SEP], cut to maxLength tokens longest first (Hugging Face's rule);
+   * token type 0 for the first text, 1 for the second; offsets into each text. */
+  encodePair(a, b, maxLength) {
+    const ta = this.tokenize(a), tb = this.tokenize(b);
+    const [na, nb] = longestFirst(ta.ids.length, tb.ids.length, maxLength - 3);
+    const first = this.row(ta, 0, na, indexText(a).utf16);
+    const second = this.row(tb, 0, nb, indexText(b).utf16);
+    const tail = (key) => second[key].slice(1);
+    return {
+      input_ids: [...first.input_ids, ...tail('input_ids')],
+      tokens: [...first.tokens, ...tail('tokens')],
+      token_type_ids: [...first.token_type_ids, ...new Array(nb + 1).fill(1)],
+      attention_mask: new Array(na + nb + 3).fill(1),
+      special_tokens_mask: [...first.special_tokens_mask, ...tail('special_tokens_mask')],
+      offsets: [...first.offsets, ...tail('offsets')],
+      offsets_utf16: [...first.offsets_utf16, ...tail('offsets_utf16')],
+      truncated: na < ta.ids.length || nb < tb.ids.length,
+    };
+  }
+
   /** A text cut into windows of maxLength tokens sharing `stride` tokens (the runtime's rule). */
   windows(text, maxLength, stride) {
     const content = maxLength - 2;
@@ -283,6 +303,20 @@ export class WordPieceTokenizer {
   detokenize(tokens) {
     return detokenize(tokens, this.prefix);
   }
+}
+
+/** Tokens kept of a pair of n1 and n2 tokens within `budget`: the `tokenizers` library's longest_first
+ * (utils/truncation.rs): only the longer text is cut if that suffices, else both to half the budget. */
+export function longestFirst(n1, n2, budget) {
+  if (n1 + n2 <= budget) return [n1, n2];
+  const swap = n1 > n2;
+  let [short, long] = swap ? [n2, n1] : [n1, n2];
+  long = short > budget ? short : Math.max(short, budget - short);
+  if (short + long > budget) {
+    short = Math.floor(budget / 2);
+    long = short + (budget % 2);
+  }
+  return swap ? [long, short] : [short, long];
 }
 
 /** Index (into the text's tokens) of each window's first token: runtime/windows.py window_starts. */

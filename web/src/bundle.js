@@ -1,0 +1,235 @@
+// A converter bundle read in the browser: manifest (schema 1, the Python runtime's rules:
+// pocketbert/runtime/contract.py), the TFLite artifact to run, and every file checked against the manifest's
+// size and SHA-256 (Web Crypto) before it is used; the manifest must agree with the files it lists.
+// docs/manifest.md.
+
+export const SCHEMA_VERSION = 1;
+export const TASKS = ['ner', 'classification'];
+export const INPUT_NAMES = ['input_ids', 'attention_mask', 'token_type_ids'];
+const MAX_SEQUENCE_LENGTH = 8192;
+const REBUILD = 'convert the model again with the pocketbert version this package belongs to';
+const DAMAGED = `copy the bundle again (the manifest is damaged or was edited), or ${REBUILD}`;
+const MISMATCH = 'the bundle\'s files do not belong to its manifest: copy the bundle again from the converter\'s '
+  + 'output, or convert again';
+
+/** A problem the user can act on: what is wrong (`problem`) and how to fix it (`fix`); never shown as markup. */
+export class BundleError extends Error {
+  constructor(problem, fix) {
+    super(`${problem} (${fix})`);
+    this.name = 'BundleError';
+    this.problem = problem;
+    this.fix = fix;
+  }
+}
+
+const here = () => globalThis.location?.href;
+
+/** Files served from `base` (a folder URL; a missing final "/" is added), fetched with `fetch`;
+ * `fix`: the advice when a file is missing. */
+export function folderSource(base, fix = null) {
+  const folder = String(base).endsWith('/') ? String(base) : `${base}/`;
+  return {
+    describe: () => folder,
+    async read(name) {
+      const url = new URL(name, new URL(folder, here()));
+      let response;
+      try {
+        response = await fetch(url);
+      } catch (err) {
+        throw new BundleError(`${folder}${name} could not be fetched (${err.message})`,
+          'serve the bundle folder from the page\'s own origin (or one that allows it by CORS) over http(s)');
+      }
+      if (!response.ok) throw new BundleError(`${folder}${name} could not be loaded (HTTP ${response.status})`,
+        fix ?? 'serve the whole bundle folder at that URL: manifest.json and every file it lists (a bundle cut '
+          + 'for the web: pocketbert-convert cut BUNDLE --target web --out DIR)');
+      return new Uint8Array(await response.arrayBuffer());
+    },
+  };
+}
+
+/** Files the user dropped or picked: a list of File objects (folder structure ignored). */
+export function filesSource(files) {
+  const byName = new Map([...files].map((f) => [f.name, f]));
+  return {
+    describe: () => `${byName.size} dropped file(s)`,
+    async read(name) {
+      const file = byName.get(name);
+      if (!file) throw new BundleError(`the dropped files have no ${name}`, 'drop the whole bundle folder');
+      return new Uint8Array(await file.arrayBuffer());
+    },
+  };
+}
+
+/** Lower is preferred: int8-dynamic, other int8, int4, fp16, fp32 (the Android app's and the runtime's order). */
+export function precisionRank(precision) {
+  if (precision === 'int8-dynamic') return 0;
+  if (precision.startsWith('int8')) return 1;
+  if (precision.startsWith('int4')) return 2;
+  return { fp16: 3, fp32: 4 }[precision] ?? 5;
+}
+
+const isInt = (v) => typeof v === 'number' && Number.isInteger(v);
+const isPositiveInt = (v) => isInt(v) && v > 0;
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+const shown = (v) => (v === undefined ? 'missing' : JSON.stringify(v));
+
+/** The schema version first (a newer schema may have renamed anything), then the fields readers rely on. */
+export function checkManifest(m) {
+  if (!isObject(m)) throw new BundleError('manifest.json is not a JSON object', DAMAGED);
+  if (!isPositiveInt(m.schema_version)) {
+    throw new BundleError(`manifest.json has schema_version ${shown(m.schema_version)}, not a positive integer`, DAMAGED);
+  }
+  if (m.schema_version > SCHEMA_VERSION) {
+    throw new BundleError(`bundle schema ${m.schema_version} is newer than this package reads (${SCHEMA_VERSION}): `
+      + 'the bundle comes from a newer converter', 'upgrade the package (npm install pocketbert@latest), or convert '
+      + 'with the pocketbert version that matches this package');
+  }
+  const need = (ok, field, rule) => {
+    if (!ok) throw new BundleError(`manifest.json: '${field}' must be ${rule}, not ${shown(field.split('.').reduce((o, k) => o?.[k], m))}`, DAMAGED);
+  };
+  need(TASKS.includes(m.task), 'task', `one of ${TASKS.join(', ')}`);
+  need(Array.isArray(m.labels) && m.labels.length > 0 && m.labels.every((l) => typeof l === 'string'), 'labels',
+    'a non-empty list of strings');
+  need(isInt(m.max_sequence_length) && m.max_sequence_length >= 2 && m.max_sequence_length <= MAX_SEQUENCE_LENGTH,
+    'max_sequence_length', `an integer from 2 to ${MAX_SEQUENCE_LENGTH}`);
+  need(Array.isArray(m.inputs) && m.inputs.length > 0 && m.inputs.every((i) => INPUT_NAMES.includes(i?.name)),
+    'inputs', `a list of model inputs named ${INPUT_NAMES.join(', ')}`);
+  need(isObject(m.tokenizer), 'tokenizer', 'an object of tokenizer settings');
+  need(m.tokenizer.vocab_size == null || isPositiveInt(m.tokenizer.vocab_size), 'tokenizer.vocab_size',
+    'a positive integer');
+  need(m.tokenizer.special_tokens == null || isObject(m.tokenizer.special_tokens), 'tokenizer.special_tokens',
+    'an object');
+  need(Array.isArray(m.artifacts) && m.artifacts.length > 0 && m.artifacts.every((a) => isObject(a)
+    && ['recipe', 'backend', 'precision', 'file'].every((k) => typeof a[k] === 'string')), 'artifacts',
+  'a non-empty list of objects with recipe, backend, precision and file');
+  m.artifacts.forEach((a, i) => {
+    const buckets = a.details?.buckets;
+    need(a.backend !== 'tflite' || buckets == null || (Array.isArray(buckets) && buckets.length > 0
+      && buckets.every((b) => isInt(b) && b >= 1 && b <= MAX_SEQUENCE_LENGTH)), `artifacts.${i}.details.buckets`,
+    `a non-empty list of integers from 1 to ${MAX_SEQUENCE_LENGTH}`);
+  });
+  need(isObject(m.files) && Object.values(m.files).every((f) => isObject(f) && isInt(f.bytes) && f.bytes >= 0
+    && typeof f.sha256 === 'string' && /^[0-9a-f]{64}$/.test(f.sha256)), 'files',
+  'an object mapping file names to {bytes, sha256}');
+}
+
+/** The verified TFLite artifact to run: `precision` if given, else the Android app's choice. */
+export function chooseArtifact(manifest, precision = null) {
+  const usable = manifest.artifacts.filter((a) => a.backend === 'tflite' && a.verification?.passed
+    && a.precision !== 'int8-static'); // LiteRT.js does not expose the int8 logits' scale and zero point
+  const candidates = usable.filter((a) => !precision || a.precision === precision);
+  if (!candidates.length) {
+    const have = usable.map((a) => a.precision).join(', ') || 'none';
+    throw new BundleError(precision ? `the bundle has no verified tflite:${precision} model (it has: ${have})`
+      : 'the bundle has no TFLite model the page can run',
+    precision ? 'pick one of those precisions' : 'convert with --format tflite (the default tflite,onnx)');
+  }
+  const artifact = candidates.sort((a, b) => precisionRank(a.precision) - precisionRank(b.precision))[0];
+  if (typeof artifact.file !== 'string' || !/^[^/\\]+$/.test(artifact.file) || artifact.file.startsWith('.')) {
+    throw new BundleError(`artifacts' file ${JSON.stringify(artifact.file)} is not a plain file name in the bundle`,
+      'use the bundle as the converter wrote it');
+  }
+  return artifact;
+}
+
+/** The longest row fed to the model, the same in every runtime (runtime/contract.py bundle_input_length):
+ * max_sequence_length, or the largest bucket of any TFLite artifact when smaller. */
+export function inputLength(manifest) {
+  const largest = manifest.artifacts.filter((a) => a.backend === 'tflite' && a.details?.buckets?.length)
+    .map((a) => Math.max(...a.details.buckets));
+  return Math.min(manifest.max_sequence_length ?? Infinity, ...largest);
+}
+
+export async function sha256(bytes) {
+  if (!globalThis.crypto?.subtle) {
+    throw new BundleError('the browser offers no SHA-256 here: the page is not in a secure context',
+      'open it through http://localhost (on a phone: adb reverse tcp:8000 tcp:8000) or https');
+  }
+  const digest = await crypto.subtle.digest('SHA-256', bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Bytes of `name`, refused unless their size and SHA-256 are the manifest's. */
+export async function verifiedFile(source, manifest, name) {
+  const entry = manifest.files[name];
+  if (!entry) throw new BundleError(`manifest.json does not list ${name}: a file the runtime would read unchecked`, DAMAGED);
+  const bytes = await source.read(name);
+  if (bytes.length !== entry.bytes || (await sha256(bytes)) !== entry.sha256) {
+    throw new BundleError(`${name} does not match the manifest's size and SHA-256: the file is damaged or was changed`,
+      'copy the bundle again from the converter\'s output');
+  }
+  return bytes;
+}
+
+const textLines = (bytes) => {
+  const lines = new TextDecoder('utf-8', { fatal: true }).decode(bytes).split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  return lines;
+};
+
+/** `expectedSha256` written as the converter prints it: 64 hexadecimal digits, optionally after "sha256:". */
+export function parsePin(expectedSha256) {
+  if (expectedSha256 == null) return null;
+  const match = /^(?:sha256:)?([0-9a-fA-F]{64})$/.exec(String(expectedSha256).trim());
+  if (!match) {
+    throw new TypeError(`expectedSha256 ${JSON.stringify(expectedSha256)} is not a SHA-256: pass the 64 hexadecimal `
+      + 'digits the converter printed as the bundle\'s pin');
+  }
+  return match[1].toLowerCase();
+}
+
+/** The manifest and the files it lists must agree: labels.txt, the vocabulary's size. */
+function checkAgreement(manifest, labels, vocab, vocabFile) {
+  if (JSON.stringify(labels) !== JSON.stringify(manifest.labels)) {
+    throw new BundleError(`labels.txt (${labels.join(', ')}) and the manifest's labels (${manifest.labels.join(', ')}) `
+      + 'differ: every answer would carry the wrong label', MISMATCH);
+  }
+  const expected = manifest.tokenizer.vocab_size;
+  if (expected != null && vocab.length !== expected) {
+    throw new BundleError(`${vocabFile} has ${vocab.length} tokens but the manifest's tokenizer has ${expected}: `
+      + 'the vocabulary does not belong to this model', MISMATCH);
+  }
+}
+
+/** Manifest, labels, vocabulary and model bytes of a bundle, every file verified; `expectedSha256` pins the
+ * manifest (and through its SHA-256 list, every file). */
+export async function openBundle(source, precision = null, expectedSha256 = null) {
+  const want = parsePin(expectedSha256);
+  let manifest;
+  const manifestBytes = await source.read('manifest.json');
+  const pin = await sha256(manifestBytes); // the bundle's pin (docs/manifest.md)
+  if (want !== null && pin !== want) {
+    throw new BundleError(`${source.describe()}manifest.json has SHA-256 ${pin}, not the pinned ${want}: this is not the `
+      + 'bundle the app was built for', 'serve the bundle whose pin the converter printed, or update expectedSha256');
+  }
+  try {
+    manifest = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(manifestBytes));
+  } catch (err) {
+    throw new BundleError(`manifest.json is not valid JSON: ${err.message}`, DAMAGED);
+  }
+  checkManifest(manifest);
+  const artifact = chooseArtifact(manifest, precision);
+  const labels = textLines(await verifiedFile(source, manifest, 'labels.txt'));
+  const vocabFile = manifest.tokenizer.vocab_file ?? 'vocab.txt';
+  const vocab = textLines(await verifiedFile(source, manifest, vocabFile));
+  checkAgreement(manifest, labels, vocab, vocabFile);
+  const model = await verifiedFile(source, manifest, artifact.file);
+  return { manifest, artifact, labels, vocab, model, pin, where: source.describe() };
+}
+
+/** The model file must run what its manifest entry and the manifest say: its seq_<length> signatures are the
+ * listed buckets, and each takes exactly the manifest's inputs. `model`: a BucketedModel. */
+export function checkModelAgreement(manifest, artifact, model) {
+  const listed = artifact.details?.buckets;
+  if (listed && JSON.stringify([...listed].sort((a, b) => a - b)) !== JSON.stringify(model.buckets)) {
+    throw new BundleError(`${artifact.file} has buckets ${model.buckets.join(', ')} but the manifest lists `
+      + `${[...listed].sort((a, b) => a - b).join(', ')}`, MISMATCH);
+  }
+  const names = manifest.inputs.map((i) => i.name).sort();
+  for (const [bucket, inputs] of model.signatureInputs) {
+    if (JSON.stringify([...inputs].sort()) !== JSON.stringify(names)) {
+      throw new BundleError(`${artifact.file}'s signature seq_${bucket} takes ${inputs.join(', ')} but the manifest's `
+        + `inputs are ${names.join(', ')}`, MISMATCH);
+    }
+  }
+}
