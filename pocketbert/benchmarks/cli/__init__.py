@@ -9,6 +9,7 @@
     python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
     python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
     python -m benchmarks conversion-time CHECKPOINT [--opt …] [--recipe …] [--cprofile N]  # a conversion's stages
+    python -m benchmarks web-peers BUNDLE… [--quick] [--texts 200] [--threads 1,2]  # in Chromium, beside transformers.js
     python -m benchmarks report   [--results DIR] [--out pocketbert/benchmarks/REPORT.md]
 
 Results are JSON files in one schema (pocketbert/benchmarks/schema.py) under pocketbert/benchmarks/results/
@@ -19,12 +20,12 @@ is in a checkout of the repository; an installed package (pocketbert-bench) writ
 group.py holds the command group, common.py what the commands share; one module per family of commands:
 building.py ``bundles``, ``conversion-time``; speed.py ``latency``, ``throughput``, ``corpus``; phone.py
 ``device``; scores.py ``accuracy``, ``gates``, ``glue``; quantised.py ``size-frontier``, ``full-integer``,
-``full-integer-levers``; emulation.py ``cpus``, ``arm64``; reporting.py ``report``.
+``full-integer-levers``; emulation.py ``cpus``, ``arm64``; web.py ``web-peers``; reporting.py ``report``.
 """
 
 from __future__ import annotations
 
-from . import building, emulation, phone, quantised, reporting, scores, speed  # noqa: F401  (registers the commands)
+from . import building, emulation, phone, quantised, reporting, scores, speed, web  # noqa: F401  (registers the commands)
 from .group import cli
 
 __all__ = ["cli"]
