@@ -13,8 +13,6 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MODULES = join(HERE, 'node_modules');
-const TABLES = join(HERE, '..', '..', 'android_demo', 'core', 'src', 'main', 'resources', 'pocketbert', 'core', 'text',
-  'unicode-tables.txt');
 const RUNTIMES = ['ours', 'transformers', 'mediapipe'];
 // where each runtime looks for its WebAssembly, and which files it may load from there
 const WASM = {
@@ -29,7 +27,7 @@ if (!out || (flag !== undefined && flag !== '--web-src')) {
   process.exit(2);
 }
 for (const runtime of RUNTIMES) {
-  // the demo page's modules import @litertjs/core from web_demo/: resolve it from this folder's packages
+  // --web-src's modules import @litertjs/core: resolved from this folder's packages when theirs has none
   await build({ entryPoints: [join(HERE, 'src', `${runtime}.js`)], bundle: true, format: 'esm', target: 'es2022',
     outfile: join(out, `${runtime}.js`), nodePaths: [MODULES], alias: { 'pocketbert-web-src': webSrc }, logLevel: 'warning' });
   writeFileSync(join(out, `${runtime}.html`), `<!doctype html><meta charset="utf-8"><title>${runtime}</title>`
@@ -39,5 +37,4 @@ for (const [folder, [from, pattern]] of Object.entries(WASM)) {
   mkdirSync(join(out, folder), { recursive: true });
   for (const name of readdirSync(from).filter((n) => pattern.test(n))) copyFileSync(join(from, name), join(out, folder, name));
 }
-copyFileSync(TABLES, join(out, 'unicode-tables.txt'));
 console.log(`built ${out}`);
