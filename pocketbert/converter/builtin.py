@@ -75,3 +75,23 @@ BUILTIN = {model.name: model for model in [
         default_labels=("negative", "positive")),
 ]}
 DEFAULT_MODEL = "sst2-demo"
+
+#: ``builtin:NAME`` names a built-in model even where a folder NAME in the working directory would be taken instead
+PREFIX = "builtin:"
+
+
+def builtin_name(spec: str) -> str | None:
+    """The built-in model ``spec`` stands for: ``builtin:NAME``, or a bare NAME that no path of that name hides."""
+    if spec.startswith(PREFIX) and spec[len(PREFIX):] in BUILTIN:
+        return spec[len(PREFIX):]
+    return spec if spec in BUILTIN and not Path(spec).exists() else None
+
+
+def hidden_builtin(spec: str) -> str | None:
+    """The built-in model a path of the same name hides (``spec`` is a bare built-in name and that path exists)."""
+    return spec if spec in BUILTIN and Path(spec).exists() else None
+
+
+def short_name(spec: str) -> str:
+    """What default output names are made from: the built-in model's name, or the checkpoint folder's."""
+    return builtin_name(spec) or Path(spec).name

@@ -19,8 +19,8 @@ from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha25
 from pocketbert.runtime.errors import BundleError
 
 from . import __version__
-from .errors import ConverterInputError, OutputError
-from .staging import Staging
+from .errors import ConverterInputError
+from .staging import Staging, refuse_overlap
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
     if target not in TARGETS:
         raise ConverterInputError(f"unknown target {target!r}", f"choose one of {', '.join(TARGETS)}")
     bundle = _open(source)
-    _refuse_overlap(bundle.root, Path(out))
+    refuse_overlap(bundle.root, Path(out), "source bundle")
     kept = choose(bundle, target, recipe)
     names = files_for(bundle, TARGETS[target], kept)
     staging = Staging(Path(out), overwrite)  # refuses an --out it may not replace before any hashing
@@ -147,16 +147,6 @@ def _verify_source(bundle: Bundle, names: list[str]) -> dict[str, int]:
                 for name in dict.fromkeys([*names, *bundle.manifest["files"]])}
     except BundleError as exc:
         raise ConverterInputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
-
-
-def _refuse_overlap(source: Path, out: Path) -> None:
-    """--out must lie outside the source bundle and not hold it: --overwrite would otherwise replace it."""
-    dest = out.expanduser().resolve()
-    where = "is" if dest == source else "is inside" if source in dest.parents else "holds" \
-        if dest in source.parents else None
-    if where:
-        raise OutputError(f"--out {str(out)!r} {where} the source bundle {str(source)!r}, which the cut never writes",
-                          "choose an --out path outside the source bundle")
 
 
 def _read_files(manifest_path: Path) -> dict:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from . import loading, shared_body
+from . import accuracy_gate, loading, shared_body
+from .errors import ConverterInputError
 from .factored_table import factor
 from .training import checkpoint_job as job
 from .training.evaluate import evaluate
@@ -44,10 +45,15 @@ class FactorOptions:
     train_limit: int | None = None
     data_dir: str | None = None
     overwrite: bool = False
+    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
+    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print) -> tuple[Path, dict]:
     """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint."""
+    loading.refuse_as_output(out, source=checkpoint)
+    if options.vocab_size:
+        check_vocab_size(checkpoint, options.vocab_size)
     job.begin(out, options.overwrite, options.threads)
     budget = parse_budget(options.retune) if options.retune else None
     if budget is not None and budget.steps == 0:
@@ -78,12 +84,23 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
         job.round_to_fp16(student.model, keep=lambda name: options.share_body and not shared_body.is_own_key(name))
         after = _score(student, tokenizer, dev, length)
         log(f"dev {metric} with the weights rounded to float16: {after[metric]:.2f}")
+    accuracy_gate.check("factor-embeddings", metric, scores["dev_before"], after, allow=options.allow_accuracy_loss,
+                        max_drop=options.max_accuracy_drop, log=log)
     body = shared_body.reference(student.model, checkpoint) if options.share_body else None
     record = _record(student, train, dev, options=options,
                      report={**report, **scores, "dev_after": after, "base_weights": body})
     path = job.write(student.model, tokenizer, out, overwrite=options.overwrite, record=record, fp16=options.fp16,
                      transforms=job.saved_transforms(student.model.config), base_weights=body)
     return path, record
+
+
+def check_vocab_size(checkpoint: str, size: int) -> None:
+    """``--vocab-size`` must trim: checked from config.json before the model is loaded or anything trained."""
+    rows = loading.vocabulary_size(checkpoint)
+    if rows is not None and size >= rows:
+        raise ConverterInputError(f"--vocab-size {size} is not smaller than the vocabulary ({rows} pieces), so "
+                                  "there is nothing to trim", f"give --vocab-size below {rows}, or leave it out to "
+                                  "keep the whole vocabulary")
 
 
 def _record(student, train, dev, *, options: FactorOptions, report: dict) -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from . import int4_grid, int4_packing, loading
+from . import accuracy_gate, int4_grid, int4_packing, loading
 from .errors import ConverterInputError
 from .training import checkpoint_job as job
 from .training.finetune import eval_length
@@ -38,11 +38,14 @@ class Int4Options:
     train_limit: int | None = None
     data_dir: str | None = None
     overwrite: bool = False
+    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
+    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print) -> tuple[Path, dict]:
     """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
     (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint)."""
+    loading.refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     student = loading.load(checkpoint)
@@ -61,6 +64,8 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     log(f"{f'tuned through int4 ({run.steps} steps, {run.seconds:.0f} s) and ' if run else ''}put on the grid "
         f"({tensors} tensors{', stored packed, the rest float16' if options.pack else ''}): dev {metric} "
         f"{scores['dev_int4_before'][metric]:.2f} -> {after[metric]:.2f}")
+    accuracy_gate.check("int4-tune", metric, scores["dev_float"], after, allow=options.allow_accuracy_loss,
+                        max_drop=options.max_accuracy_drop, log=log)
     report = {"teacher": (options.teacher or "the checkpoint itself") if run else None, "tensors_on_grid": tensors,
               "packed": options.pack, "budget": options.budget.to_json(), "lr": options.lr,
               "steps": run.steps if run else 0, "seconds": round(run.seconds, 1) if run else 0, "loss": LOSS}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from . import loading
+from . import accuracy_gate, loading
 from .errors import ConverterInputError
 from .families.base import FeedForward
 from .training import checkpoint_job as job
@@ -47,11 +47,14 @@ class NarrowOptions:
     train_limit: int | None = None
     data_dir: str | None = None
     overwrite: bool = False
+    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
+    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print) -> tuple[Path, dict]:
     """Keep ``options.width`` units of every feed-forward block of ``checkpoint``, refit each block's output
     projection on ``task``'s training text, optionally distil, and write the result with its record."""
+    loading.refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     loaded = loading.load(checkpoint)
@@ -76,6 +79,8 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
     scores["dev_after"] = job.score(loaded, dev, length)
     if run:
         log(f"distilled ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {scores['dev_after'][metric]:.2f}")
+    accuracy_gate.check("narrow", metric, scores["dev_before"], scores["dev_after"],
+                        allow=options.allow_accuracy_loss, max_drop=options.max_accuracy_drop, log=log)
     report = {"width_before": before, "width_after": options.width, "feed_forward_blocks": len(blocks),
               "texts": texts, "ridge": RIDGE, "teacher": (options.teacher or "the input") if run else None,
               "budget": options.budget.to_json(), "lr": options.lr, "steps": run.steps if run else 0,

@@ -15,7 +15,8 @@ from . import texts as textdata
 from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts
-from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, parse_size, select
+from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, select
+from .sizes import parse_size
 from .training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA
 
@@ -167,10 +168,8 @@ def _max_bytes(options: ConvertOptions) -> int | None:
     """``--max-size`` in bytes; it chooses the TFLite recipe, so it excludes the other ways of choosing one."""
     if options.max_size is None:
         return None
-    size = options.max_size if isinstance(options.max_size, int) and not isinstance(options.max_size, bool) \
-        else parse_size(options.max_size)
-    if size < 1:
-        raise ConverterInputError(f"--max-size {options.max_size!r} is not a size", "write it as e.g. --max-size 8MB")
+    given = options.max_size
+    size = parse_size(str(given) if isinstance(given, int) and not isinstance(given, bool) else given)
     if options.recipes:
         raise ConverterInputError("--max-size and --recipe both choose what to build",
                                   "give --max-size with --format tflite (it picks the recipe), or name recipes with "

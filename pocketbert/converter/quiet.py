@@ -6,6 +6,11 @@ C++, which Python-level redirection cannot catch.  :func:`silenced` points fds 1
 original descriptors: our messages, click's help and errors still reach the terminal.  Libraries'
 Python-level narration is caught where it happens (backends wrap those calls).  Set
 POCKETBERT_VERBOSE=1 to see everything.
+
+:func:`mute_import_chatter` drops what libraries say while they are imported, before anything of ours:
+transformers imports torchao whenever it is installed (its quantizer registry, on the first model class), and
+torchao logs a warning for each optional CUDA kernel library it cannot load, then registers enums that torch's
+pytree warns about.  The package imports it first (converter/__init__.py), so every entry point has it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,32 @@ import os
 import sys
 
 VERBOSE = os.environ.get("POCKETBERT_VERBOSE") == "1"
+
+#: logger -> the start of the messages it only says on import, about nothing this program uses
+IMPORT_CHATTER = {
+    "torchao": ("Failed to load ",),  # its optional CUDA kernel libraries (_C_mxfp8…so, _C_cutlass_90a…so)
+    "torch.utils._pytree": ("%s is an Enum subclass and is now natively supported",),  # torchao's register_constant
+}
+
+
+class _DropChatter(logging.Filter):
+    def __init__(self, prefixes: tuple[str, ...]):
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
+def mute_import_chatter() -> None:
+    """Filter :data:`IMPORT_CHATTER` out of those loggers (only those messages: a library's other warnings still
+    pass).  Idempotent; nothing with POCKETBERT_VERBOSE=1."""
+    if VERBOSE:
+        return
+    for name, prefixes in IMPORT_CHATTER.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropChatter) for f in logger.filters):
+            logger.addFilter(_DropChatter(prefixes))
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from pocketbert.runtime.contract import TASKS  # noqa: F401  (the CLI's --task c
 from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError
 from .opts import Opts
+from .sizes import parse_size  # noqa: F401  (read here before sizes.py existed)
 
 INT8_METHODS = ("dynamic", "static")
 #: --int8 values: auto builds every int8 method and keeps the fastest that passes verification
@@ -61,21 +62,6 @@ class Fit(RecipeChoice):
     @property
     def name(self) -> str:
         return f"{self.candidates[0].backend}:max-size-{self.max_bytes / 1e6:g}MB"
-
-
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "k": 10**3, "mb": 10**6, "m": 10**6, "gb": 10**9, "g": 10**9}
-
-
-def parse_size(text: str) -> int:
-    """'8MB', '8.5 MB', '750kB' -> bytes (decimal units, as the converter prints sizes)."""
-    import re
-
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
-    unit = match and _SIZE_UNITS.get(match.group(2).lower())
-    if not match or unit is None or float(match.group(1)) * unit < 1:
-        raise ConverterInputError(f"--max-size {text!r} is not a size",
-                                  "write it as a number and a unit, e.g. --max-size 8MB")
-    return int(float(match.group(1)) * unit)
 
 
 def formats() -> tuple[str, ...]:

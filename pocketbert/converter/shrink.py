@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from . import loading
+from . import accuracy_gate, loading
 from .errors import ConverterInputError
 from .factored_table import whole_table
 from .shared_table import KEY as SHARED_TABLE_KEY
@@ -65,9 +65,11 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       lr: float = 1e-4, threads: int | None = None, freeze_word_embeddings: bool = False,
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
+                      allow_accuracy_loss: bool = False, max_accuracy_drop: float = accuracy_gate.MAX_DROP,
                       log=print) -> tuple[Path, dict]:
     """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
+    loading.refuse_as_output(out, source=checkpoint)
     job.begin(out, overwrite, threads)  # before any training
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
@@ -86,6 +88,9 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit
     record = run(prepared, teacher.model, student.model, teacher.family, log=log)
     record = _judged_against_the_original(record, _input_record(teacher.checkpoint), teacher, log)
+    scores = record["dev_scores"]
+    accuracy_gate.check("shrink", record["metric"], scores["parent"], scores["recovered"], allow=allow_accuracy_loss,
+                        max_drop=max_accuracy_drop, log=log)
     record["recipe"].update(layers=layers, kept_blocks=keep)
     record["shrink"] = {"layers_before": total, "layers_after": layers, "kept_blocks": keep,
                         "layer_map": [m * total // layers for m in range(layers + 1)]}

@@ -23,7 +23,9 @@ import functools
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,61 @@ def _exchange(a: Path, b: Path) -> bool:
     if code in _UNSUPPORTED:
         return False
     raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+# --- what --out may never be -------------------------------------------------------------------
+
+def refuse_overlap(source: Path, out: Path, what: str = "source checkpoint") -> None:
+    """--out must lie outside ``source`` (what the command reads) and not hold it, symlinks resolved: even with
+    --overwrite, replacing it would destroy the input the command was given."""
+    source, dest = Path(source).expanduser().resolve(), Path(out).expanduser().resolve()
+    where = "is" if dest == source else "is inside" if source in dest.parents else "holds" \
+        if dest in source.parents else None
+    if where:
+        raise OutputError(f"--out {str(out)!r} {where} the {what} {str(source)!r}, which this command reads and "
+                          "never replaces (not even with --overwrite)",
+                          f"choose an --out path outside the {what}, e.g. --out {str(source.parent / (source.name + '-new'))!r}")
+
+
+# --- termination ---------------------------------------------------------------------------------
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that the staging directory goes as it does on Ctrl-C."""
+
+
+class _SigtermAsInterrupt:
+    """While a staging directory exists, SIGTERM unwinds like Ctrl-C: Python's default ends the process on the
+    spot and leaves the directory behind.  Only from the main thread, and only over the default handler (an
+    application that set its own keeps it).  During the clean-up a SIGTERM is held until it is done."""
+
+    def __init__(self):
+        self.installed = False
+        self.held = False
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._raise)
+            self.installed = True
+
+    def hold(self) -> None:
+        if self.installed:
+            signal.signal(signal.SIGTERM, self._hold)
+
+    def uninstall(self) -> None:
+        """Back to the default; a SIGTERM held meanwhile is raised now."""
+        if self.installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            self.installed = False
+            if self.held:
+                raise Terminated()
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise Terminated()
+
+    def _hold(self, signum, frame):
+        self.held = True
 
 
 # --- leftovers of earlier runs -------------------------------------------------------------------
@@ -179,6 +236,7 @@ class Staging:
         self.path: Path | None = None
         self.needed: tuple[int, str] | None = None  # estimate given to reserve(), for a disk-full message
         self._created: list[Path] = []  # parent directories we made, removed again on failure
+        self._sigterm = _SigtermAsInterrupt()
         if self.dest.parent.is_dir():
             recover_interrupted(self.dest)
         self._check()
@@ -229,6 +287,7 @@ class Staging:
                               "choose a new directory for --out, e.g. --out ./bundle")
 
     def __enter__(self) -> Staging:
+        self._sigterm.install()  # before the directory exists: no moment where a SIGTERM leaks it
         try:
             missing = [p for p in [self.dest.parent, *self.dest.parent.parents] if not p.exists()]
             self.dest.parent.mkdir(parents=True, exist_ok=True)
@@ -236,17 +295,24 @@ class Staging:
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.partial-{os.getpid()}-",
                                               dir=self.dest.parent))
         except OSError as exc:
+            self._sigterm.uninstall()
             raise output_error_for_disk(exc, str(self.dest)) or OutputError(
                 f"cannot create the output directory: {exc.strerror}: {exc.filename}",
                 "choose an --out path in a directory you can write to") from exc
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self.path is not None and self.path.exists():
-            shutil.rmtree(self.path, ignore_errors=True)
-            for directory in self._created:
-                with contextlib.suppress(OSError):
-                    directory.rmdir()  # only if still empty
+        self._sigterm.hold()
+        try:
+            if self.path is not None and self.path.exists():
+                shutil.rmtree(self.path, ignore_errors=True)
+                for directory in self._created:
+                    with contextlib.suppress(OSError):
+                        directory.rmdir()  # only if still empty
+        finally:
+            if isinstance(exc, KeyboardInterrupt):
+                self._sigterm.held = False  # already unwinding: a SIGTERM held meanwhile adds nothing
+            self._sigterm.uninstall()
         if isinstance(exc, Exception) and not isinstance(exc, OutputError):
             needed = None
             if self.needed:

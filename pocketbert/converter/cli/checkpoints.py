@@ -1,5 +1,7 @@
 """The checkpoint -> checkpoint commands: finetune, recover, trim-vocab, share-embeddings, factor-embeddings,
-int4-tune, narrow and shrink."""
+int4-tune, narrow and shrink.  Each refuses an --out that is, holds or lies inside a checkpoint it reads (even
+with --overwrite); the four that change accuracy (factor-embeddings, int4-tune, narrow, shrink) refuse a result
+that loses more than --max-accuracy-drop against CHECKPOINT, as the conversion does."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import click
 
 from pocketbert.runtime.terminal import plain
 
-from ..builtin import BUILTIN
+from ..builtin import short_name
 from ..training.defaults import RECOVERY_BUDGET
 from .common import (
     CHECKPOINT_EXIT_CODES,
+    LEVER_EXIT_CODES,
     TASK_HELP,
+    accuracy_gate_options,
     budget,
     checkpoint_argument,
     checkpoint_job_options,
@@ -21,6 +25,7 @@ from .common import (
     opt_list,
     out_console,
     overwrite_checkpoint_option,
+    refuse_own_input,
     training_options,
 )
 from .group import cli
@@ -48,8 +53,9 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
     from ..training.finetune import finetune as run
 
     if out is None:
-        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        name = short_name(checkpoint)
         out = Path("models") / f"{name}-{task_name.replace(':', '-').replace('/', '_')}"
+    refuse_own_input(out, source=checkpoint)
     options = FinetuneOptions(checkpoint=checkpoint, task=task_name, dev=str(dev) if dev else None, out=out,
                               budget=budget, lr=lr, batch_size=batch_size, max_length=max_length, seed=seed,
                               threads=threads, data_dir=data_dir, train_limit=train_limit, resume=resume,
@@ -99,8 +105,9 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
 
     opt_list = parse_opts(opts)
     if out is None:
-        name = checkpoint if checkpoint in BUILTIN else Path(checkpoint).name
+        name = short_name(checkpoint)
         out = Path("models") / f"{name}-{'-'.join(opt_list)}"
+    refuse_own_input(out, source=checkpoint)
     options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
                              temperature=temperature, hard_weight=hard_weight, stream_weight=stream_weight, init=init,
                              batch_size=batch_size, max_length=max_length, seed=seed, data_dir=data_dir,
@@ -129,6 +136,7 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
     """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
     from ..vocab_trim import trim_checkpoint
 
+    refuse_own_input(out, source=checkpoint)
     path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16, retune=retune,
                                    retune_lr=retune_lr, threads=threads, train_limit=train_limit,
                                    overwrite=overwrite, log=log)
@@ -152,6 +160,7 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
     halves the checkpoint with no change to tokenization."""
     from ..base_embeddings import share_checkpoint
 
+    refuse_own_input(out, source=checkpoint, base=base)
     path, record = share_checkpoint(checkpoint, base, task_name, out, retune=retune, lr=lr, fp16=fp16,
                                     threads=threads, train_limit=train_limit, data_dir=data_dir,
                                     overwrite=overwrite, log=log)
@@ -159,7 +168,7 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
 
 
 @cli.command("factor-embeddings", short_help="Factor the word-embedding table into a narrow table and a projection "
-             "(smaller files).", epilog=CHECKPOINT_EXIT_CODES)
+             "(smaller files).", epilog=LEVER_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Training text that chooses the pieces, "
               "weights the rows and re-tunes the factors. " + TASK_HELP)
@@ -174,21 +183,24 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
 @click.option("--share-body", is_flag=True, help="Store the word embeddings only: the loader takes every other "
               "weight from CHECKPOINT (sha256 checked), which must then stay installed.")
 @checkpoint_job_options()
+@accuracy_gate_options
 def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share_body, out, fp16, threads, train_limit,
-                      data_dir, overwrite):
+                      data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Factor CHECKPOINT's word embeddings at RANK (a narrow table and a learned projection, as MobileBERT's
     embedding) and re-tune the factors by distillation from CHECKPOINT on TASK's text. With int4 rows a 384-wide
     table shrinks from 204 to RANK/2 + 12 bytes a row."""
     from ..factor_embeddings import FactorOptions, factor_checkpoint
 
+    refuse_own_input(out, source=checkpoint)
     options = FactorOptions(rank=rank, vocab_size=vocab_size, retune=retune, lr=lr, share_body=share_body, fp16=fp16,
-                            threads=threads, train_limit=train_limit, data_dir=data_dir, overwrite=overwrite)
+                            threads=threads, train_limit=train_limit, data_dir=data_dir, overwrite=overwrite,
+                            allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop)
     path, record = factor_checkpoint(checkpoint, task_name, out, options, log=log)
     out_console.print(plain(f"wrote {path}"))
 
 
 @cli.command("int4-tune", short_help="Distil a checkpoint through int4 rounding and put it on the int4 grid "
-             "(int4 files that keep every Linear at 4 bits).", epilog=CHECKPOINT_EXIT_CODES)
+             "(int4 files that keep every Linear at 4 bits).", epilog=LEVER_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the distillation. "
               + TASK_HELP)
@@ -200,20 +212,24 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
 @click.option("--pack", is_flag=True, help="Store the int4 weights two to a byte and every other weight in float16 "
               "(about an eighth of the float32 checkpoint).")
 @checkpoint_job_options(fp16=False)
-def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, train_limit, data_dir, overwrite):
+@accuracy_gate_options
+def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, train_limit, data_dir, overwrite,
+              max_accuracy_drop, allow_accuracy_loss):
     """Train every weight of CHECKPOINT with its Linears and word-embedding table rounded to the int4 grid of
     tflite:int4-dynamic (one scale per row, max|w|/7), matching the teacher's logits and hidden states on TASK's
     text, then write the weights onto that grid: the int4 file then holds the checkpoint's weights exactly."""
     from ..int4_tune import Int4Options, int4_tune_checkpoint
 
+    refuse_own_input(out, source=checkpoint, teacher=teacher)
     options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
-                          data_dir=data_dir, overwrite=overwrite)
+                          data_dir=data_dir, overwrite=overwrite, allow_accuracy_loss=allow_accuracy_loss,
+                          max_accuracy_drop=max_accuracy_drop)
     path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log)
     out_console.print(plain(f"wrote {path}"))
 
 
 @cli.command(short_help="Narrow every feed-forward block of a checkpoint, refitting its output (smaller, faster).",
-             epilog=CHECKPOINT_EXIT_CODES)
+             epilog=LEVER_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Text the refit (and any distillation) "
               "reads. " + TASK_HELP)
@@ -226,20 +242,24 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
               help="Distillation after the refit: 500steps, 2epochs, 90s, 20m; 0steps: none (int4-tune next).")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
 @checkpoint_job_options(fp16=False)
-def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, threads, train_limit, data_dir, overwrite):
+@accuracy_gate_options
+def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, threads, train_limit, data_dir, overwrite,
+           max_accuracy_drop, allow_accuracy_loss):
     """Keep --ffn-width hidden units of every feed-forward block of CHECKPOINT (those contributing most to the
     block's output on TASK's text) and refit each block's output projection by least squares to what the wide
     block computed, block by block; then distil for --budget (or run int4-tune on the result)."""
     from ..narrow import NarrowOptions, narrow_checkpoint
 
+    refuse_own_input(out, source=checkpoint, teacher=teacher)
     options = NarrowOptions(width=width, texts=texts, teacher=teacher, budget=budget, lr=lr, threads=threads,
-                            train_limit=train_limit, data_dir=data_dir, overwrite=overwrite)
+                            train_limit=train_limit, data_dir=data_dir, overwrite=overwrite,
+                            allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop)
     path, _ = narrow_checkpoint(checkpoint, task_name, out, options, log=log)
     out_console.print(plain(f"wrote {path}"))
 
 
 @cli.command(short_help="Distil a student with fewer transformer blocks from a checkpoint (smaller, faster).",
-             epilog=CHECKPOINT_EXIT_CODES)
+             epilog=LEVER_EXIT_CODES)
 @checkpoint_argument
 @click.option("--task", "task_name", required=True, metavar="TASK", help="Training text for the distillation. "
               + TASK_HELP)
@@ -252,16 +272,20 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, thread
               help="Keep the word-embedding table as it is; a checkpoint that takes its table from a base model "
               "(share-embeddings) is then written without it, as it was.")
 @checkpoint_job_options(fp16=False)
+@accuracy_gate_options
 def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, threads, train_limit, data_dir,
-           overwrite):
+           overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
     (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
     score, so the accuracy gates judge the result against it."""
     from ..shrink import shrink_checkpoint
 
+    refuse_own_input(out, source=checkpoint)
     path, record = shrink_checkpoint(checkpoint, task_name, layers, out, budget=budget, lr=lr, threads=threads,
                                      freeze_word_embeddings=freeze_word_embeddings, data_dir=data_dir,
-                                     train_limit=train_limit, overwrite=overwrite, log=log)
+                                     train_limit=train_limit, overwrite=overwrite,
+                                     allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop,
+                                     log=log)
     scores, metric = record["dev_scores"], record["metric"]
     out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, parent "
                             f"{scores['parent'][metric]:.2f}, {layers} blocks before distillation "

@@ -32,6 +32,12 @@ CHECKPOINT_EXIT_CODES = """Exit codes: 0 checkpoint written; 2 bad command line;
 file; 6 output not writable, not empty, not ours to replace, or the disk is full; 130 interrupted.
 On any non-zero exit no checkpoint is written (an interrupted finetune continues with --resume)."""
 
+# narrow, shrink, factor-embeddings, int4-tune: they change accuracy, and pass the accuracy gate first
+LEVER_EXIT_CODES = """Exit codes: 0 checkpoint written; 2 bad command line; 3 unusable checkpoint, option or data
+file; 5 the result loses more than --max-accuracy-drop against its source (see --allow-accuracy-loss); 6 output not
+writable, not empty, not ours to replace, inside or holding the source, or the disk is full; 130 interrupted.
+On any non-zero exit no checkpoint is written."""
+
 TASK_HELP = ("A short name (glue:sst2, glue:mrpc, glue:cola, glue:stsb, conll2003) resolved against --data-dir, "
              "or a training file: a GLUE-format TSV or a CoNLL file (told apart by content), with its dev file "
              "given by --dev.")
@@ -126,6 +132,28 @@ def checkpoint_job_options(*, fp16: bool = True):
         return command
 
     return apply
+
+
+def accuracy_gate_options(command):
+    """--allow-accuracy-loss and --max-accuracy-drop, as the conversion spells them, for the commands that change a
+    checkpoint's accuracy (narrow, shrink, factor-embeddings, int4-tune)."""
+    from ..accuracy_gate import MAX_DROP
+
+    for option in reversed((
+            click.option("--max-accuracy-drop", type=click.FloatRange(0), default=MAX_DROP, show_default=True,
+                         help="The most points of the task metric (dev split) the result may lose against "
+                              "CHECKPOINT; more is refused unless --allow-accuracy-loss."),
+            click.option("--allow-accuracy-loss", is_flag=True, help="Write the result even when it loses more than "
+                         "--max-accuracy-drop (said as a warning)."))):
+        command = option(command)
+    return command
+
+
+def refuse_own_input(out: Path, **inputs: str | None) -> None:
+    """--out may never be, hold or lie inside a checkpoint the command reads, --overwrite or not."""
+    from ..loading import refuse_as_output
+
+    refuse_as_output(out, **inputs)
 
 
 def training_options(command):

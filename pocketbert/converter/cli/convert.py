@@ -8,7 +8,7 @@ import click
 
 from pocketbert.locations import DATA_DIR_DEFAULT
 
-from ..builtin import BUILTIN
+from ..builtin import BUILTIN, short_name
 from ..opts import help_texts
 from ..recipes import INT8_CHOICES, TASKS, default_formats
 from ..training.defaults import RECOVERY_BUDGET
@@ -53,7 +53,8 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
                    "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
 @click.option("--max-size", metavar="SIZE",
               help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
-                   "(e.g. 8MB) and passes its bar, or refuse saying what would fit; instead of --opt int8 for TFLite.")
+                   "(e.g. 8MB, 7.5MiB: kB/MB/GB/TB or KiB/MiB/GiB/TiB, or bytes) and passes its bar, or refuse saying "
+                   "what would fit; instead of --opt int8 for TFLite.")
 @click.option("--buckets", metavar="N,N,…", callback=int_list,
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
@@ -146,5 +147,5 @@ def _refuse_recovery_flags() -> None:
 
 
 def default_out(checkpoint: str, opts: str | None) -> Path:
-    name = Path(checkpoint).name if checkpoint not in BUILTIN else checkpoint
+    name = short_name(checkpoint)
     return Path("bundles") / "-".join([name] + [o.strip() for o in (opts or "").split(",") if o.strip()])
