@@ -35,6 +35,7 @@ from . import (
     schema,
     size_frontier_report,
     throughput_report,
+    web_peers_report,
 )
 from .accuracy import add_deltas
 from .latency_report import device_sections, headline, latency_sections
@@ -89,6 +90,7 @@ def build(results_dir: Path, out: Path) -> Path:
     lines += arm64_report.section([f for f in files if f["command"] == "arm64"])
     lines += corpus_report.section([f for f in files if f["command"] == "corpus"])
     lines += size_frontier_report.section(files, out.parent)
+    lines += web_peers_report.section(files)
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:
         lines += ["## Configurations not measured", ""]

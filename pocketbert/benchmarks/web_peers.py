@@ -260,8 +260,10 @@ def agreement(cell: Cell, page_answers: list, python: list, texts: list[str]) ->
     what = {"classification": "top label", "ner": "entities (label, code-point span)"}[cell.task]
     if cell.runtime == "transformers" and cell.task == "ner":
         what = "every token's label (transformers.js gives no spans)"
+    # NER: how many texts had something to agree on (an entity, or a non-O token), so agreement is not vacuous
+    found = sum(1 for a in python if a) if cell.task == "ner" else len(python)
     return {"texts": len(same), "agree": sum(same), "fraction": sum(same) / len(same) if same else None,
-            "compared": what, "first_differences": differ[:5]}
+            "compared": what, "with_answers": found, "first_differences": differ[:5]}
 
 
 # --- the run ---------------------------------------------------------------------------------------------------

@@ -57,8 +57,11 @@ def section(files: list[dict]) -> list[str]:
     for f in (f for f in files if f.get("command") == "web-peers"):
         machine, device, settings = f.get("machine") or {}, f.get("device") or {}, f.get("settings") or {}
         versions = ", ".join(f"{k} {v}" for k, v in (settings.get("versions") or {}).items())
-        lines += [f"From `{Path(f.get('_path', 'web-peers.json')).name}` ({f['created']}): {machine.get('cpu')}, "
-                  f"load average {machine.get('load_average')}; {device.get('user_agent')}; {versions}; "
+        load = (machine.get("load_average") or [None])[0]
+        lines += [f"From `{Path(f.get('_path', 'web-peers.json')).name}` ({f['created']}"
+                  f"{', quick mode: not figures to quote' if f.get('fast') else ''}): {machine.get('cpu')} "
+                  f"({', '.join(machine.get('matrix_flags') or [])}), load average "
+                  f"{'unknown' if load is None else f'{load:.2f}'}; {device.get('user_agent')}; {versions}; "
                   f"{settings.get('texts')} dev texts, {settings.get('warmup')} warm-up + {settings.get('runs')} "
                   "timed calls per length.", "", *table(f["results"]), ""]
     if not lines:
