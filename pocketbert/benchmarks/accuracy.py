@@ -89,6 +89,20 @@ def open_bundle(path: Path):
         raise AccuracyError(exc.problem, exc.fix or "") from exc
 
 
+def check_files(bundle, artifacts) -> None:
+    """Size and SHA-256 of every file a measurement of ``artifacts`` reads (their model files, the tokenizer,
+    labels), before anything is measured: a corrupt last file must not be found after minutes of scoring the
+    others, which the results would then hold without it."""
+    from pocketbert import runtime
+
+    others = {a.file for a in bundle.artifacts} - {a.file for a in artifacts}
+    try:
+        for name in sorted(set((bundle.manifest.get("files") or {})) - others):
+            bundle.file(name)
+    except runtime.Error as exc:
+        raise AccuracyError(f"{bundle.path}: {exc.problem}", exc.fix or "") from exc
+
+
 def load_artifact(path: Path, recipe: str, threads: int | None, instances: int = 1):
     """The runtime pipeline of one artifact: ``runtime.load`` checks its size and SHA-256 and probes the model,
     so a benchmark never scores a file the runtime would refuse."""
@@ -129,6 +143,9 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
 
     data = schema.new_file("accuracy", fast=fast, task=task, split=split, limit=limit)
     examples = _labelled_examples(task, split, data_dir, limit)
+    for path in bundle_paths:  # every bundle's files checked before the first is scored
+        bundle = open_bundle(path)
+        check_files(bundle, [a for a in bundle.artifacts if a.passed and a.backend in backends])
     for path in bundle_paths:
         bundle = open_bundle(path)
         info = describe_bundle(bundle.path, bundle.manifest)

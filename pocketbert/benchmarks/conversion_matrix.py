@@ -80,10 +80,10 @@ def main() -> None:
                               f"cos {real['cosine']:.4f}, top-1 {real['top1_agreement']:.1%}")
                     rows.append([label, opts or "(none)", art.recipe, f"{art.bytes / 1e6:.1f} MB", f"{seconds:.0f}",
                                  parity, f"{damage['top1_agreement']:.1%}" if damage else "-",
-                                 f"{art.latency_ms:.1f}", f"{art.latency_ms / base[art.recipe.split(':')[0]]:.2f}x"])
+                                 f"{art.latency_ms:.1f}", f"{base[art.recipe.split(':')[0]] / art.latency_ms:.2f}×"])
                 print("| " + " | ".join(rows[-1]) + " |", flush=True)
     header = ["model", "--opt", "artifact", "size", "convert s", "parity vs PyTorch",
-              "top-1 vs original (nonorm/relu)", "ms b1 s128", "vs own fp32"]
+              "top-1 vs original (nonorm/relu)", "ms b1 s128", "speed-up vs own fp32"]
     print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(row) + " |")

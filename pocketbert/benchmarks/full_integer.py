@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
-from .accuracy import AccuracyError, bundle_tokenizer, load_artifact, logits_per_example, open_bundle
+from .accuracy import AccuracyError, bundle_tokenizer, check_files, load_artifact, logits_per_example, open_bundle
 from .gates import dev_data, recovery_record
 
 SEQ_LEN = 128
@@ -116,6 +116,9 @@ def measure(bundles: list[Path], *, limit: int | None = None, threads: int = 1, 
     data = schema.new_file("full-integer", fast=limit is not None, machine=describe(), limit=limit,
                            command_line=f"python -m benchmarks full-integer {' '.join(map(str, bundles))} "
                                         f"--threads {threads}" + (f" --limit {limit}" if limit else ""))
+    for path in bundles:  # every bundle's files checked before the first is measured
+        bundle = open_bundle(Path(path))
+        check_files(bundle, [a for a in bundle.artifacts if a.passed])
     for path in bundles:
         data["results"] += measure_bundle(Path(path), limit=limit, threads=threads, data_dir=data_dir,
                                           progress=progress)

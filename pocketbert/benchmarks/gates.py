@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import dev_file
 from .accuracy import AccuracyError, evaluate
 
 MAX_DROP = 1.0
@@ -75,6 +76,9 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
     scored = dev_data(record, dev)
+    if dev is not None:  # a user's file: it must be this task's, or its score means nothing
+        dev_file.check(dev, record, list(manifest.get("labels") or []),
+                       manifest.get("problem_type") == "regression", data_dir)
     data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]

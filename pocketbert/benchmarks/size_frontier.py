@@ -24,15 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
-from .accuracy import AccuracyError, bundle_tokenizer, load_artifact, logits_per_example, open_bundle
+from .accuracy import AccuracyError, bundle_tokenizer, check_files, load_artifact, logits_per_example, open_bundle
 from .gates import MAX_DROP, dev_data, recovery_record
 
 FP32 = "tflite:fp32"
 
 
 def plan(bundle_paths: list[Path], seq_len: int) -> list[tuple]:
-    """(path, bundle, recovery record, TFLite artifacts) of each bundle, or the first refusal: every bundle is
-    checked before minutes of scoring start."""
+    """(path, bundle, recovery record, TFLite artifacts) of each bundle, or the first refusal: every bundle, and
+    the size and SHA-256 of every file to be measured, is checked before minutes of scoring start."""
     planned = []
     for path in bundle_paths:
         bundle = open_bundle(Path(path))
@@ -51,6 +51,7 @@ def plan(bundle_paths: list[Path], seq_len: int) -> list[tuple]:
         if seq_len > bundle.input_length:
             raise AccuracyError(f"--seq-len {seq_len} is longer than {path} takes (its largest TFLite bucket is "
                                 f"{bundle.input_length})", f"pass --seq-len {bundle.input_length} or less")
+        check_files(bundle, arts)
         planned.append((Path(path), bundle, record, arts))
     return planned
 

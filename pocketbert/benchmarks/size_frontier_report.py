@@ -14,10 +14,10 @@ def _sorted(rows: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> list[str]:
-    lines = ["| bundle | task (metric) | recipe | MB | dev score | Δ vs teacher | p50 ms | × vs fp32 |",
+    lines = ["| bundle | task (metric) | recipe | MB | dev score | Δ vs teacher | p50 ms | speed-up vs fp32 |",
              "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in _sorted(rows):
-        speedup = "–" if r.get("speedup_vs_fp32") is None else f"{r['speedup_vs_fp32']:.2f}x"
+        speedup = "–" if r.get("speedup_vs_fp32") is None else f"{r['speedup_vs_fp32']:.2f}×"
         lines.append(f"| {r['bundle_name']} | {r['task']} ({r['metric']}) | {r['runner']} | "
                      f"{r['size_bytes'] / 1e6:.1f} | {r['score']:.2f} | {r['delta_vs_teacher']:+.2f} | "
                      f"{r['p50_ms']:.2f} | {speedup} |")
@@ -99,6 +99,6 @@ def section(files: list[dict], out_dir: Path) -> list[str]:
     source = f" (`{Path(data['_path']).name}`)" if data.get("_path") else ""
     return ["## Size frontier: the TFLite files phones run", "",
             f"Every verified TFLite file of each bundle: size on disk, dev score through the runtime, its distance "
-            f"to the teacher the bundle's recovery record names (the gate: 1.0 point), and p50 latency; × vs fp32 "
-            f"is against the same bundle's tflite:fp32, measured in the same alternating rounds. "
+            f"to the teacher the bundle's recovery record names (the gate: 1.0 point), and p50 latency; the speed-up "
+            f"vs fp32 is against the same bundle's tflite:fp32, measured in the same alternating rounds. "
             f"{settings_line(data)}{source}.", ""] + table(data["results"]) + ["", f"![size frontier]({PNG})", ""]

@@ -7,6 +7,7 @@ unseen by every choice made here (equalisation, smoothing, float fallback, which
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,13 +236,19 @@ class Quantizer:
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]
 
-    def _trial(self, backend, recipe: Recipe, directory: Path, feeds: dict[str, np.ndarray]) -> dict:
-        """One ``--int8 auto`` candidate built plain and timed (a calibrated one: its probe, see :meth:`choose`)."""
+    def _trial(self, backend, recipe: Recipe, directory: Path) -> dict:
+        """One ``--int8 auto`` candidate built plain (a calibrated one: its probe, see :meth:`choose`)."""
         path = directory / f".candidate-{backend.filename(recipe.precision)}"
         probed = recipe.precision == "int8-static"
         artifact = self.plain(recipe, path, probe=probed)
-        return {"recipe": recipe, "path": path, "artifact": None if probed else artifact, "probed": probed,
-                "plain_ms": backends.median_latency_ms(self._load(backend, path, recipe.precision), feeds)}
+        return {"recipe": recipe, "path": path, "artifact": None if probed else artifact, "probed": probed}
+
+    def _timed(self, backend, trials: list[dict], feeds: dict[str, np.ndarray], key: str) -> None:
+        """``trial[key]``: each trial's file timed in alternating rounds with the others (``trial[key + "_rounds"]``
+        its per-round medians), so that load on the machine hits every candidate alike."""
+        runners = [self._load(backend, t["path"], t["recipe"].precision) for t in trials]
+        for trial, rounds in zip(trials, alternating_rounds_ms(runners, feeds)):
+            trial[key], trial[f"{key}_rounds"] = float(np.median(rounds)), rounds
 
     def choose(self, choice: RecipeChoice, directory: Path,
                feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
@@ -254,7 +261,8 @@ class Quantizer:
         since the ladder only adds work (and a probe is never calibrated in full).
         """
         backend = backends.get(choice.candidates[0].backend)
-        trials = [self._trial(backend, recipe, directory, feeds) for recipe in choice.candidates]
+        trials = [self._trial(backend, recipe, directory) for recipe in choice.candidates]
+        self._timed(backend, trials, feeds, "plain_ms")
         best = None
         for trial in sorted(trials, key=lambda t: t["plain_ms"]):
             if best is not None and trial["plain_ms"] >= best["ms"]:
@@ -272,6 +280,10 @@ class Quantizer:
                 trial["outcome"] = "failed the int8 bar"
             elif best is None or trial["ms"] < best["ms"]:
                 best = trial
+        passed = [t for t in trials if "ms" in t]
+        if len(passed) > 1:  # the files that ship, not their plain builds, decide, timed together
+            self._timed(backend, passed, feeds, "ms")
+            best = min(passed, key=lambda t: t["ms"])
         for trial in trials:
             if trial is not best:
                 trial["path"].unlink(missing_ok=True)
@@ -290,8 +302,9 @@ class Quantizer:
         artifact.path = dest
         artifact.details["selection"] = {
             "rule": "--int8 auto: the fastest int8 recipe meeting the int8 bar on the calibration text "
-                    f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine)",
-            "candidates": record}
+                    f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine; "
+                    f"{TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs each, median of the rounds)",
+            "candidates": record, "confidence": confidence(best, passed)}
         return best["recipe"], artifact
 
 
@@ -332,11 +345,49 @@ def _kept_float(backend, directory: Path, equalised: bool) -> Path:
     return directory / f".smoothed-{'equalised' if equalised else 'plain'}-{backend.filename('fp32')}"
 
 
+#: ``--int8 auto``'s timing: the candidates run in turn, ``RUNS_PER_ROUND`` calls each, ``TIMING_ROUNDS`` times (the
+#: order reversed every other round), so a burst of load on the machine lands in one round, not on one candidate
+TIMING_ROUNDS = 5
+RUNS_PER_ROUND = 6
+
+
+def alternating_rounds_ms(runners: list, feeds: dict[str, np.ndarray], rounds: int = TIMING_ROUNDS,
+                          runs: int = RUNS_PER_ROUND) -> list[list[float]]:
+    """Per runner, its median milliseconds in each round; the runners take turns (A B, B A, A B, …)."""
+    for runner in runners:  # first calls allocate and warm caches
+        for _ in range(2):
+            runner(feeds)
+    medians: list[list[float]] = [[] for _ in runners]
+    for r in range(rounds):
+        order = list(range(len(runners)))[::-1 if r % 2 else 1]
+        for i in order:
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                runners[i](feeds)
+                times.append(time.perf_counter() - start)
+            medians[i].append(round(float(np.median(times)) * 1000, 3))
+    return medians
+
+
+def confidence(best: dict | None, passed: list[dict]) -> dict:
+    """How sure ``--int8 auto``'s choice is: in how many rounds the chosen file was the fastest, and the
+    runner-up's time over the chosen one's in each round (1.0: a tie; a round below 1.0 went the other way)."""
+    if best is None or len(passed) < 2:
+        return {"rounds_won": None, "note": "the only candidate that met the int8 bar: no timing decided it"}
+    key = "ms_rounds" if "ms_rounds" in best else "plain_ms_rounds"
+    others = [t for t in passed if t is not best]
+    ratios = [round(min(t[key][r] for t in others) / best[key][r], 3) for r in range(len(best[key]))]
+    return {"rounds_won": f"{sum(x > 1 for x in ratios)} of {len(ratios)}", "runner_up_over_chosen": ratios,
+            "median_ratio": round(float(np.median(ratios)), 3)}
+
+
 def _candidate_record(trial: dict, best: dict | None) -> dict:
     """What the manifest says of one ``--int8 auto`` candidate (a probe never built in full: no figures)."""
     figures = trial["artifact"].details["float_fallback"] if trial["artifact"] else None
     return {"recipe": trial["recipe"].name, "plain_latency_ms": round(trial["plain_ms"], 3),
             "latency_ms": round(trial["ms"], 3) if "ms" in trial else None,
+            "rounds_ms": trial.get("ms_rounds") or trial["plain_ms_rounds"],
             "accepted": figures["accepted"] if figures else None, "chosen": trial is best,
             "outcome": trial.get("outcome", "chosen"),
             **({"timed_on": "a probe calibrated on one batch (a full-integer file's speed does not depend on its "

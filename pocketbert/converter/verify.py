@@ -9,7 +9,11 @@
 
 Logits are compared only where the attention mask is 1 (token classification), per row otherwise.
 For token classification the entities are compared too: most tokens are ``O``, so a model can keep 99%
-of its token predictions while losing every entity.
+of its token predictions while losing every entity.  ``entity_f1`` is what a user measures with the
+runtime's default ``simple`` aggregation: every word piece's tag, grouped into spans as the runtime groups
+them.  A word's later pieces are never trained (their labels are ignored), so int8 flips them more than
+first pieces: reading first pieces only (``word_entity_f1``, the task metric's reading) said 0.991 for the
+NER demo's onnx:int8-dynamic where its entities through the runtime agree at 0.985.
 """
 
 from __future__ import annotations
@@ -80,10 +84,11 @@ class EntityView:
                 for row, starts in zip(logits, batch_starts)]
 
 
-def entity_agreement(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray],
-                     view: EntityView) -> tuple[float, int]:
-    """(entity F1 of ``out`` taking ``ref``'s entities as the truth, the number of ``ref`` entities):
-    seqeval's conlleval rules, as the task metric.  Neither finding any entity is agreement (1.0)."""
+def word_entity_agreement(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray],
+                          view: EntityView) -> tuple[float, int]:
+    """(entity F1 of ``out`` taking ``ref``'s entities as the truth, the number of ``ref`` entities), words
+    read at their first piece with seqeval's conlleval rules, as the task metric.  Neither finding any
+    entity is agreement (1.0)."""
     from seqeval.metrics import f1_score
     from seqeval.metrics.sequence_labeling import get_entities
 
@@ -92,6 +97,43 @@ def entity_agreement(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np
     if entities == 0 and not get_entities(out):
         return 1.0, 0
     return float(f1_score(ref, out, zero_division=0)), entities
+
+
+def simple_entities(labels: Sequence[str], tag_ids: Sequence[int]) -> set[tuple[int, int, str]]:
+    """The spans (first piece, last piece, type) the runtime's ``simple`` aggregation reports for one text's
+    word pieces (special tokens left out): ``B-X`` starts an entity, ``I-X`` (or a tag without prefix)
+    continues an adjacent ``X`` or starts one, ``O`` ends it."""
+    from pocketbert.runtime.ner import split_tag
+
+    spans, start, kind = set(), None, None
+    for i, tag in enumerate(tag_ids):
+        label = labels[tag]
+        bi, this = split_tag(label)
+        if start is not None and (label == "O" or this != kind or bi == "B"):
+            spans.add((start, i - 1, kind))
+            start = None
+        if label != "O" and start is None:
+            start, kind = i, this
+    if start is not None:
+        spans.add((start, len(tag_ids) - 1, kind))
+    return spans
+
+
+def entity_agreement(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray],
+                     masks: Sequence[np.ndarray], labels: Sequence[str]) -> tuple[float, int]:
+    """(F1 of ``out``'s entity spans taking ``ref``'s as the truth, the number of ``ref`` spans), both read as
+    the runtime's ``simple`` aggregation reads a text: every word piece between [CLS] and [SEP] (the first and
+    last attended position of each row).  Neither finding any entity is agreement (1.0)."""
+    found = ref_count = out_count = 0
+    for ref, out, mask in zip(ref_batches, out_batches, masks):
+        for r, o, m in zip(ref, out, mask):
+            n = int(m.sum())
+            a = simple_entities(labels, r[1:n - 1].argmax(-1).tolist())
+            b = simple_entities(labels, o[1:n - 1].argmax(-1).tolist())
+            found, ref_count, out_count = found + len(a & b), ref_count + len(a), out_count + len(b)
+    if ref_count + out_count == 0:
+        return 1.0, 0
+    return 2 * found / (ref_count + out_count), ref_count
 
 
 @dataclass
@@ -104,8 +146,9 @@ class Comparison:
     rel_drift: float  # ||out − ref|| / ||ref||
     cosine: float  # cosine similarity of the flattened logit matrices
     top1_agreement: float
-    entity_f1: float | None = None  # token classification: see entity_agreement
+    entity_f1: float | None = None  # token classification: the runtime's simple aggregation, see entity_agreement
     entities: int | None = None
+    word_entity_f1: float | None = None  # words read at their first piece, see word_entity_agreement
 
     def to_json(self) -> dict:
         # significant digits, not decimals: a 4e-8 parity must not print as 0
@@ -120,8 +163,8 @@ class Comparison:
         if self.top1_agreement < min_agreement:
             misses.append(f"top-1 agreement {self.top1_agreement:.1%} (needs ≥ {min_agreement:.0%})")
         if self.entity_f1 is not None and self.entity_f1 < min_entity_f1:
-            misses.append(f"entity F1 against the float model's {self.entities} entities {self.entity_f1:.1%} "
-                          f"(needs ≥ {min_entity_f1:.0%})")
+            misses.append(f"entity F1 against the float model's {self.entities} entities (simple aggregation) "
+                          f"{self.entity_f1:.1%} (needs ≥ {min_entity_f1:.0%})")
         return ", ".join(misses) or None
 
 
@@ -137,7 +180,8 @@ def compare(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray]
     out = np.concatenate([_rows(o, m) for o, m in zip(out_batches, masks)]).astype(np.float64)
     diff = np.abs(out - ref)
     norm = np.linalg.norm(ref) * np.linalg.norm(out)
-    entity_f1, count = entity_agreement(ref_batches, out_batches, entities) if entities else (None, None)
+    entity_f1, count = entity_agreement(ref_batches, out_batches, masks, entities.labels) if entities else (None, None)
+    words = word_entity_agreement(ref_batches, out_batches, entities)[0] if entities else None
     return Comparison(
         rows=int(ref.shape[0]),
         max_abs=float(diff.max()),
@@ -147,6 +191,7 @@ def compare(ref_batches: Sequence[np.ndarray], out_batches: Sequence[np.ndarray]
         top1_agreement=float((ref.argmax(-1) == out.argmax(-1)).mean()),
         entity_f1=entity_f1,
         entities=count,
+        word_entity_f1=words,
     )
 
 

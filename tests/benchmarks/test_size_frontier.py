@@ -38,10 +38,10 @@ def record() -> dict:
 
 def test_table_orders_fp32_first_and_gives_every_column(record):
     lines = size_frontier_report.table(record["results"])
-    assert lines[0] == ("| bundle | task (metric) | recipe | MB | dev score | Δ vs teacher | p50 ms | × vs fp32 |")
-    assert lines[2] == "| ner | conll2003 (f1) | tflite:fp32 | 90.8 | 89.90 | +0.40 | 29.00 | 1.00x |"
-    assert lines[3] == "| ner | conll2003 (f1) | tflite:int8-dynamic | 37.1 | 89.50 | +0.00 | 14.50 | 2.00x |"
-    assert lines[5] == "| sst2 | glue:sst2 (accuracy) | tflite:int4-dynamic | 13.1 | 88.99 | -0.35 | 10.00 | 3.00x |"
+    assert lines[0] == ("| bundle | task (metric) | recipe | MB | dev score | Δ vs teacher | p50 ms | speed-up vs fp32 |")
+    assert lines[2] == "| ner | conll2003 (f1) | tflite:fp32 | 90.8 | 89.90 | +0.40 | 29.00 | 1.00× |"
+    assert lines[3] == "| ner | conll2003 (f1) | tflite:int8-dynamic | 37.1 | 89.50 | +0.00 | 14.50 | 2.00× |"
+    assert lines[5] == "| sst2 | glue:sst2 (accuracy) | tflite:int4-dynamic | 13.1 | 88.99 | -0.35 | 10.00 | 3.00× |"
     no_fp32 = dict(record["results"][0], speedup_vs_fp32=None)
     assert size_frontier_report.table([no_fp32])[2].endswith("| 10.00 | – |")
 
@@ -69,7 +69,7 @@ def test_report_section_shows_the_table_and_the_plot(record, tmp_path):
     schema.write(record, tmp_path / "results" / "size-frontier.json")
     text = report.build(tmp_path / "results", tmp_path / "REPORT.md").read_text()
     assert "## Size frontier: the TFLite files phones run" in text
-    assert "| sst2 | glue:sst2 (accuracy) | tflite:int4-dynamic | 13.1 | 88.99 | -0.35 | 10.00 | 3.00x |" in text
+    assert "| sst2 | glue:sst2 (accuracy) | tflite:int4-dynamic | 13.1 | 88.99 | -0.35 | 10.00 | 3.00× |" in text
     assert "![size frontier](size_frontier.png)" in text and (tmp_path / "size_frontier.png").is_file()
     assert "Test CPU" in text and "`python -m benchmarks size-frontier a b`" in text
 

@@ -22,7 +22,7 @@ from .group import cli
 @cli.command("size-frontier", help="Every verified TFLite file of each BUNDLE (phones run TFLite): size, dev score "
              "against the teacher its recovery record names, p50 latency at batch 1 measured in alternating rounds "
              "across all the files, and the speed-up against the bundle's tflite:fp32. Writes DIR/size-frontier.json "
-             "and size_frontier.png beside DIR, where `report` draws it.")
+             "and DIR/size_frontier.png, nothing outside DIR (`report` draws its own copy beside REPORT.md).")
 @bundles_argument()
 @one_thread_option
 @click.option("--seq-len", type=click.IntRange(min=1), default=128, show_default=True)
@@ -50,7 +50,7 @@ def size_frontier(bundle_dirs, threads, seq_len, rounds, limit, data_dir, out):
     click.echo("\n".join(render.table(data["results"])))
     click.echo(render.settings_line(data))
     click.echo(str(path))
-    click.echo(str(render.plot(data["results"], Path(out).absolute().parent / render.PNG)))
+    click.echo(str(render.plot(data["results"], Path(out) / render.PNG)))
 
 
 @cli.command("full-integer", help="Each artifact of each BUNDLE against the bundle's float export: dev score, top-1 "

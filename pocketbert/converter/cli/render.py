@@ -118,9 +118,10 @@ def summary(result) -> None:
     table = Table(title=plain(f"Bundle {result.bundle}"), title_justify="left")
     sequence = next((a["latency_ms"]["sequence"] for a in manifest["artifacts"] if a["latency_ms"]), None)
     latency_column = f"latency b1×s{sequence}" if sequence else "latency"
-    for column in ("recipe", "file", "size", "parity vs PyTorch", latency_column, "vs fp32", "seconds"):
+    for column in ("recipe", "file", "size", "parity vs PyTorch", latency_column, "speed-up vs fp32", "seconds"):
         table.add_column(column, justify="left" if column in ("recipe", "file", "parity vs PyTorch") else "right")
-    # each artifact against the fp32 export of its own backend
+    # each artifact against the fp32 export of its own backend, as a speed-up (2.00× = twice as fast), never a time
+    # ratio, which reads as "slower" for a faster file
     base = {a.recipe.split(":")[0]: a.latency_ms for a in result.artifacts if a.recipe.endswith(":fp32")}
     for a in result.artifacts:
         v = a.verification
@@ -133,7 +134,7 @@ def summary(result) -> None:
                 parity += f", entities {real['entity_f1']:.1%}"
         latency = f"{a.latency_ms:.1f} ms" if a.latency_ms is not None else "-"
         own = base.get(a.recipe.split(":")[0])
-        ratio = f"{a.latency_ms / own:.2f}x" if a.latency_ms and own else "-"
+        ratio = f"{own / a.latency_ms:.2f}×" if a.latency_ms and own else "-"
         table.add_row(a.recipe, a.file, f"{a.bytes / 1e6:.1f} MB", parity, latency, ratio, f"{a.seconds:.1f}")
     out_console.print(table)
     for a in result.artifacts:
