@@ -95,3 +95,14 @@ def hidden_builtin(spec: str) -> str | None:
 def short_name(spec: str) -> str:
     """What default output names are made from: the built-in model's name, or the checkpoint folder's."""
     return builtin_name(spec) or Path(spec).name
+
+
+def hidden_by_folder(spec: str, refusal: ConverterInputError) -> ConverterInputError:
+    """``refusal`` of the folder ``spec``, saying so when that folder has a built-in model's name and hides it."""
+    if not hidden_builtin(spec):
+        return refusal
+    return ConverterInputError(
+        f"{refusal.problem}; a built-in model is also named {spec!r}, and the folder {str(Path('.') / spec)!r} in "
+        "the working directory is taken instead",
+        f"for the built-in model write {PREFIX}{spec} (or rename or move the folder ./{spec}); for the folder "
+        f"write ./{spec}: {refusal.fix}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from . import accuracy_gate, loading, shared_body
+from .checkpoint_inputs import refuse_as_output, vocabulary_size
 from .errors import ConverterInputError
 from .factored_table import factor
 from .training import checkpoint_job as job
@@ -51,7 +52,7 @@ class FactorOptions:
 
 def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print) -> tuple[Path, dict]:
     """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint."""
-    loading.refuse_as_output(out, source=checkpoint)
+    refuse_as_output(out, source=checkpoint)
     if options.vocab_size:
         check_vocab_size(checkpoint, options.vocab_size)
     job.begin(out, options.overwrite, options.threads)
@@ -96,7 +97,7 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
 
 def check_vocab_size(checkpoint: str, size: int) -> None:
     """``--vocab-size`` must trim: checked from config.json before the model is loaded or anything trained."""
-    rows = loading.vocabulary_size(checkpoint)
+    rows = vocabulary_size(checkpoint)
     if rows is not None and size >= rows:
         raise ConverterInputError(f"--vocab-size {size} is not smaller than the vocabulary ({rows} pieces), so "
                                   "there is nothing to trim", f"give --vocab-size below {rows}, or leave it out to "

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from . import accuracy_gate, int4_grid, int4_packing, loading
+from .checkpoint_inputs import refuse_as_output
 from .errors import ConverterInputError
 from .training import checkpoint_job as job
 from .training.finetune import eval_length
@@ -45,7 +46,7 @@ class Int4Options:
 def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print) -> tuple[Path, dict]:
     """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
     (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint)."""
-    loading.refuse_as_output(out, source=checkpoint, teacher=options.teacher)
+    refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     student = loading.load(checkpoint)

@@ -32,7 +32,6 @@ from .recipes import TASKS
 from .shared_body import KEY as BASE_WEIGHTS_KEY
 from .shared_table import KEY as SHARED_TABLE_KEY
 from .shared_table import is_table_key, restore
-from .staging import refuse_overlap
 from .transforms import OPTS
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
@@ -66,44 +65,6 @@ def resolve(spec: str) -> tuple[Path, str | None]:
     if name is not None:
         return BUILTIN[name].path(), name
     return Path(spec).expanduser(), None
-
-
-def refuse_as_output(out: Path, **inputs: str | None) -> None:
-    """Before any work: ``out`` must not be, hold or lie inside a checkpoint the command reads (``inputs``: role ->
-    path or built-in name, e.g. source=CHECKPOINT, teacher=--teacher), whatever --overwrite says."""
-    for role, spec in inputs.items():
-        if not spec:
-            continue
-        try:
-            path, builtin = resolve(spec)
-        except ConverterInputError:
-            continue  # a built-in model that is not installed: loading it says so
-        refuse_overlap(path, out, f"{'built-in model' if builtin else role + ' checkpoint'}")
-
-
-def vocabulary_size(spec: str) -> int | None:
-    """The word-embedding rows config.json records, read without loading anything (None: unreadable, which
-    loading the checkpoint then reports)."""
-    try:
-        raw = json.loads((resolve(spec)[0] / "config.json").read_text(encoding="utf-8"))
-    except (ConverterInputError, OSError, ValueError):
-        return None
-    size = raw.get("vocab_size") if isinstance(raw, dict) else None
-    return size if _whole(size) and size > 0 else None
-
-
-def _checked_directory(spec: str, path: Path) -> dict:
-    """:func:`_check_directory`, saying so when the folder refused has a built-in model's name and hides it."""
-    try:
-        return _check_directory(path)
-    except ConverterInputError as exc:
-        if not hidden_builtin(spec):
-            raise
-        raise ConverterInputError(
-            f"{exc.problem}; a built-in model is also named {spec!r}, and the folder {str(Path('.') / spec)!r} in "
-            "the working directory is taken instead",
-            f"for the built-in model write {PREFIX}{spec} (or rename or move the folder ./{spec}); for the folder "
-            f"write ./{spec}: {exc.fix}") from exc
 
 
 def _check_directory(path: Path) -> dict:
@@ -208,7 +169,10 @@ def _is_head_key(key: str) -> bool:
 def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
          num_labels: int | None = None, seed: int = 0) -> Loaded:
     path, builtin_name = resolve(spec)
-    raw = _checked_directory(spec, path)
+    try:
+        raw = _check_directory(path)
+    except ConverterInputError as exc:
+        raise builtin.hidden_by_folder(spec, exc) from exc
     family = _family(raw)
     notes: list[str] = []
     if hidden_builtin(spec):

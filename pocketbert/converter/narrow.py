@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from . import accuracy_gate, loading
+from .checkpoint_inputs import refuse_as_output
 from .errors import ConverterInputError
 from .families.base import FeedForward
 from .training import checkpoint_job as job
@@ -54,7 +55,7 @@ class NarrowOptions:
 def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print) -> tuple[Path, dict]:
     """Keep ``options.width`` units of every feed-forward block of ``checkpoint``, refit each block's output
     projection on ``task``'s training text, optionally distil, and write the result with its record."""
-    loading.refuse_as_output(out, source=checkpoint, teacher=options.teacher)
+    refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit)
     loaded = loading.load(checkpoint)

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from . import accuracy_gate, loading
+from .checkpoint_inputs import refuse_as_output
 from .errors import ConverterInputError
 from .factored_table import whole_table
 from .shared_table import KEY as SHARED_TABLE_KEY
@@ -69,7 +70,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       log=print) -> tuple[Path, dict]:
     """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
-    loading.refuse_as_output(out, source=checkpoint)
+    refuse_as_output(out, source=checkpoint)
     job.begin(out, overwrite, threads)  # before any training
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)

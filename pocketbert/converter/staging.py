@@ -23,15 +23,14 @@ import functools
 import os
 import re
 import shutil
-import signal
 import sys
-import threading
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import OutputError, output_error_for_disk
 from .owned import BUNDLE, why_not_replaceable
+from .termination import SigtermAsInterrupt
 
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
@@ -80,47 +79,6 @@ def refuse_overlap(source: Path, out: Path, what: str = "source checkpoint") -> 
         raise OutputError(f"--out {str(out)!r} {where} the {what} {str(source)!r}, which this command reads and "
                           "never replaces (not even with --overwrite)",
                           f"choose an --out path outside the {what}, e.g. --out {str(source.parent / (source.name + '-new'))!r}")
-
-
-# --- termination ---------------------------------------------------------------------------------
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that the staging directory goes as it does on Ctrl-C."""
-
-
-class _SigtermAsInterrupt:
-    """While a staging directory exists, SIGTERM unwinds like Ctrl-C: Python's default ends the process on the
-    spot and leaves the directory behind.  Only from the main thread, and only over the default handler (an
-    application that set its own keeps it).  During the clean-up a SIGTERM is held until it is done."""
-
-    def __init__(self):
-        self.installed = False
-        self.held = False
-
-    def install(self) -> None:
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, self._raise)
-            self.installed = True
-
-    def hold(self) -> None:
-        if self.installed:
-            signal.signal(signal.SIGTERM, self._hold)
-
-    def uninstall(self) -> None:
-        """Back to the default; a SIGTERM held meanwhile is raised now."""
-        if self.installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            self.installed = False
-            if self.held:
-                raise Terminated()
-
-    @staticmethod
-    def _raise(signum, frame):
-        raise Terminated()
-
-    def _hold(self, signum, frame):
-        self.held = True
 
 
 # --- leftovers of earlier runs -------------------------------------------------------------------
@@ -236,7 +194,7 @@ class Staging:
         self.path: Path | None = None
         self.needed: tuple[int, str] | None = None  # estimate given to reserve(), for a disk-full message
         self._created: list[Path] = []  # parent directories we made, removed again on failure
-        self._sigterm = _SigtermAsInterrupt()
+        self._sigterm = SigtermAsInterrupt()
         if self.dest.parent.is_dir():
             recover_interrupted(self.dest)
         self._check()
