@@ -101,8 +101,8 @@ def test_milestones_are_called_once_each_and_off_the_time_budget():
     model, source, loss_fn = _toy()
     calls = []
 
-    def slow_check(step, seconds):
-        calls.append((step, seconds, model.training))
+    def slow_check(point):
+        calls.append((point.step, point.seconds, model.training))
         time.sleep(0.3)  # a dev evaluation: not charged to the budget
         model.eval()  # an evaluation may leave the model in eval mode; training goes on in train mode
 
@@ -131,13 +131,33 @@ def test_resume_skips_milestones_already_passed(tmp_path):
             raise KeyboardInterrupt
         return loss_fn(batch)
 
-    marks = loop.Milestones((0.25, 0.5, 0.75), lambda step, seconds: steps.append(step))
+    marks = loop.Milestones((0.25, 0.5, 0.75), lambda point: steps.append(point.step))
     with pytest.raises(KeyboardInterrupt):
         loop.train(model, interrupted, source, budget=budget, lr=1e-2, progress=False, checkpoint_dir=tmp_path,
                    checkpoint_every=0, milestones=marks)
     loop.train(model, loss_fn, source, budget=budget, lr=1e-2, progress=False, checkpoint_dir=tmp_path,
                resume=True, milestones=marks)
     assert steps == [5, 10, 15]  # 5 and 10 before the interruption, 15 after: none twice
+
+
+def test_a_milestone_at_the_end_of_a_time_budget_comes_and_can_copy_the_state():
+    """A time budget runs out between steps; the end's milestone (1.0) still comes once, with the fraction and a
+    copy of the state that later training does not change."""
+    model, source, loss_fn = _toy()
+    points, states = [], []
+
+    def check(point):
+        points.append(point)
+        states.append(point.state())
+
+    loop.train(model, loss_fn, source, budget=loop.Budget(seconds=0.3), lr=1e-2, progress=False,
+               milestones=loop.Milestones((0.5, 1.0), check))
+    assert len(points) == 2 and 0.5 <= points[0].fraction < 1 <= points[1].fraction
+    assert states[0]["step"] == points[0].step < points[1].step == states[1]["step"]
+    assert states[0]["seconds"] == points[0].seconds
+    final = model.state_dict()
+    assert all(torch.equal(final[k], states[1]["model"][k]) for k in final)
+    assert not all(torch.equal(final[k], states[0]["model"][k]) for k in final)
 
 
 @pytest.fixture(scope="module")

@@ -100,12 +100,24 @@ def parse_budget(text: str) -> Budget:
 
 
 @dataclass
+class Point:
+    """Where training is when a milestone is passed; ``state()`` copies the whole training state (model,
+    optimiser, position, clock, random state: what a checkpoint holds), for a caller that keeps the best."""
+
+    step: int
+    seconds: float
+    fraction: float  # of the budget used
+    state: Callable[[], dict]
+
+
+@dataclass
 class Milestones:
-    """``callback(step, seconds)`` once training passes each fraction of its budget in ``at`` (e.g. a dev score
-    as training goes).  The time the callbacks take is not charged to a time budget: training gets all of it."""
+    """``callback(point)`` once training passes each fraction of its budget in ``at`` (e.g. a dev score as
+    training goes; 1.0 is the last step).  The time the callbacks take is not charged to a time budget:
+    training gets all of it."""
 
     at: tuple[float, ...]
-    callback: Callable[[int, float], None]
+    callback: Callable[[Point], None]
 
 
 @dataclass
@@ -176,13 +188,16 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
           batches, *, params: list[nn.Parameter] | None = None, budget: Budget, lr: float, warmup: float = 0.1,
           weight_decay: float = 0.01, max_grad_norm: float = 1.0, seed: int = 0, description: str = "training",
           checkpoint_dir: Path | None = None, checkpoint_every: float = 600.0, resume: bool = False,
-          progress: bool = True, log_every: int = 20, milestones: Milestones | None = None) -> TrainLog:
+          progress: bool = True, log_every: int = 20, milestones: Milestones | None = None,
+          resume_state: dict | None = None) -> TrainLog:
     """Train ``params`` (default: all of ``model``) on ``loss_fn(batch)`` until ``budget`` runs out.
 
     ``batches`` needs ``len()`` (batches per epoch) and ``epoch(k)`` (the k-th epoch's batches, a
     deterministic order per k).  Every other parameter of ``model`` is frozen for the run and
     restored afterwards.  With ``checkpoint_dir`` the state is saved every ``checkpoint_every``
     seconds and at the end; ``resume`` continues from it.  ``milestones``: callbacks part-way (:class:`Milestones`).
+    ``resume_state``: a state as :meth:`Point.state` copies it (a kept state): training continues from it, its
+    steps and seconds counted against ``budget``.
     """
     per_epoch = len(batches)
     if per_epoch == 0:
@@ -199,7 +214,9 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
                description=description, log_every=log_every, checkpoint_every=checkpoint_every,
                state_file=Path(checkpoint_dir) / "training_state.pt" if checkpoint_dir else None,
                milestones=milestones)
-    if resume:
+    if resume_state is not None:
+        run.restore(resume_state)
+    elif resume:
         run.resume()
     model.train()
     run.start = run.last_save = time.perf_counter()
@@ -208,6 +225,7 @@ def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[t
         with _Progress(progress, description, budget) as bar:
             while not run.epoch_pass(batches.epoch(run.epoch), bar):
                 run.epoch, run.position = run.epoch + 1, 0
+            run.milestone(1.0)  # a time budget can run out between steps: the end's milestones still come
             bar.update(1.0, f"loss {run.log.losses[-1]['loss']:.4f}" if run.log.losses else "")
     finally:
         for p, flag in saved_flags:
@@ -270,16 +288,24 @@ class _Run:
         if reached > self.passed:
             self.passed = reached
             began = time.perf_counter()
-            self.milestones.callback(self.step, self.seconds())
+            seconds = self.seconds()
+            fraction = self.budget.fraction(self.step, seconds, self.per_epoch)
+            # the clock as the milestone was reached: its own time is not training time
+            self.milestones.callback(Point(self.step, seconds, fraction, lambda: {**self.state(), "seconds": seconds}))
             self.model.train()
             self.paused += time.perf_counter() - began
 
     def resume(self) -> None:
         if not (self.state_file and self.state_file.exists()):
             return
-        state = torch.load(self.state_file, weights_only=False)
+        self.restore(torch.load(self.state_file, weights_only=False))
+
+    def restore(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        import copy
+
+        # a copy: the optimiser updates its moments in place, and the state given may be kept for shipping
+        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         self.step, self.epoch, self.position = state["step"], state["epoch"], state["position"]
         self.elapsed = state["seconds"]
         torch.set_rng_state(state["rng"])  # dropout masks continue as if never interrupted
@@ -291,10 +317,16 @@ class _Run:
             return
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.state_file.with_suffix(".tmp")
-        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                    "epoch": self.epoch, "position": self.position, "seconds": self.seconds(),
-                    "rng": torch.get_rng_state()}, tmp)
+        torch.save(self.state(), tmp)
         tmp.replace(self.state_file)  # atomic: a crash mid-save keeps the previous checkpoint
+
+    def state(self) -> dict:
+        """A copy of everything a resumed run needs (tensors cloned: training goes on changing the live ones)."""
+        import copy
+
+        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()), "step": self.step, "epoch": self.epoch,
+                "position": self.position, "seconds": self.seconds(), "rng": torch.get_rng_state()}
 
     def epoch_pass(self, batches, bar: _Progress) -> bool:
         """Train on one epoch's ``batches`` from ``position`` on; True when the budget ran out."""

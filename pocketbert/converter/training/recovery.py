@@ -4,6 +4,8 @@ Shared by ``python -m converter recover`` (writes the recovered checkpoint) and 
 (recovers in memory, then exports).  The distillation itself is :func:`converter.training.distill.recover`;
 this module adds the task data, the checks that must fail before any training starts, and the
 teacher / without-recovery / recovered scores on the dev split that the manifest and model card report.
+The state shipped is the best dev check's (:mod:`.best_state`), its noise is said (:mod:`.dev_noise`), and a
+refused recovery keeps that state for ``--resume`` (:mod:`.kept_state`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data import metrics
 from ..data.features import Features
 from ..errors import ConverterInputError
 from ..factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
-from . import loop
+from . import dev_noise, kept_state, loop
+from .best_state import BestState, Check
 from .defaults import RECOVERY_BUDGET
-from .evaluate import evaluate
+from .evaluate import evaluate, logits
 from .finetune import load_splits
 
 SCHEDULES = ("joint", "progressive")
@@ -54,6 +58,10 @@ class RecoverOptions:
     freeze_word_embeddings: bool = False
     # quantization-aware: train through the simulated full-integer export (converter.training.distill.fake_quant)
     qat: bool = False
+    # the conversion's --out: a refused recovery keeps its best state beside it (kept_state), --resume reads it
+    output: Path | None = None
+    resume: bool = False
+    transforms: tuple[str, ...] = ()  # the --opt transforms trained through (nonorm, relu): part of what is resumed
 
 
 @dataclass
@@ -68,6 +76,9 @@ class PreparedRecovery:
     # the files read: the gates score the dev file recorded here, never the training file
     train_file: str = ""
     dev_file: str = ""
+    # after run(): the best check and its training state, and what the recovery is of (for kept_state)
+    best: BestState | None = None
+    identity: dict | None = None
 
 
 def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
@@ -96,21 +107,32 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
                             train_file=str(train.path), dev_file=str(dev.path))
 
 
-def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print) -> dict:
-    """Distil ``teacher`` into ``student`` (in place); returns the JSON record for manifest and card."""
+def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print, check_score=None) -> dict:
+    """Distil ``teacher`` into ``student`` (in place: it ends holding the best dev check's state); returns the
+    JSON record for manifest and card.  ``check_score(model) -> float``: how the dev checks score a state
+    (default: the gate's metric on the dev split, in PyTorch)."""
     from .distill import recover
 
     options = prepared.options
     start = time.perf_counter()
     names = prepared.input_names
-    teacher_scores = evaluate(teacher, prepared.dev_features, input_names=names)
+    metric = prepared.metric
+    prepared.identity = _identity(prepared, teacher) if options.output is not None else None
+    resumed = _resumed(prepared) if options.resume else None
+    teacher_logits = logits(teacher, prepared.dev_features, input_names=names)
+    teacher_scores = metrics.score(prepared.dev_features, teacher_logits)
     scoring = time.perf_counter() - start
     before = evaluate(student, prepared.dev_features, input_names=names)
-    metric = prepared.metric
     log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, transformed without recovery {before[metric]:.2f}")
     log(_expected_time(options, scoring))
     eval_batches = prepared.dev_features.batches(64, input_names=names)
-    curve = [{"steps": 0, "seconds": 0.0, metric: round(before[metric], 3)}]
+    best = prepared.best = BestState(metric, teacher_scores[metric])
+    if resumed is not None:
+        state, record = resumed
+        kept = record["best"]
+        best.offer(Check(kept["steps"], kept["fraction"], kept["seconds"], kept[metric]), lambda: state)
+        log(f"resuming the recovery kept at {str(kept_state.kept_dir(options.output))!r}: step {kept['steps']}, "
+            f"dev {metric} {kept[metric]:.2f} ({kept['delta_vs_teacher']:+.2f} vs the teacher)")
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
@@ -119,36 +141,119 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print)
                      checkpoint_dir=options.checkpoint_dir, progress=options.progress, qat=options.qat,
                      frozen=[whole_table(student, "--freeze-word-embeddings")]
                      if options.freeze_word_embeddings else (),
-                     milestones=_dev_checks(options.dev_checks, student, prepared,
-                                            scores=(teacher_scores[metric], curve), log=log))
-    after = evaluate(student, prepared.dev_features, input_names=names)
-    log(f"dev {metric}: recovered {after[metric]:.2f} (teacher {teacher_scores[metric]:.2f}, "
-        f"{after[metric] - teacher_scores[metric]:+.2f} points)")
+                     milestones=_dev_checks(options.dev_checks, student, prepared, best, log=log,
+                                            score=check_score),
+                     resume_state=resumed[0] if resumed else None)
+    end = best.end
+    if best.best is not None and best.best is not end:
+        student.load_state_dict(best.state["model"])  # an earlier check scored higher: ship it
+    shipped_logits = logits(student, prepared.dev_features, input_names=names)
+    after = metrics.score(prepared.dev_features, shipped_logits)
+    noise = dev_noise.describe(shipped_logits, teacher_logits, prepared.dev_features)
+    _log_shipped(log, best, after[metric], teacher_scores[metric], metric)
+    log(dev_noise.sentence(noise, metric))
     last = report.stages[-1]  # the curve follows the whole-model stage (the only one of the joint schedule)
-    curve.append({"steps": last.steps, "seconds": round(last.seconds, 1), metric: round(after[metric], 3)})
+    curve = [{"steps": 0, "seconds": 0.0, metric: round(before[metric], 3)}]
+    curve += [c.to_json(metric, teacher_scores[metric]) for c in best.checks] or [
+        {"steps": last.steps, "seconds": round(last.seconds, 1), metric: round(after[metric], 3)}]
     rnd = lambda scores: {k: round(v, 3) for k, v in scores.items()}  # noqa: E731
-    return {
+    record = {
         "task": prepared.train_name,
         "train_file": prepared.train_file,
         "dev_file": prepared.dev_file,
         "train_examples": len(prepared.features),
         "dev_examples": len(prepared.dev_features),
         "metric": metric,
-        "recipe": {"schedule": options.schedule, "budget": options.budget.to_json(), "lr": options.lr,
-                   "temperature": options.temperature, "hidden_weight": options.hidden_weight,
-                   "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
-                   "stream_weight": options.stream_weight,
-                   "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
-                   "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained",
-                   "qat": options.qat},
+        "recipe": _recipe(options),
         "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
         "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
         "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
         # the dev score against the whole-model stage's training seconds (evaluation time not counted)
         "dev_curve": curve,
+        # the shipped state: the best check (step, fraction of the budget, score), and the end of training's
+        "best": best.to_json() if best.best else None,
+        "end_of_training": end.to_json(metric, teacher_scores[metric]) if end else None,
+        "dev_noise": noise,
         "distillation": report.to_json(),
         "wall_seconds": round(time.perf_counter() - start, 1),
     }
+    if resumed is not None:
+        record["resumed_from"] = {"steps": resumed[1]["best"]["steps"], "kept": str(kept_state.kept_dir(options.output))}
+    return record
+
+
+def _recipe(options: RecoverOptions) -> dict:
+    return {"schedule": options.schedule, "budget": options.budget.to_json(), "lr": options.lr,
+            "temperature": options.temperature, "hidden_weight": options.hidden_weight,
+            "attention_weight": options.attention_weight, "hard_weight": options.hard_weight,
+            "stream_weight": options.stream_weight,
+            "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
+            "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained",
+            "qat": options.qat}
+
+
+def _log_shipped(log, best: BestState, shipped: float, teacher: float, metric: str) -> None:
+    end = best.end
+    if best.best is None or end is None:
+        log(f"dev {metric}: recovered {shipped:.2f} (teacher {teacher:.2f}, {shipped - teacher:+.2f} points)")
+        return
+    if best.best is end:
+        log(f"dev {metric}: recovered {shipped:.2f} (teacher {teacher:.2f}, {shipped - teacher:+.2f} points), the "
+            f"best check: the end ({best.where()})")
+        return
+    log(f"dev {metric}: recovered {shipped:.2f} (teacher {teacher:.2f}, {shipped - teacher:+.2f} points): the best "
+        f"check's state ({best.where()}) is kept, not the end's {end.score:.2f} ({end.score - teacher:+.2f})")
+
+
+def _identity(prepared: PreparedRecovery, teacher) -> dict:
+    return kept_state.identity(teacher=kept_state.teacher_hash(teacher), transforms=list(prepared.options.transforms),
+                               recipe=_recipe(prepared.options), train_file=prepared.train_file,
+                               dev_file=prepared.dev_file)
+
+
+def _resumed(prepared: PreparedRecovery) -> tuple[dict, dict]:
+    """The kept state --resume continues, once it is shown to be this recovery's and the budget is longer."""
+    options = prepared.options
+    if options.output is None:
+        raise ConverterInputError("--resume needs the output whose refused recovery it continues",
+                                  "give the same --out as the refused conversion")
+    state, record = kept_state.load(options.output, prepared.identity)
+    if options.schedule == "joint" and options.budget.fraction(state["step"], state["seconds"],
+                                                               len(prepared.batches)) >= 1:
+        spent = f"{state['step']} steps, {state['seconds']:.0f} s"
+        raise ConverterInputError(f"--resume: the kept state has already spent {spent}, all of --recover-budget "
+                                  f"{options.budget.describe()}",
+                                  "give a longer --recover-budget (e.g. twice the refused run's) with --resume")
+    return state, record
+
+
+def after_gate(prepared: PreparedRecovery, record: dict, passed: bool) -> str | None:
+    """The gate's verdict on ``record``: refused, keep the best state beside the output and return how to
+    continue from it; passed, remove an earlier kept state for this output (it is in the bundle now)."""
+    options = prepared.options
+    if options.output is None:
+        return None
+    if passed:
+        kept_state.discard(options.output)
+        return None
+    if prepared.best is None or prepared.best.state is None:
+        return None
+    best = record["best"]
+    where = kept_state.keep(options.output, prepared.best.state,
+                            {"identity": prepared.identity, "best": best, "dev_curve": record["dev_curve"],
+                             "metric": record["metric"], "budget": options.budget.to_json()})
+    longer = _doubled(options.budget)
+    return (f"its best state (step {best['steps']}, dev {record['metric']} {best[record['metric']]:.2f}) is kept at "
+            f"{str(where)!r}: continue it with the same command plus --resume and a longer --recover-budget (e.g. "
+            f"--recover-budget {longer} --resume), or pass --allow-accuracy-loss to accept it")
+
+
+def _doubled(budget: loop.Budget) -> str:
+    if budget.seconds is not None:
+        return f"{budget.seconds * 2 / 60:g}m"
+    if budget.steps is not None:
+        return f"{budget.steps * 2}steps"
+    return f"{budget.epochs * 2:g}epochs"
 
 
 def _expected_time(options: RecoverOptions, scoring: float) -> str:
@@ -161,21 +266,21 @@ def _expected_time(options: RecoverOptions, scoring: float) -> str:
     return f"recovery: {budget.describe()} (the progress line estimates the time), plus {checks}"
 
 
-def _dev_checks(count: int, student, prepared: PreparedRecovery, *, scores: tuple[float, list], log):
-    """Milestones that score the student on the dev split part-way, print it against the teacher's score and add
-    it to the curve (``scores``: the teacher's score, the curve)."""
+def _dev_checks(count: int, student, prepared: PreparedRecovery, best: BestState, *, log, score=None):
+    """Milestones that score the student on the dev split part-way and at the end, print it against the
+    teacher's score, and offer it to ``best`` (which keeps the best check's training state)."""
     if count < 1:
         return None
     metric = prepared.metric
-    teacher_score, curve = scores
+    score = score or (lambda model: evaluate(model, prepared.dev_features, input_names=prepared.input_names)[metric])
 
-    def check(step: int, seconds: float) -> None:
-        score = evaluate(student, prepared.dev_features, input_names=prepared.input_names)[metric]
-        curve.append({"steps": step, "seconds": round(seconds, 1), metric: round(score, 3)})
-        log(f"dev {metric} after {seconds / 60:.1f} min of recovery ({step} steps): {score:.2f} "
-            f"({score - teacher_score:+.2f} vs the teacher)")
+    def check(point: loop.Point) -> None:
+        score_now = score(student)
+        kept = best.offer(Check(point.step, point.fraction, point.seconds, score_now), point.state)
+        log(f"dev {metric} after {point.seconds / 60:.1f} min of recovery ({point.step} steps): {score_now:.2f} "
+            f"({score_now - best.teacher:+.2f} vs the teacher){' (best so far)' if kept and len(best.checks) > 1 else ''}")
 
-    return loop.Milestones(tuple((i + 1) / (count + 1) for i in range(count)), check)
+    return loop.Milestones(tuple((i + 1) / (count + 1) for i in range(count)) + (1.0,), check)
 
 
 def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions, out: Path, *,

@@ -141,7 +141,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
             checkpoint_dir: Path | None = None, progress: bool = True, frozen=(),
-            train_fn: Callable | None = None, qat: bool = False, milestones=None) -> RecoveryReport:
+            train_fn: Callable | None = None, qat: bool = False, milestones=None,
+            resume_state: dict | None = None) -> RecoveryReport:
     """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
 
     * ``batches``: the task's training batches (the loop's BatchSource: ``len()``, ``epoch(k)``, and
@@ -163,6 +164,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
       full-integer export (ranges calibrated on ``init_batches`` batches, then following the training
       batches); the gaps after training are the simulated int8 model's (``RecoveryReport.qat``).
     * ``milestones``: :class:`converter.training.loop.Milestones` for the last (whole-model) stage: dev scores.
+    * ``resume_state``: a kept state of the last stage (:meth:`converter.training.loop.Point.state`): the run
+      continues it (the NoNorm initialisation and the earlier stages are in its weights already, not redone).
 
     Both models run with eager attention while attention transfer is on (restored after), the student without
     dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
@@ -183,13 +186,13 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     with _frozen(teacher), eager_attention(teacher, student) if needs_attentions else nullcontext(), \
             no_dropout(student):
         report.gap_before = gap()
-        if init is not None:
+        if init is not None and resume_state is None:
             _initialise(report, pair_, teacher, student, family=family, batches=_take(batches, init_batches),
                         init=init, gap=gap)
         with _simulated_int8(report, pair_, _take(batches, init_batches), gap) if qat else nullcontext():
             _train_stages(report, pair_, stages, budgets, batches=batches, train_fn=train_fn, temperature=temperature,
                           lr=lr, seed=seed, checkpoint_dir=checkpoint_dir, progress=progress,
-                          milestones=milestones)
+                          milestones=milestones, resume_state=resume_state)
             student.requires_grad_(True)
             student.eval()
             report.gap_after = gap()
@@ -288,16 +291,22 @@ def _simulated_int8(report: RecoveryReport, pair_: Pair, batches, gap: Callable)
 
 
 def _train_stages(report: RecoveryReport, pair_: Pair, stages, budgets, batches, train_fn, *, temperature, lr, seed,
-                  checkpoint_dir, progress, milestones) -> None:
-    """Each stage through ``train_fn``, the teacher's outputs kept from the first epoch on when they fit."""
+                  checkpoint_dir, progress, milestones, resume_state=None) -> None:
+    """Each stage through ``train_fn``, the teacher's outputs kept from the first epoch on when they fit; a
+    resumed run only the last stage, from ``resume_state``."""
     cache, report.teacher_cache = for_training(pair_, stages, batches)
     for index, (stage, stage_budget) in enumerate(zip(stages, budgets)):
         last = index == len(stages) - 1
+        if resume_state is not None and not last:
+            continue  # its training is in the kept weights
+        extra = {"milestones": milestones} if last and milestones else {}
+        if last and resume_state is not None:
+            extra["resume_state"] = resume_state
         log = train_fn(pair_.student, stage_loss(pair_, stage, temperature=temperature, cache=cache), batches,
                        params=stage.params, budget=stage_budget, lr=lr, seed=seed + index,
                        description=f"recover {stage.name} ({index + 1}/{len(stages)})",
                        checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / stage.name,
-                       progress=progress, **({"milestones": milestones} if last and milestones else {}))
+                       progress=progress, **extra)
         report.stages.append(StageReport(
             name=stage.name, trained_parameters=_count(stage.params), weights=stage.weights,
             share=stage.share, budget=_as_dict(stage_budget), steps=log.steps, seconds=log.seconds,
