@@ -15,4 +15,4 @@ if (!from) {
 const to = join(HERE, '..', 'wasm');
 mkdirSync(to, { recursive: true });
 for (const name of WASM_FILES) copyFileSync(join(from, name), join(to, name));
-console.log(`copied ${WASM_FILES.length} LiteRT.js files from ${from} into ${to}`);
+console.error(`copied ${WASM_FILES.length} LiteRT.js files from ${from} into ${to}`);
