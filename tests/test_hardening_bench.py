@@ -154,7 +154,7 @@ def test_converter_summary_shows_a_speed_up_not_a_time_ratio(tmp_path):
 # --- --int8 auto: alternating rounds and how sure the choice was --------------------------------------------
 
 def test_alternating_rounds_take_turns_and_confidence_counts_rounds():
-    from pocketbert.converter import quantization
+    from pocketbert.converter import candidate_timing as quantization
 
     calls = []
     runners = [lambda feeds, name=name: calls.append(name) for name in "AB"]
@@ -231,3 +231,38 @@ def test_entity_f1_is_what_the_runtime_reports_with_simple_aggregation(checkpoin
     user = 2 * found / (sum(map(len, mine)) + sum(map(len, theirs)))
     assert user < 1.0 and figure.entity_f1 == pytest.approx(user)
     assert figure.entities == sum(map(len, mine))
+
+
+# --- AVX2 without VNNI: the fixed rule and the report -----------------------------------------------------------
+
+def test_fixed_rule_takes_tflite_int4_before_int8_on_avx2_without_vnni():
+    from pocketbert.runtime import choice
+    from pocketbert.runtime.bundle import Artifact
+
+    def arts(*recipes):
+        return [Artifact(recipe=r, backend=r.split(":")[0], precision=r.split(":")[1], file=r, path=Path(r),
+                         details={}, passed=True) for r in recipes]
+
+    phone = arts("tflite:int8-dynamic", "tflite:int4-dynamic", "tflite:fp32")
+    assert choice.fixed_rule_order(phone, ["sse4_1", "avx2", "fma"])[0].recipe == "tflite:int4-dynamic"
+    assert choice.fixed_rule_order(phone, ["avx2", "avx512_vnni"])[0].recipe == "tflite:int8-dynamic"
+    assert choice.fixed_rule_order(phone, ["asimd", "asimddp"])[0].recipe == "tflite:int8-dynamic"
+    both = arts("onnx:int8-dynamic", "tflite:int8-dynamic", "tflite:int4-dynamic")
+    assert choice.fixed_rule_order(both, ["avx2"])[0].recipe == "onnx:int8-dynamic"
+    assert choice.fixed_rule_order(arts("tflite:int8-dynamic", "tflite:fp32"), ["avx2"])[0].recipe == \
+        "tflite:int8-dynamic"  # no int4 file: int8 is still faster than fp32 there
+
+
+def test_report_keeps_the_avx2_section_with_its_source(tmp_path):
+    from pocketbert.benchmarks import report, schema
+
+    (tmp_path / "results").mkdir()
+    data = schema.new_file("corpus", fast=True)
+    schema.write(data, tmp_path / "results" / "corpus-fast.json")
+    text = report.build(tmp_path / "results", tmp_path / "REPORT.md").read_text()
+    assert "## AVX2 without VNNI" in text
+    assert "| sst2-phone tflite:int4-dynamic | 24.40 (1.82×) | 13.07 (1.95×) |" in text
+    assert "AMD EPYC family 25 model 17" in text and "2026-11-28" in text
+    for source in ("src/configs/gemm-config.c", "src/qs8-gemm/MRx8c8-avx2.c.in", "src/xnnpack/intrinsics-polyfill.h",
+                   "onnxruntime/core/mlas/lib/x86_64/QgemmU8X8KernelAvx2.S"):
+        assert source in text

@@ -51,7 +51,7 @@ def task_file(record: dict, data_dir: str | None) -> Path | None:
     return None
 
 
-def check(dev: str | Path, record: dict, labels: list[str], regression: bool, data_dir: str | None) -> None:
+def check(dev: str | Path, record: dict, *, labels: list[str], regression: bool, data_dir: str | None) -> None:
     """Refuse ``dev`` unless it reads as the bundle's task: its layout, and its labels against ``labels``."""
     from pocketbert.converter.data import load_task
     from pocketbert.converter.errors import ConverterInputError

@@ -77,8 +77,8 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     teacher = record["dev_scores"]["teacher"][metric]
     scored = dev_data(record, dev)
     if dev is not None:  # a user's file: it must be this task's, or its score means nothing
-        dev_file.check(dev, record, list(manifest.get("labels") or []),
-                       manifest.get("problem_type") == "regression", data_dir)
+        dev_file.check(dev, record, labels=list(manifest.get("labels") or []),
+                       regression=manifest.get("problem_type") == "regression", data_dir=data_dir)
     data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]

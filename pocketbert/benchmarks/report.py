@@ -17,7 +17,8 @@ real figures.
 
 This module reads the files and assembles the sections, each drawn by its own module: provenance_report.py
 (where the figures come from), latency_report.py (headline, latency, phones and browsers), accuracy_report.py,
-glue_report.py, arm64_report.py and the other ``*_report.py``; report_plots.py draws the PNGs.
+glue_report.py, arm64_report.py and the other ``*_report.py``; avx2_report.py keeps a run on a CPU class
+given rather than measured here (AVX2 without VNNI); report_plots.py draws the PNGs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from . import (
     accuracy_report,
+    avx2_report,
     arm64_report,
     corpus_report,
     full_integer_report,
@@ -90,6 +92,7 @@ def build(results_dir: Path, out: Path) -> Path:
     lines += arm64_report.section([f for f in files if f["command"] == "arm64"])
     lines += corpus_report.section([f for f in files if f["command"] == "corpus"])
     lines += size_frontier_report.section(files, out.parent)
+    lines += avx2_report.section()
     lines += web_peers_report.section(files)
     skipped = [r for r in latency + device if r.get("skipped")]
     if skipped:

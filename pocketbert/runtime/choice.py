@@ -121,8 +121,22 @@ def _static(bundle: Bundle, options: list[Artifact]) -> tuple[Artifact, Choice]:
         best = min(options, key=lambda a: hints[a.recipe])
         return best, Choice(best.recipe, "manifest figures", f"{ENV}=static or measure=False: the converting "
                             "machine's figures in the manifest (not measured here)", hints)
-    return options[0], Choice(options[0].recipe, "fixed rule", f"{ENV}=static or measure=False and the manifest "
-                              "has no figure for every artifact: ONNX Runtime first, int8 first")
+    first = fixed_rule_order(options, machine.describe()["matrix_flags"])[0]
+    return first, Choice(first.recipe, "fixed rule", f"{ENV}=static or measure=False and the manifest has no "
+                         "figure for every artifact: ONNX Runtime first, int8 first (on x86 without VNNI or AMX, "
+                         "TFLite int4 before TFLite int8)")
+
+
+def fixed_rule_order(options: list[Artifact], flags) -> list[Artifact]:
+    """``options`` (ONNX Runtime first, int8 first) as the fixed rule takes them: on an x86 CPU with AVX2 but no
+    VNNI or AMX, a TFLite int8 file goes behind the bundle's TFLite int4 one.  XNNPACK's AVX2 int8-weight kernel
+    sign-extends to 16 bits for vpmaddwd and gains little over fp32; its int4 kernel uses vpmaddubsw
+    (docs/speed.md, "AVX2 without VNNI")."""
+    flags = set(flags)
+    if "avx2" not in flags or flags & {"avx512_vnni", "avx_vnni", "amx_int8"}:
+        return list(options)
+    has_int4 = any(a.backend == "tflite" and a.precision.startswith("int4") for a in options)
+    return sorted(options, key=lambda a: has_int4 and a.backend == "tflite" and a.precision.startswith("int8"))
 
 
 def _length(bundle: Bundle) -> int:
