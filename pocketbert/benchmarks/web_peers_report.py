@@ -44,7 +44,8 @@ def table(records: list[dict]) -> list[str]:
                          f"not run: {r['skipped']} |" + " |" * (1 + len(lengths) + 1))
             continue
         b = r["bytes_downloaded"]
-        download = f"{(b['model'] + b['wasm'] + b['js']) / MB:.1f} ({b['model'] / MB:.1f} + {b['wasm'] / MB:.1f} + {b['js'] / MB:.1f})"
+        parts = [b["model"] / MB, b["wasm"] / MB, b["js"] / MB]
+        download = f"{sum(parts):.1f} ({' + '.join(f'{part:.1f}' for part in parts)})"
         lines.append(f"| {r['model']} | {r['web_runtime']} | {r['runner'].split(' ', 1)[1]} | {r['threads']} | "
                      f"{download} | {r['init_ms']:.0f} | "
                      + " | ".join(_ms(by_len[n]["timed"]) if n in by_len else "–" for n in lengths)

@@ -11,8 +11,8 @@ from .group import cli
 
 
 @cli.command("web-peers", help="Each BUNDLE in headless Chromium through our web pipeline (its TFLite files), "
-             "transformers.js (its ONNX files as a local model folder) and MediaPipe's TextClassifier (its single-bucket "
-             "classification TFLite files): bytes downloaded, cold load to first result, p50/p90 per length and "
+             "transformers.js (its ONNX files as a local model folder) and MediaPipe's TextClassifier (its "
+             "single-bucket classification TFLite files): bytes downloaded, cold load to first result, p50/p90 per length and "
              "thread count, agreement with the Python runtime on the dev set's first texts. Writes "
              "DIR/web-peers.json (web-peers-quick.json with --quick) and prints the table.")
 @bundles_argument()
@@ -30,6 +30,8 @@ from .group import cli
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=RESULTS, show_default=True,
               help="results directory")
 def web_peers(bundle_dirs, texts, runs, warmup, threads_text, seq_text, quick, web_src, data_dir, out):
+    from pocketbert.converter.errors import ConverterError
+
     from .. import schema
     from .. import web_peers as job
     from .. import web_peers_report as render
@@ -37,12 +39,14 @@ def web_peers(bundle_dirs, texts, runs, warmup, threads_text, seq_text, quick, w
     quiet_transformers()
     shape = {"threads": tuple(ints(threads_text, "--threads")), "seq_lens": tuple(ints(seq_text, "--seq-len")),
              "data_dir": data_dir, "web_src": web_src}
-    settings = (job.Settings.quick(**shape) if quick
-                else job.Settings(texts=texts, warmup=warmup, runs=runs, **shape))
+    settings = (job.PeerSettings.quick(**shape) if quick
+                else job.PeerSettings(texts=texts, warmup=warmup, runs=runs, **shape))
     try:
         data = job.measure(list(bundle_dirs), settings, WORK / "web-peers", log=log)
     except job.WebPeersError as exc:
         fail(exc.problem, exc.fix)
+    except ConverterError as exc:  # a dev file missing under the data directory
+        fail(exc.problem, exc.fix or "pass --data-dir DIR holding glue/SST-2 and conll2003")
     path = schema.write(data, Path(out) / ("web-peers-quick.json" if quick else "web-peers.json"))
     click.echo("\n".join(render.table(data["results"])))
     click.echo(str(path))
