@@ -54,7 +54,7 @@ def quick_run(bench_packages, one_bucket_cls, ner_bundle, tmp_path_factory):  # 
 
 def test_every_runtime_runs_and_agrees_with_the_python_runtime(quick_run):
     out, printed = quick_run
-    data = schema.read(out / "web-peers-quick.json")
+    data = schema.read(out / "web-peers-fast.json")
     assert data["command"] == "web-peers" and data["fast"] is True
     records = data["results"]
     assert [r["skipped"] for r in records if r["skipped"]] == []
@@ -81,7 +81,7 @@ def test_report_has_the_browser_section(quick_run, tmp_path):
     text = path.read_text(encoding="utf-8")
     assert "## In the browser: our pipeline, transformers.js and MediaPipe" in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and "100.0% of 8" in line]
-    records = schema.read(out / "web-peers-quick.json")["results"]
+    records = schema.read(out / "web-peers-fast.json")["results"]
     assert len(rows) == len(web_peers_report._pages(records))
 
 

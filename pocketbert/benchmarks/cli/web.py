@@ -14,7 +14,7 @@ from .group import cli
              "transformers.js (its ONNX files as a local model folder) and MediaPipe's TextClassifier (its "
              "single-bucket classification TFLite files): bytes downloaded, cold load to first result, p50/p90 per length and "
              "thread count, agreement with the Python runtime on the dev set's first texts. Writes "
-             "DIR/web-peers.json (web-peers-quick.json with --quick) and prints the table.")
+             "DIR/web-peers.json (web-peers-fast.json with --quick) and prints the table.")
 @bundles_argument()
 @click.option("--texts", type=click.IntRange(min=1), default=200, show_default=True,
               help="dev texts compared with the Python runtime")
@@ -47,6 +47,6 @@ def web_peers(bundle_dirs, texts, runs, warmup, threads_text, seq_text, quick, w
         fail(exc.problem, exc.fix)
     except ConverterError as exc:  # a dev file missing under the data directory
         fail(exc.problem, exc.fix or "pass --data-dir DIR holding glue/SST-2 and conll2003")
-    path = schema.write(data, Path(out) / ("web-peers-quick.json" if quick else "web-peers.json"))
+    path = schema.write(data, Path(out) / ("web-peers-fast.json" if quick else "web-peers.json"))
     click.echo("\n".join(render.table(data["results"])))
     click.echo(str(path))
