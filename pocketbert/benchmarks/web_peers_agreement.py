@@ -8,6 +8,7 @@ import numpy as np
 
 from .web_peers_plan import DEV_SETS, Cell
 
+
 def dev_texts(task: str, count: int, data_dir: str | None) -> list[str]:
     """The dev set's first ``count`` texts (SST-2 sentences; CoNLL-2003 sentences, words joined by spaces)."""
     from pocketbert.converter.data import load_task

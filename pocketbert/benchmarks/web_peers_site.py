@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .web_peers_plan import BENCH, TRANSFORMERS_DTYPES, Cell, WebPeersError, manifest_of
 
+
 def _place(source: Path, target: Path) -> None:
     if target.exists():  # another cell's page uses the same file
         return
