@@ -211,10 +211,12 @@ def _broken(manifest: dict) -> dict[str, tuple[dict, tuple[str, ...]]]:
         change(m)
         return m
 
-    def buckets(m):
+    def buckets(m):  # a manifest consistent in itself, whose model files run more buckets than it lists
         for a in m["artifacts"]:
             if a["backend"] == "tflite":
                 a["details"]["buckets"] = a["details"]["buckets"][:1]
+                a["details"]["signatures"] = a["details"]["signatures"][:1]
+        m["verification"]["max_length"] = m["artifacts"][0]["details"]["buckets"][0]
 
     return {"reversed": (edited(lambda m: m["labels"].reverse()), ()),
             "newer": (edited(lambda m: m.update(schema_version=m["schema_version"] + 1)), ()),
@@ -374,15 +376,15 @@ def test_sst2_phone_gives_the_runtimes_labels_int4_by_default_and_fp32_when_aske
 @pytest.mark.parametrize(("page", "problem", "fix"), [
     ("wrong-task", "models/ner-demo/ holds a ner bundle, not classification", "load a classification bundle"),
     ("wrong-pin", "manifest.json has SHA-256", "update expectedSha256"),
-    ("sst2-reversed", "labels.txt (negative, positive) and the manifest's labels (positive, negative) differ",
-     "do not belong to its manifest"),
+    ("sst2-reversed", "'labels' [\"positive\",\"negative\"] disagree with labels.txt [\"negative\",\"positive\"]",
+     "copy the bundle again from its source"),
     ("sst2-newer", "bundle schema 2 is newer than this package reads (1): the bundle comes from a newer converter",
      "npm install pocketbert@latest"),
     ("sst2-missing", "models/sst2-missing/vocab.txt could not be loaded (HTTP 404)", "serve the whole bundle folder"),
-    ("sst2-vocab", "vocab.txt has 16000 tokens but the manifest's tokenizer has 16001", "copy the bundle again"),
+    ("sst2-vocab", "'tokenizer.vocab_size' is 16001 but vocab.txt holds 16000 tokens", "copy the bundle again"),
     ("sst2-buckets", "model.int4-dynamic.tflite has buckets 32, 64 but the manifest lists 32",
-     "do not belong to its manifest"),
-    ("sst2-inputs", "signature seq_32 takes", "do not belong to its manifest"),
+     "the model file does not belong to this manifest"),
+    ("sst2-inputs", "signature seq_32 takes", "the model file does not belong to this manifest"),
 ])
 def test_the_package_refuses_what_the_runtime_refuses_saying_what_and_how_to_fix(app, page, problem, fix):
     shown = app[page]

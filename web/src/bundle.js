@@ -9,8 +9,9 @@ export const INPUT_NAMES = ['input_ids', 'attention_mask', 'token_type_ids'];
 const MAX_SEQUENCE_LENGTH = 8192;
 const REBUILD = 'convert the model again with the pocketbert version this package belongs to';
 const DAMAGED = `copy the bundle again (the manifest is damaged or was edited), or ${REBUILD}`;
-const MISMATCH = 'the bundle\'s files do not belong to its manifest: copy the bundle again from the converter\'s '
-  + 'output, or convert again';
+// the Python runtime's fix for a manifest that disagrees with its files (runtime/contract.py DISAGREE)
+const DISAGREE = 'copy the bundle again from its source (its manifest.json or one of its files was edited); if the '
+  + 'change was meant, convert the model again so that the converter writes both';
 
 /** A problem the user can act on: what is wrong (`problem`) and how to fix it (`fix`); never shown as markup. */
 export class BundleError extends Error {
@@ -178,17 +179,54 @@ export function parsePin(expectedSha256) {
   return match[1].toLowerCase();
 }
 
-/** The manifest and the files it lists must agree: labels.txt, the vocabulary's size. */
-function checkAgreement(manifest, labels, vocab, vocabFile) {
-  if (JSON.stringify(labels) !== JSON.stringify(manifest.labels)) {
-    throw new BundleError(`labels.txt (${labels.join(', ')}) and the manifest's labels (${manifest.labels.join(', ')}) `
-      + 'differ: every answer would carry the wrong label', MISMATCH);
+const refuse = (problem) => { throw new BundleError(`manifest.json: ${problem}`, DISAGREE); };
+const need = (ok, problem) => ok || refuse(problem);
+
+/** A manifest against itself and the files it lists, pin or no pin: the Python runtime's rules
+ * (runtime/contract.py check_consistency; docs/manifest.md, "Consistency"). A hash proves a file is the one
+ * listed, not that the manifest tells the truth about it: labels reversed in the manifest alone would swap
+ * every answer. */
+export function checkConsistency(m, labels, vocab, vocabFile) {
+  need(JSON.stringify(labels) === JSON.stringify(m.labels), `'labels' ${shown(m.labels)} disagree with labels.txt `
+    + `${shown(labels)}: every answer would carry another label's name`);
+  const size = m.tokenizer.vocab_size;
+  need(size == null || vocab.length === size, `'tokenizer.vocab_size' is ${size} but ${vocabFile} holds ${vocab.length} tokens`);
+  need(size == null || !isInt(m.model_vocab_size) || size <= m.model_vocab_size, `'tokenizer.vocab_size' ${size} is `
+    + `larger than the model's word table ('model_vocab_size' ${m.model_vocab_size}): its last ids would be out of range`);
+  for (const [name, token] of Object.entries(m.tokenizer.special_tokens ?? {})) {
+    need(size == null || !(token?.id >= size), `'tokenizer.special_tokens.${name}' has id ${token?.id}, outside the `
+      + `${size}-token vocabulary`);
   }
-  const expected = manifest.tokenizer.vocab_size;
-  if (expected != null && vocab.length !== expected) {
-    throw new BundleError(`${vocabFile} has ${vocab.length} tokens but the manifest's tokenizer has ${expected}: `
-      + 'the vocabulary does not belong to this model', MISMATCH);
+  const length = m.max_sequence_length;
+  need((m.tokenizer.max_sequence_length ?? length) === length, `'max_sequence_length' is ${length} but `
+    + `'tokenizer.max_sequence_length' is ${shown(m.tokenizer.max_sequence_length)}`);
+  const verified = isObject(m.verification) ? m.verification.max_length : null;
+  need(verified == null || verified === inputLength(m), `the bundle's input length is ${inputLength(m)} `
+    + `('max_sequence_length' ${length}, TFLite buckets) but its artifacts were verified at ${shown(verified)} tokens `
+    + '(\'verification.max_length\')');
+  const names = m.inputs.map((i) => i.name);
+  need(new Set(names).size === names.length && names.includes('input_ids') && names.includes('attention_mask'),
+    `'inputs' ${shown(names)} must name input_ids and attention_mask, each once`);
+  for (const output of m.outputs ?? []) {
+    const columns = output?.name === 'logits' && Array.isArray(output.shape) ? output.shape.at(-1) : null;
+    need(!isInt(columns) || columns === m.labels.length, `the 'logits' output has ${columns} columns but 'labels' has `
+      + `${m.labels.length} names`);
   }
+  m.artifacts.forEach((a, i) => artifactConsistency(a, `artifacts[${i}]`, m.labels, size));
+}
+
+function artifactConsistency(a, entry, labels, vocabSize) {
+  const { buckets, signatures } = a.details ?? {};
+  if (a.backend === 'tflite' && buckets?.length && signatures != null) {
+    need(JSON.stringify(signatures) === JSON.stringify(buckets.map((b) => `seq_${b}`)),
+      `'${entry}.details.signatures' ${shown(signatures)} do not name its buckets ${shown(buckets)}`);
+  }
+  const metadata = isObject(a.details?.metadata) ? a.details.metadata : a.metadata;
+  if (!isObject(metadata)) return;
+  need(!Array.isArray(metadata.labels) || JSON.stringify(metadata.labels) === JSON.stringify(labels),
+    `'${entry}' metadata labels ${shown(metadata.labels)} disagree with 'labels' ${shown(labels)}`);
+  need(!isInt(metadata.vocab_size) || vocabSize == null || metadata.vocab_size === vocabSize,
+    `'${entry}' metadata vocab_size ${metadata.vocab_size} disagrees with 'tokenizer.vocab_size' ${vocabSize}`);
 }
 
 /** Manifest, labels, vocabulary and model bytes of a bundle, every file verified; `expectedSha256` pins the
@@ -212,7 +250,7 @@ export async function openBundle(source, precision = null, expectedSha256 = null
   const labels = textLines(await verifiedFile(source, manifest, 'labels.txt'));
   const vocabFile = manifest.tokenizer.vocab_file ?? 'vocab.txt';
   const vocab = textLines(await verifiedFile(source, manifest, vocabFile));
-  checkAgreement(manifest, labels, vocab, vocabFile);
+  checkConsistency(manifest, labels, vocab, vocabFile);
   const model = await verifiedFile(source, manifest, artifact.file);
   return { manifest, artifact, labels, vocab, model, pin, where: source.describe() };
 }
@@ -223,13 +261,13 @@ export function checkModelAgreement(manifest, artifact, model) {
   const listed = artifact.details?.buckets;
   if (listed && JSON.stringify([...listed].sort((a, b) => a - b)) !== JSON.stringify(model.buckets)) {
     throw new BundleError(`${artifact.file} has buckets ${model.buckets.join(', ')} but the manifest lists `
-      + `${[...listed].sort((a, b) => a - b).join(', ')}`, MISMATCH);
+      + `${[...listed].sort((a, b) => a - b).join(', ')}`, `the model file does not belong to this manifest; ${DISAGREE}`);
   }
   const names = manifest.inputs.map((i) => i.name).sort();
   for (const [bucket, inputs] of model.signatureInputs) {
     if (JSON.stringify([...inputs].sort()) !== JSON.stringify(names)) {
       throw new BundleError(`${artifact.file}'s signature seq_${bucket} takes ${inputs.join(', ')} but the manifest's `
-        + `inputs are ${names.join(', ')}`, MISMATCH);
+        + `inputs are ${names.join(', ')}`, `the model file does not belong to this manifest; ${DISAGREE}`);
     }
   }
 }

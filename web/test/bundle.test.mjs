@@ -128,11 +128,35 @@ test('the pin: the manifest\'s SHA-256 must be the expected one, checked before 
 test('a manifest whose labels or vocabulary size disagree with its files is refused, hashes or not', async () => {
   // labels.txt listed with its true hash, but the manifest's labels reversed: every answer would be mislabelled
   await assert.rejects(openBundle(source(bundleFiles({ manifest: { labels: ['B-PER', 'O'] } }))),
-    /labels.txt \(O, B-PER\) and the manifest's labels \(B-PER, O\) differ/);
+    /'labels' \["B-PER","O"\] disagree with labels.txt \["O","B-PER"\]/);
   await assert.rejects(openBundle(source(bundleFiles({ manifest: { tokenizer: { vocab_file: 'vocab.txt', vocab_size: 3 } } }))),
-    /vocab.txt has 2 tokens but the manifest's tokenizer has 3/);
+    /'tokenizer.vocab_size' is 3 but vocab.txt holds 2 tokens/);
   const ok = await openBundle(source(bundleFiles({ manifest: { tokenizer: { vocab_file: 'vocab.txt' } } })));
   assert.equal(ok.vocab.length, 2); // no vocab_size: nothing to compare
+});
+
+test('the manifest must agree with itself as the Python runtime requires (runtime/contract.py check_consistency)', async () => {
+  const tflite = (details) => ({ ...artifact('fp32'), details });
+  for (const [changed, problem] of [
+    [{ model_vocab_size: 1 }, /'tokenizer.vocab_size' 2 is larger than the model's word table \('model_vocab_size' 1\)/],
+    [{ tokenizer: { vocab_size: 2, special_tokens: { unk: { token: '[UNK]', id: 5 } } } },
+      /'tokenizer.special_tokens.unk' has id 5, outside the 2-token vocabulary/],
+    [{ tokenizer: { vocab_size: 2, max_sequence_length: 512 } }, /'max_sequence_length' is 128 but 'tokenizer.max_sequence_length' is 512/],
+    [{ verification: { max_length: 128 }, artifacts: [tflite({ buckets: [32, 64] })] },
+      /input length is 64 .* verified at 128 tokens/],
+    [{ inputs: [{ name: 'input_ids' }, { name: 'input_ids' }, { name: 'attention_mask' }] }, /must name input_ids and attention_mask, each once/],
+    [{ outputs: [{ name: 'logits', shape: ['batch', 'sequence', 3] }] }, /the 'logits' output has 3 columns but 'labels' has 2 names/],
+    [{ artifacts: [tflite({ buckets: [32], signatures: ['seq_32', 'seq_64'] })] }, /do not name its buckets \[32\]/],
+    [{ artifacts: [tflite({ metadata: { labels: ['B-PER', 'O'] } })] }, /metadata labels \["B-PER","O"\] disagree/],
+    [{ artifacts: [tflite({ metadata: { vocab_size: 3 } })] }, /metadata vocab_size 3 disagrees with 'tokenizer.vocab_size' 2/]]) {
+    const err = await openBundle(source(bundleFiles({ manifest: changed }))).catch((e) => e);
+    assert.ok(err instanceof BundleError, `${JSON.stringify(changed)}: ${err}`);
+    assert.match(err.problem, problem);
+    assert.match(err.fix, /copy the bundle again from its source .* convert the model again so that the converter writes both/);
+  }
+  const same = { verification: { max_length: 64 }, outputs: [{ name: 'logits', shape: ['batch', 2] }],
+    artifacts: [tflite({ buckets: [32, 64], signatures: ['seq_32', 'seq_64'], metadata: { labels: ['O', 'B-PER'], vocab_size: 2 } })] };
+  assert.equal((await openBundle(source(bundleFiles({ manifest: same })))).artifact.file, 'model.fp32.tflite');
 });
 
 test('the model file must have the listed buckets and take the manifest\'s inputs', () => {
