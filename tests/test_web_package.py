@@ -58,7 +58,7 @@ await build({ entryPoints: ['app.js'], bundle: true, format: 'esm', target: 'es2
   plugins: [pocketbertWasm()] });
 """
 
-INDEX = '<!doctype html><meta charset="utf-8"><title>app</title><script type="module" src="app.js"></script>\n'
+INDEX = '<!doctype html><meta charset="utf-8"><title>app</title><link rel="icon" href="data:,"><script type="module" src="app.js"></script>\n'
 
 #: Drives the app's pages in chromium: SPEC {chromium, playwright, profile, pages: [{name, url}]} -> OUT
 DRIVER = """\
