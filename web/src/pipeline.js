@@ -87,7 +87,23 @@ function checkText(text, pairs) {
     + `not ${Array.isArray(text) ? `an array of ${text.length}` : typeof text}`);
 }
 
-/** Open a bundle and return its task's callable pipeline (docs/web.md). */
+/**
+ * Open a PocketBERT bundle and return its task's callable pipeline (docs/web.md; types/index.d.ts).
+ *
+ * @param {string | URL | {describe(): string, read(name: string): Promise<Uint8Array>} | Iterable<File>} bundle
+ *   the bundle folder's URL (relative to the page), a source of its files, or its File objects
+ * @param {object} [options]
+ * @param {string} [options.task] refuse a bundle of another task: 'ner' ('token-classification') or
+ *   'classification' ('text-classification', 'sentiment-analysis')
+ * @param {string} [options.precision] the TFLite file to run (fp32, int8-dynamic, int4-dynamic, …); default the
+ *   runtime's order: int8-dynamic, other int8, int4, fp16, fp32
+ * @param {number} [options.threads] XNNPACK threads; more than 1 only in a cross-origin isolated page
+ * @param {string} [options.expectedSha256] the bundle's pin: SHA-256 of its manifest.json
+ * @param {string | URL} [options.wasm] folder of LiteRT.js's WebAssembly files (default: the package's own)
+ * @returns {Promise<Function>} `await p(text, options)`: NER entities, or `[{label, score}]`; with `info`,
+ *   `run()` and `dispose()`
+ * @throws {BundleError} a bundle that cannot be used: `problem` and `fix`
+ */
 export async function pipeline(bundle, { task = null, precision = null, threads = null, expectedSha256 = null,
   wasm = null } = {}) {
   const source = sourceOf(bundle);
