@@ -27,11 +27,13 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from pocketbert.converter.backends.tflite_compact import table_count
 from pocketbert.converter.cut import cut
@@ -65,11 +67,13 @@ def _lines(path: Path) -> list[dict]:
 
 
 def npm_ci(folder: Path, needed: tuple[str, ...]) -> None:
-    """``npm ci`` in ``folder`` unless the packages ``needed`` are installed there."""
-    if not all((folder / "node_modules" / name).is_dir() for name in needed):
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, f"npm ci failed in {folder.name}/:\n{done.stderr[-3000:]}"
+    """``npm ci`` in ``folder`` unless the packages ``needed`` are installed there; one process at a time (this
+    module and tests/test_web_package.py may run in two workers at once)."""
+    with FileLock(str(Path(tempfile.gettempdir()) / f"pocketbert-npm-ci-{folder.name}.lock")):
+        if not all((folder / "node_modules" / name).is_dir() for name in needed):
+            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, f"npm ci failed in {folder.name}/:\n{done.stderr[-3000:]}"
 
 
 def package_modules() -> Path:
@@ -85,11 +89,16 @@ def package_modules() -> Path:
     return PACKAGE / "node_modules"
 
 
-@pytest.fixture(scope="module")
-def node_modules():
+def demo_modules() -> Path:
+    """The page's node_modules (the package linked from web/, esbuild, playwright-core), the package's first."""
     package_modules()
     npm_ci(WEB, ("pocketbert", "esbuild", "playwright-core"))
     return WEB / "node_modules"
+
+
+@pytest.fixture(scope="module")
+def node_modules():
+    return demo_modules()
 
 
 @pytest.fixture(scope="module")

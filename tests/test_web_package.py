@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from .test_web_demo import (INT4_SCORE_TOLERANCE, PACKAGE, SCORE_TOLERANCE, SEED, WEB, _close, _conll_dev,
-                            _sst2_dev, chromium, package_modules, web_bundles)  # noqa: F401  (fixtures)
+                            _sst2_dev, chromium, demo_modules, package_modules, web_bundles)  # noqa: F401  (fixtures)
 
 #: The app a developer writes (docs/web.md, README): the bundle, task, pin and texts come from the page's query.
 APP = """\
@@ -41,7 +41,8 @@ try {
   const model = await pipeline(query.get('bundle'), { task: query.get('task'), precision: query.get('precision'),
     threads: query.has('threads') ? Number(query.get('threads')) : null, expectedSha256: query.get('pin') });
   const results = [];
-  for (const text of texts) results.push(await model(text, model.task === 'ner' ? { aggregation: 'simple' } : { topK: null }));
+  const options = model.task === 'ner' ? { aggregation: 'simple' } : { topK: null };
+  for (const text of texts) results.push(await model(text, options));
   model.dispose();
   const disposed = await model(texts[0]).then(() => null, (err) => err.problem);
   window.done = { info: model.info, results, disposed };
@@ -58,7 +59,8 @@ await build({ entryPoints: ['app.js'], bundle: true, format: 'esm', target: 'es2
   plugins: [pocketbertWasm()] });
 """
 
-INDEX = '<!doctype html><meta charset="utf-8"><title>app</title><link rel="icon" href="data:,"><script type="module" src="app.js"></script>\n'
+INDEX = ('<!doctype html><meta charset="utf-8"><title>app</title><link rel="icon" href="data:,">'
+         '<script type="module" src="app.js"></script>\n')
 
 #: Drives the app's pages in chromium: SPEC {chromium, playwright, profile, pages: [{name, url}]} -> OUT
 DRIVER = """\
@@ -108,6 +110,7 @@ def tarball(tmp_path_factory):
 def project(tarball, tmp_path_factory):
     """A fresh project with the tarball installed (offline) and the app built with esbuild into dist/."""
     root = tmp_path_factory.mktemp("web-app")
+    demo_modules()  # esbuild's version (and npm's cache of it) and playwright-core come from the demo page's
     esbuild = json.loads((WEB / "node_modules" / "esbuild" / "package.json").read_text(encoding="utf-8"))["version"]
     (root / "package.json").write_text(json.dumps({"name": "my-app", "private": True, "type": "module",
                                                    "dependencies": {"pocketbert": f"file:{tarball[0]}"},
