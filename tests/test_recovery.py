@@ -55,7 +55,13 @@ def test_recover_writes_a_checkpoint_that_reloads_as_nonorm_relu(teacher, tmp_pa
     curve = record["dev_curve"]
     assert [point["steps"] for point in curve] == [0, 6, 12, 18, 24]
     assert curve[0]["accuracy"] == scores["without_recovery"]["accuracy"]
-    assert curve[-1]["accuracy"] == scores["recovered"]["accuracy"]
+    assert [point.get("fraction") for point in curve] == [None, 0.25, 0.5, 0.75, 1.0]
+    # the shipped state is the best check's (a tie: the later), and the card says which and how noisy
+    best = max(curve[1:], key=lambda point: (point["accuracy"], point["steps"]))
+    assert record["best"]["steps"] == best["steps"] and best["accuracy"] == scores["recovered"]["accuracy"]
+    assert record["dev_noise"]["dev_examples"] == 200
+    card = (path / "README.md").read_text()
+    assert f"at step {best['steps']}" in card and "bootstrap interval" in card
     assert all(a["seconds"] <= b["seconds"] for a, b in zip(curve, curve[1:]))
     # the reloaded checkpoint computes what was evaluated
     from pocketbert.converter.data import load_task

@@ -17,7 +17,7 @@ def model_card(record: dict) -> str:
     # a recovery record holds teacher / without / recovered (/ shipped, after trim-vocab) scores
     dev = dev.get("shipped", dev.get("recovered", dev))
     scores = ", ".join(f"{k} {v:.2f}" for k, v in dev.items())
-    lines = _summary(record, scores)
+    lines = _summary(record, scores) + _shipped_check(record)
     if record.get("vocab_trim"):
         lines += _trimmed(record["vocab_trim"], scores)
     if record.get("factored_embeddings"):  # replaces the input's shipped form (its table is no longer whole)
@@ -40,6 +40,21 @@ def model_card(record: dict) -> str:
     lines += ["", "## License", "", "Apache-2.0, as the base model all-MiniLM-L6-v2 (when that is the base). "
               "Training data licenses are the datasets' own (see above).", ""]
     return "\n".join(lines)
+
+
+def _shipped_check(record: dict) -> list[str]:
+    """A recovery: which dev check's state this is, and how noisy its dev score is."""
+    best, noise, metric = record.get("best"), record.get("dev_noise"), record.get("metric")
+    if not best or not metric:
+        return []
+    lines = [f"- **Shipped state**: the best of {best['checks']} dev checks, at step {best['steps']} "
+             f"({best['fraction']:.0%} of the budget), dev {metric} {best[metric]:.2f} (the last step's: "
+             f"{record['end_of_training'][metric]:.2f})."]
+    if noise:
+        lines.append(f"- **Dev noise**: {noise['dev_examples']} dev {noise['unit']}; {noise['level']:.0%} "
+                     f"bootstrap interval ({noise['resamples']} resamples) of the difference to the teacher "
+                     f"{noise['delta_interval'][0]:+.2f} to {noise['delta_interval'][1]:+.2f} points.")
+    return lines
 
 
 def _qat(distillation: dict) -> list[str]:

@@ -38,7 +38,8 @@ def counts(features: Features, logits: list[np.ndarray]) -> tuple[np.ndarray, Ca
         return np.stack([x, y, x * x, y * y, x * y, np.ones_like(x)], axis=1), _pearson
     p, r = np.asarray(predicted), np.asarray(task.labels)
     if task.metric == "f1":
-        return np.stack([(p == 1) & (r == 1), (p == 1) & (r != 1), (p != 1) & (r == 1)], axis=1).astype(float), _f1_binary
+        cells = np.stack([(p == 1) & (r == 1), (p == 1) & (r != 1), (p != 1) & (r == 1)], axis=1)
+        return cells.astype(float), _f1_binary
     if task.metric == "matthews":
         size = int(max(p.max(initial=0), r.max(initial=0))) + 1
         cells = np.zeros((len(p), size * size))
@@ -127,9 +128,11 @@ def _pearson(sums: np.ndarray) -> np.ndarray:
 
 
 def describe(student_logits, teacher_logits, features: Features, *, resamples: int = RESAMPLES, seed: int = SEED,
-             level: float = LEVEL) -> dict:
+             level: float = LEVEL) -> dict | None:
     """The record of how noisy the shipped score is: the dev set's size, what one example is worth, and the
     bootstrap intervals of the student's score and of its difference to the teacher."""
+    if features.task.metric == "spearman":
+        return None  # ranks do not decompose into per-example sums
     student, statistic = counts(features, student_logits)
     teacher, _ = counts(features, teacher_logits)
     unit = "sentences" if features.task.kind == "ner" else "examples"

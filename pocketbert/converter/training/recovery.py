@@ -126,13 +126,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, transformed without recovery {before[metric]:.2f}")
     log(_expected_time(options, scoring))
     eval_batches = prepared.dev_features.batches(64, input_names=names)
-    best = prepared.best = BestState(metric, teacher_scores[metric])
-    if resumed is not None:
-        state, record = resumed
-        kept = record["best"]
-        best.offer(Check(kept["steps"], kept["fraction"], kept["seconds"], kept[metric]), lambda: state)
-        log(f"resuming the recovery kept at {str(kept_state.kept_dir(options.output))!r}: step {kept['steps']}, "
-            f"dev {metric} {kept[metric]:.2f} ({kept['delta_vs_teacher']:+.2f} vs the teacher)")
+    best = prepared.best = _start_best(prepared, teacher_scores[metric], resumed, log)
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
@@ -144,20 +138,46 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
                      milestones=_dev_checks(options.dev_checks, student, prepared, best, log=log,
                                             score=check_score),
                      resume_state=resumed[0] if resumed else None)
-    end = best.end
-    if best.best is not None and best.best is not end:
+    if best.best is not None and best.best is not best.end:
         student.load_state_dict(best.state["model"])  # an earlier check scored higher: ship it
     shipped_logits = logits(student, prepared.dev_features, input_names=names)
     after = metrics.score(prepared.dev_features, shipped_logits)
     noise = dev_noise.describe(shipped_logits, teacher_logits, prepared.dev_features)
-    _log_shipped(log, best, after[metric], teacher_scores[metric], metric)
-    log(dev_noise.sentence(noise, metric))
+    _log_shipped(log, best, shipped=after[metric], teacher=teacher_scores[metric], metric=metric)
+    if noise:
+        log(dev_noise.sentence(noise, metric))
+    record = _record(prepared, report, best, scores={"teacher": teacher_scores, "without_recovery": before,
+                                                     "recovered": after})
+    record.update(dev_noise=noise, distillation=report.to_json(), wall_seconds=round(time.perf_counter() - start, 1))
+    if resumed is not None:
+        record["resumed_from"] = {"steps": resumed[1]["best"]["steps"],
+                                  "kept": str(kept_state.kept_dir(options.output))}
+    return record
+
+
+def _start_best(prepared: PreparedRecovery, teacher: float, resumed, log) -> BestState:
+    """The checks' record, holding the kept state's check first when resuming (it stays a candidate)."""
+    best = BestState(prepared.metric, teacher)
+    if resumed is not None:
+        state, record = resumed
+        kept, metric = record["best"], prepared.metric
+        best.offer(Check(kept["steps"], kept["fraction"], kept["seconds"], kept[metric]), lambda: state)
+        log(f"resuming the recovery kept at {str(kept_state.kept_dir(prepared.options.output))!r}: step "
+            f"{kept['steps']}, dev {metric} {kept[metric]:.2f} ({kept['delta_vs_teacher']:+.2f} vs the teacher)")
+    return best
+
+
+def _record(prepared: PreparedRecovery, report, best: BestState, scores: dict[str, dict]) -> dict:
+    """The JSON record: data, recipe, dev scores (teacher, without recovery, the shipped state), the checks."""
+    metric, options = prepared.metric, prepared.options
+    teacher, before, after = scores["teacher"], scores["without_recovery"], scores["recovered"]
+    end = best.end
     last = report.stages[-1]  # the curve follows the whole-model stage (the only one of the joint schedule)
     curve = [{"steps": 0, "seconds": 0.0, metric: round(before[metric], 3)}]
-    curve += [c.to_json(metric, teacher_scores[metric]) for c in best.checks] or [
+    curve += [c.to_json(metric, teacher[metric]) for c in best.checks] or [
         {"steps": last.steps, "seconds": round(last.seconds, 1), metric: round(after[metric], 3)}]
     rnd = lambda scores: {k: round(v, 3) for k, v in scores.items()}  # noqa: E731
-    record = {
+    return {
         "task": prepared.train_name,
         "train_file": prepared.train_file,
         "dev_file": prepared.dev_file,
@@ -165,21 +185,15 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
         "dev_examples": len(prepared.dev_features),
         "metric": metric,
         "recipe": _recipe(options),
-        "dev_scores": {"teacher": rnd(teacher_scores), "without_recovery": rnd(before), "recovered": rnd(after)},
-        "delta_vs_teacher": round(after[metric] - teacher_scores[metric], 3),
-        "delta_without_recovery": round(before[metric] - teacher_scores[metric], 3),
+        "dev_scores": {"teacher": rnd(teacher), "without_recovery": rnd(before), "recovered": rnd(after)},
+        "delta_vs_teacher": round(after[metric] - teacher[metric], 3),
+        "delta_without_recovery": round(before[metric] - teacher[metric], 3),
         # the dev score against the whole-model stage's training seconds (evaluation time not counted)
         "dev_curve": curve,
         # the shipped state: the best check (step, fraction of the budget, score), and the end of training's
         "best": best.to_json() if best.best else None,
-        "end_of_training": end.to_json(metric, teacher_scores[metric]) if end else None,
-        "dev_noise": noise,
-        "distillation": report.to_json(),
-        "wall_seconds": round(time.perf_counter() - start, 1),
+        "end_of_training": end.to_json(metric, teacher[metric]) if end else None,
     }
-    if resumed is not None:
-        record["resumed_from"] = {"steps": resumed[1]["best"]["steps"], "kept": str(kept_state.kept_dir(options.output))}
-    return record
 
 
 def _recipe(options: RecoverOptions) -> dict:
@@ -192,7 +206,7 @@ def _recipe(options: RecoverOptions) -> dict:
             "qat": options.qat}
 
 
-def _log_shipped(log, best: BestState, shipped: float, teacher: float, metric: str) -> None:
+def _log_shipped(log, best: BestState, *, shipped: float, teacher: float, metric: str) -> None:
     end = best.end
     if best.best is None or end is None:
         log(f"dev {metric}: recovered {shipped:.2f} (teacher {teacher:.2f}, {shipped - teacher:+.2f} points)")
@@ -277,8 +291,9 @@ def _dev_checks(count: int, student, prepared: PreparedRecovery, best: BestState
     def check(point: loop.Point) -> None:
         score_now = score(student)
         kept = best.offer(Check(point.step, point.fraction, point.seconds, score_now), point.state)
+        mark = " (the best so far)" if kept and len(best.checks) > 1 else ""
         log(f"dev {metric} after {point.seconds / 60:.1f} min of recovery ({point.step} steps): {score_now:.2f} "
-            f"({score_now - best.teacher:+.2f} vs the teacher){' (best so far)' if kept and len(best.checks) > 1 else ''}")
+            f"({score_now - best.teacher:+.2f} vs the teacher){mark}")
 
     return loop.Milestones(tuple((i + 1) / (count + 1) for i in range(count)) + (1.0,), check)
 

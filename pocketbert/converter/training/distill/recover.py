@@ -140,9 +140,8 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
             schedule: str = "joint", temperature: float = 1.0, weights: dict[str, float] | None = None,
             lr: float = 1e-4, seed: int = 0, init: str | None = "teacher", init_batches: int = 8,
             final_share: float = 0.5, eval_batches=None, eval_max_batches: int = 8,
-            checkpoint_dir: Path | None = None, progress: bool = True, frozen=(),
-            train_fn: Callable | None = None, qat: bool = False, milestones=None,
-            resume_state: dict | None = None) -> RecoveryReport:
+            checkpoint_dir: Path | None = None, progress: bool = True, frozen=(), train_fn: Callable | None = None,
+            qat: bool = False, milestones=None, resume_state: dict | None = None) -> RecoveryReport:
     """Distil ``teacher`` (the untransformed model) into ``student`` (its nonorm/relu copy), in place.
 
     * ``batches``: the task's training batches (the loop's BatchSource: ``len()``, ``epoch(k)``, and
@@ -163,9 +162,7 @@ def recover(teacher: PreTrainedModel, student: PreTrainedModel, family: Family, 
     * ``qat``: quantization-aware: the student trains through :mod:`.fake_quant`'s simulation of the
       full-integer export (ranges calibrated on ``init_batches`` batches, then following the training
       batches); the gaps after training are the simulated int8 model's (``RecoveryReport.qat``).
-    * ``milestones``: :class:`converter.training.loop.Milestones` for the last (whole-model) stage: dev scores.
-    * ``resume_state``: a kept state of the last stage (:meth:`converter.training.loop.Point.state`): the run
-      continues it (the NoNorm initialisation and the earlier stages are in its weights already, not redone).
+    * ``milestones`` (``loop.Milestones``: dev scores) and ``resume_state`` (a state to continue) are the last stage's.
 
     Both models run with eager attention while attention transfer is on (restored after), the student without
     dropout (see :func:`.pairing.no_dropout`); the teacher stays in eval mode, frozen, under
