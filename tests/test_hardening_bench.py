@@ -109,6 +109,7 @@ def test_gates_refuse_another_tasks_dev_file(sst2_bundle, data_dir, tmp_path):
 @pytest.mark.parametrize("labels, problem", [
     (["2", "0"], "label id(s) ['2']"),
     (["acceptable", "unacceptable"], "labels ['acceptable', 'unacceptable'] that the bundle"),
+    (["LABEL_1"], "would be scored against the wrong outputs"),  # read as id 0, the bundle's LABEL_0
 ])
 def test_gates_refuse_a_dev_file_whose_labels_the_bundle_lacks(sst2_bundle, data_dir, tmp_path, labels, problem):
     dev = tmp_path / "dev.tsv"
