@@ -242,3 +242,30 @@ def test_ner_bootstrap_resamples_sentences_and_matches_seqeval():
     for indices in rng.integers(0, 5, (10, 5)):
         expected = metrics.ner_scores([predicted[i] for i in indices], [gold[i] for i in indices])["f1"]
         assert dev_noise._f1(counts[indices].sum(0)) == pytest.approx(expected, abs=1e-9)
+
+
+def test_convert_refusal_says_where_the_state_is_kept_and_resume_ships_from_it(teacher, tmp_path):
+    """The whole path: the conversion's gate refuses, its message says where the best state is kept and how to
+    go on; the same conversion with --resume and a longer budget continues it, ships, and removes the kept state."""
+    from pocketbert.converter.errors import AccuracyLossRefused
+    from pocketbert.converter.pipeline import ConvertOptions, convert
+
+    out = tmp_path / "bundle"
+    common = dict(checkpoint=str(teacher.checkpoint), out=out, formats="onnx", verify_samples=20,
+                  measure_latency=False, data_dir=DATA, opts="nonorm,relu", recover="glue:sst2")
+    recover = {"train_limit": 64, "dev_limit": 40, "batch_size": 8, "max_length": 32, "progress": False}
+    with pytest.raises(AccuracyLossRefused) as info:  # a bar no student meets: beat the teacher by 100 points
+        convert(ConvertOptions(**common, max_accuracy_drop=-100,
+                               recover_options={**recover, "budget": loop.Budget(steps=4)}))
+    kept = tmp_path / ".bundle.recovery"
+    assert str(kept) in info.value.fix and "--resume" in info.value.fix and "--recover-budget 8steps" in info.value.fix
+    assert "bootstrap interval" in info.value.problem and "over 40 dev examples" in info.value.problem
+    assert not out.exists() and (kept / "training_state.pt").is_file()
+    kept_step = json.loads((kept / "recovery.json").read_text())["best"]["steps"]
+
+    result = convert(ConvertOptions(**common, max_accuracy_drop=100,
+                                    recover_options={**recover, "budget": loop.Budget(steps=8), "resume": True}))
+    recovery = result.manifest["recovery"]
+    assert recovery["resumed_from"]["steps"] == kept_step
+    assert recovery["distillation"]["stages"][-1]["steps"] == 8 and recovery["best"]["steps"] >= kept_step
+    assert out.is_dir() and not kept.exists()
