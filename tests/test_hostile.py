@@ -13,6 +13,7 @@ options or paths first, except one small ONNX export that checks the summary's p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from pocketbert import runtime
 from pocketbert.converter import cli as converter_cli
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import ConvertOptions, convert
+from pocketbert.runtime.contract import bundle_input_length
 from pocketbert.runtime.errors import BundleError, InputError, ModelError
 
 from .conftest import DATA
@@ -86,9 +88,22 @@ def run_module(module: str, case: Case, paths: dict[str, str]) -> None:
 # --- the hostile world: bundles, checkpoints and files --------------------------------------------
 
 def copy_bundle(source: Path, dest: Path, **manifest_changes) -> Path:
+    """A copy with its manifest changed, and kept consistent with its own files (labels.txt, the logits' width,
+    the tokenizer's and the verified length), so that the case reaches the check it is about."""
     shutil.copytree(source, dest)
     manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
     manifest.update(manifest_changes)
+    if "labels" in manifest_changes:
+        data = "".join(f"{label}\n" for label in manifest["labels"]).encode("utf-8")
+        (dest / "labels.txt").write_bytes(data)
+        manifest["files"]["labels.txt"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        manifest["outputs"][0]["shape"][-1] = len(manifest["labels"])
+        for artifact in manifest["artifacts"]:
+            if "metadata" in (artifact.get("details") or {}):
+                artifact["details"]["metadata"]["labels"] = manifest["labels"]
+    if "max_sequence_length" in manifest_changes:
+        manifest["tokenizer"]["max_sequence_length"] = manifest["max_sequence_length"]
+        manifest["verification"]["max_length"] = bundle_input_length(manifest)
     (dest / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return dest
 
@@ -393,7 +408,8 @@ API_CASES = [
     ("top-k-zero", lambda a: a["cls_pipe"]("fine", top_k=0), InputError, "top_k"),
     ("bytes-text", lambda a: a["cls_pipe"](b"fine"), InputError, "bytes"),
     ("threads-huge", lambda a: runtime.load(a["ner"], "onnx", threads=100_000), InputError, "256"),
-    ("pad-id-beyond-embeddings", lambda a: runtime.load(a["pad"], "onnx"), ModelError, "pad token id 200000"),
+    ("pad-id-beyond-vocabulary", lambda a: runtime.load(a["pad"], "onnx"), BundleError,
+     "'tokenizer.special_tokens.pad' has id 200000"),
     ("max-length-beyond-positions", lambda a: runtime.load(a["long"], "onnx"), ModelError, "4096 tokens"),
     ("top-k-true", lambda a: a["cls_pipe"]("fine", top_k=True), InputError, "top_k"),
     ("stride-a-string", lambda a: a["ner_pipe"]("Peter Blackburn", stride="3"), InputError, "stride"),

@@ -3,8 +3,10 @@
 A converted bundle holds every recipe built (about 290 MB for the SST-2 demo); a phone app needs one
 TFLite file, the web page one TFLite file, a desktop the ONNX files.  The cut copies the source's files
 that the target reads, checked against the source manifest, into a new bundle whose manifest lists only
-them (``contract.subset_manifest``), through the converter's staging directory.  It reads the source,
-never writes it, and needs no torch.
+them (``contract.subset_manifest``), through the converter's staging directory.  The source is checked as
+the runtime checks it (``Bundle.open``: the manifest against its own files, pin or no pin; the kept model
+files opened), so a bundle the runtime would refuse is never cut into one with a fresh pin.  It reads the
+source, never writes it, and needs no torch.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from pocketbert.runtime.backends import installed as backend_installed
+from pocketbert.runtime.backends import open_backend
 from pocketbert.runtime.bundle import Artifact, Bundle, preferred
+from pocketbert.runtime.consistency import check_model_file
 from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha256, subset_manifest, write_manifest
-from pocketbert.runtime.errors import BundleError
+from pocketbert.runtime.errors import BundleError, ModelError
 
 from . import __version__
 from .errors import ConverterInputError
@@ -61,6 +66,7 @@ def cut(source: Path, target: str, out: Path, recipe: str | None = None, overwri
     names = files_for(bundle, TARGETS[target], kept)
     staging = Staging(Path(out), overwrite)  # refuses an --out it may not replace before any hashing
     listed = _verify_source(bundle, names)
+    _check_models(bundle, kept)
     record = {"target": target, "from_sha256": sha256(bundle.resolve(MANIFEST)),
               "dropped": [a.recipe for a in bundle.artifacts if a not in kept], "pocketbert_version": __version__}
     manifest = subset_manifest(bundle.manifest, [a.recipe for a in kept], names, record)
@@ -147,6 +153,21 @@ def _verify_source(bundle: Bundle, names: list[str]) -> dict[str, int]:
                 for name in dict.fromkeys([*names, *bundle.manifest["files"]])}
     except BundleError as exc:
         raise ConverterInputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
+
+
+def _check_models(bundle: Bundle, kept: list[Artifact]) -> None:
+    """Each kept model file opened as the runtime opens it: its inputs must be the manifest's and a TFLite
+    file's signatures its listed buckets (``contract.check_model_file``), or the cut would ship a bundle
+    that the runtime refuses.  A backend that is not installed here cannot look: its file was still
+    checked against its SHA-256."""
+    for artifact in kept:
+        if not backend_installed(artifact.backend):
+            continue
+        try:
+            model = open_backend(artifact, bundle.input_names, threads=1)
+            check_model_file(artifact.file, artifact.details, model.buckets)
+        except (BundleError, ModelError) as exc:
+            raise ConverterInputError(f"the source bundle does not verify: {exc.problem}", exc.fix) from exc
 
 
 def _read_files(manifest_path: Path) -> dict:

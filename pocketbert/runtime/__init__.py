@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from . import choice
 from .bundle import Artifact, Bundle, parse_pin
 from .classification import TextClassificationPipeline, TruncationWarning
+from .consistency import check_model_file
 from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
 from .ner import AGGREGATIONS, TokenClassificationPipeline
 
@@ -47,14 +48,6 @@ def _check_counts(**counts: int | None) -> None:
         raise InputError(f"threads={threads}: at most {MAX_THREADS} are accepted",
                          f"pass at most the CPUs this process may use ({usable_cpus()} here), or leave it out "
                          "for the backend's default")
-
-
-def _check_buckets(artifact: Artifact, model: Backend) -> None:
-    """The TFLite file runs the buckets its manifest entry lists: those set the bundle's input length."""
-    listed = artifact.details.get("buckets")
-    if model.buckets is not None and listed and list(model.buckets) != sorted(listed):
-        raise ModelError(f"{artifact.file} has buckets {list(model.buckets)} but the manifest lists {sorted(listed)}",
-                         "the model file does not belong to this manifest; copy the bundle again or convert again")
 
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
@@ -105,7 +98,7 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
                                  entry="tokenizer.tokenizer_file")
     model = open_backend(artifact, bundle.input_names, threads, instances)
-    _check_buckets(artifact, model)
+    check_model_file(artifact.file, artifact.details, model.buckets)
     # the bundle's length, not the backend's: ONNX windows and truncates exactly as TFLite does (the
     # backend's own limit only matters for a hand-written manifest that lists no buckets)
     max_length = min(bundle.input_length, model.max_length or bundle.input_length)

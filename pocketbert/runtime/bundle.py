@@ -27,6 +27,7 @@ from pathlib import Path
 from . import backends
 from .backends import BACKENDS
 from .bundle_paths import resolve_inside
+from .consistency import check_consistency
 from .contract import DAMAGED, MANIFEST, REBUILD, SHA256_HEX, bundle_input_length, sha256, shown, validate_manifest
 from .errors import BackendUnavailableError, BundleError
 
@@ -132,7 +133,19 @@ class Bundle:
         validate_manifest(manifest, manifest_path)
         for entry, name in _named_files(manifest):  # every name, used by this load or not
             resolve_inside(root, name, entry)
-        return cls(path, manifest)
+        bundle = cls(path, manifest)
+        check_consistency(manifest, bundle.listed_text, manifest_path)
+        return bundle
+
+    def listed_text(self, name: str) -> str | None:
+        """The text of bundle file ``name``, checked against its listed size and SHA-256; None when the bundle
+        does not hold it (not listed, or absent: what is missing is reported by whoever needs it)."""
+        if name not in (self.manifest.get("files") or {}) or not self.resolve(name, "files key").is_file():
+            return None
+        try:
+            return self.file(name, entry="files key").read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise BundleError(f"{name} is not UTF-8 text ({exc})", DAMAGED) from exc
 
     def resolve(self, name: str, entry: str = "file") -> Path:
         """Real path of bundle file ``name``; a BundleError naming ``entry`` if it leads outside the bundle."""

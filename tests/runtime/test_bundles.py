@@ -133,6 +133,12 @@ def test_tokenizer_of_another_vocabulary_size(ner_bundle, tmp_path):
         runtime.load(bundle)
 
 
+def forget_metadata(manifest: dict) -> None:
+    """Drop the record of what the TFLite files embed (labels, vocabulary size): it would disagree first."""
+    for artifact in manifest["artifacts"]:
+        (artifact.get("details") or {}).pop("metadata", None)
+
+
 def test_tokenizer_larger_than_the_model_is_caught_by_the_model_check(ner_bundle, tmp_path):
     """Even if the manifest agrees with the tokenizer, ids past the embedding table are caught at load,
     by running the model once, instead of failing inside the backend on the first unlucky text."""
@@ -141,7 +147,15 @@ def test_tokenizer_larger_than_the_model_is_caught_by_the_model_check(ner_bundle
     tok.add_tokens(["brandnewtoken"])
     tok.save(str(bundle / "tokenizer.json"))
     relist(bundle, "tokenizer.json")
-    edit_manifest(bundle, lambda m: m["tokenizer"].__setitem__("vocab_size", 30523))
+    with open(bundle / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("brandnewtoken\n")
+    relist(bundle, "vocab.txt")
+    # no model_vocab_size: the manifest's own word-table size would refuse it before the model runs
+    def larger(m):
+        m["tokenizer"]["vocab_size"] = 30523
+        m.pop("model_vocab_size")
+        forget_metadata(m)
+    edit_manifest(bundle, larger)
     for backend in ("onnx", "tflite"):
         with pytest.raises(ModelError, match="rejects token id 30522: the tokenizer and the model do not belong"):
             runtime.load(bundle, backend=backend)
@@ -149,7 +163,13 @@ def test_tokenizer_larger_than_the_model_is_caught_by_the_model_check(ner_bundle
 
 def test_labels_that_do_not_match_the_model(ner_bundle, tmp_path):
     bundle = copy(ner_bundle, tmp_path)
-    edit_manifest(bundle, lambda m: m.__setitem__("labels", ["O", "B-PER", "I-PER"]))
+    (bundle / "labels.txt").write_text("O\nB-PER\nI-PER\n", encoding="utf-8")
+    relist(bundle, "labels.txt")  # manifest and files agree (and declare no logits shape): the model refuses
+    def fewer(m):
+        m["labels"] = ["O", "B-PER", "I-PER"]
+        m.pop("outputs")
+        forget_metadata(m)
+    edit_manifest(bundle, fewer)
     with pytest.raises(ModelError, match=r"shape \[1, 3, 9\], but a ner model with 3 labels"):
         runtime.load(bundle)
 

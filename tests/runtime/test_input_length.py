@@ -94,7 +94,9 @@ def test_buckets_that_are_not_lengths_are_refused(bundles, tmp_path):
 def test_a_tflite_file_whose_buckets_differ_from_its_manifest_entry_is_refused(bundles, tmp_path):
     bundle = shutil.copytree(bundles["ner"], tmp_path / "bundle")
     manifest = _manifest(bundle)
-    next(a for a in manifest["artifacts"] if a["backend"] == "tflite")["details"]["buckets"] = [32]
+    details = next(a for a in manifest["artifacts"] if a["backend"] == "tflite")["details"]
+    details["buckets"], details["signatures"] = [32], ["seq_32"]
+    manifest["verification"]["max_length"] = 32  # the manifest agrees with itself; the model file does not
     (bundle / contract.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(runtime.ModelError, match=r"has buckets \[32, 64\] but the manifest lists \[32\]"):
         runtime.load(bundle, "tflite")

@@ -5,8 +5,8 @@ import java.io.FileInputStream
 import java.nio.ByteBuffer
 import java.nio.channels.FileChannel
 import pocketbert.core.BundleException
+import pocketbert.core.bundle.Consistency
 import pocketbert.core.bundle.Integrity
-import pocketbert.core.bundle.Labels
 import pocketbert.core.bundle.Manifest
 import pocketbert.core.pipeline.Pipelines
 import pocketbert.core.text.Vocabulary
@@ -39,7 +39,10 @@ class BundleLoader(private val assets: AssetManager, private val threads: Int) {
         for (file in listOf(settings.vocabFile(), LABELS, artifact.file())) {
             assets.open("$dir/$file").use { Integrity.verify(manifest, file, it) }
         }
-        Labels.requireSame(assets.open("$dir/$LABELS").use { Labels.read(it) }, manifest)
+        // labels.txt and vocab.txt (verified just above) against the manifest, as every core loader checks
+        Consistency.check(manifest) { name ->
+            if (name in files && manifest.files().containsKey(name)) assets.open("$dir/$name").use { it.readBytes() } else null
+        }
         val vocabulary = assets.open("$dir/${settings.vocabFile()}").use { Vocabulary.read(it) }
         val tokenizer = WordPieceTokenizer(vocabulary, settings)
         val runner = LiteRtModelRunner(mapAsset("$dir/${artifact.file()}"), threads)

@@ -12,6 +12,8 @@ public final class Artifact {
     private final boolean passed;
     private final List<Integer> buckets;
     private final List<String> signatures;
+    private final List<String> metadataLabels;
+    private final Integer metadataVocabSize;
 
     Artifact(Fields json) {
         recipe = json.requiredString("recipe");
@@ -23,6 +25,20 @@ public final class Artifact {
         buckets = details.has("buckets") ? Collections.unmodifiableList(details.ints("buckets")) : Collections.emptyList();
         signatures = details.has("signatures") ? Collections.unmodifiableList(details.strings("signatures"))
                 : Collections.emptyList();
+        Fields metadata = details.optionalObject("metadata");
+        metadataLabels = metadata.raw("labels") instanceof List ? metadata.strings("labels") : null;
+        metadataVocabSize = metadata.raw("vocab_size") instanceof Long ? Integer.valueOf(metadata.requiredInt("vocab_size"))
+                : null;
+    }
+
+    /** The labels embedded in the TFLite file's metadata, as the manifest records them (null: not recorded). */
+    public List<String> metadataLabels() {
+        return metadataLabels;
+    }
+
+    /** The vocabulary size embedded in the TFLite file's metadata (null: not recorded). */
+    public Integer metadataVocabSize() {
+        return metadataVocabSize;
     }
 
     /** {@code backend:precision}, e.g. {@code tflite:int8-dynamic}. */

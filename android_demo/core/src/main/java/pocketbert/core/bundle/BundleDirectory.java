@@ -13,7 +13,8 @@ import pocketbert.core.BundleException;
  * reads one: {@code manifest.json}, optionally pinned by its SHA-256 ({@link Pin}), then only files the
  * manifest lists, each inside the directory ({@link BundlePaths}: no {@code ..}, absolute names or
  * symbolic links leading out) and checked against its size and SHA-256 before use. Every name the
- * manifest holds is checked when the bundle is opened, used or not.
+ * manifest holds is checked when the bundle is opened, used or not, and the manifest must agree with the
+ * bundle's files ({@link Consistency}).
  */
 public final class BundleDirectory {
     public static final String MANIFEST = "manifest.json";
@@ -59,7 +60,9 @@ public final class BundleDirectory {
             for (Map.Entry<String, String> named : manifest.namedFiles()) {
                 BundlePaths.resolveInside(root, named.getValue(), named.getKey());
             }
-            return new BundleDirectory(root, manifest);
+            BundleDirectory bundle = new BundleDirectory(root, manifest);
+            Consistency.check(manifest, bundle::readIfHeld);
+            return bundle;
         } catch (IOException e) {
             throw unreadable(dir.toString(), e);
         }
@@ -100,6 +103,14 @@ public final class BundleDirectory {
             throw unreadable(name, e);
         }
         return data;
+    }
+
+    /** {@link #read}, or null when the bundle does not hold {@code name} (not listed, or absent). */
+    byte[] readIfHeld(String name) {
+        if (!manifest.files().containsKey(name) || !Files.isRegularFile(BundlePaths.resolveInside(root, name, "file"))) {
+            return null;
+        }
+        return read(name);
     }
 
     private Path listedFile(String name) {

@@ -44,6 +44,9 @@ public final class Manifest {
     private final List<String> labels;
     private final int maxSequenceLength;
     private final Integer modelVocabSize;
+    private final Integer tokenizerMaxLength;
+    private final Integer verifiedLength;
+    private final Integer logitsWidth;
     private final List<String> inputNames;
     private final TokenizerSettings tokenizer;
     private final List<Artifact> artifacts;
@@ -94,6 +97,22 @@ public final class Manifest {
             list.add(a);
         }
         Fields tokenizerFields = m.object("tokenizer");
+        tokenizerMaxLength = tokenizerFields.raw("max_sequence_length") instanceof Long
+                ? Integer.valueOf(tokenizerFields.requiredInt("max_sequence_length")) : null;
+        Fields verification = m.optionalObject("verification");
+        verifiedLength = verification.raw("max_length") instanceof Long
+                ? Integer.valueOf(verification.requiredInt("max_length")) : null;
+        Integer width = null;
+        if (m.raw("outputs") instanceof List) {
+            for (Fields output : m.objects("outputs")) {
+                Object shape = output.raw("shape");
+                if ("logits".equals(output.raw("name")) && shape instanceof List && !((List<?>) shape).isEmpty()) {
+                    Object last = ((List<?>) shape).get(((List<?>) shape).size() - 1);
+                    width = last instanceof Long ? Integer.valueOf(((Long) last).intValue()) : null;
+                }
+            }
+        }
+        logitsWidth = width;
         if (tokenizerFields.has("tokenizer_file")) {
             addNamedFile("tokenizer.tokenizer_file", tokenizerFields.requiredString("tokenizer_file"));
         }
@@ -223,6 +242,21 @@ public final class Manifest {
     /** Rows of the model's token embedding table (no id may reach it), or null in manifests written before it. */
     public Integer modelVocabSize() {
         return modelVocabSize;
+    }
+
+    /** {@code tokenizer.max_sequence_length} (null: absent); it must equal {@link #maxSequenceLength}. */
+    public Integer tokenizerMaxLength() {
+        return tokenizerMaxLength;
+    }
+
+    /** {@code verification.max_length}, the length every artifact was verified at (null: absent). */
+    public Integer verifiedLength() {
+        return verifiedLength;
+    }
+
+    /** The last dimension of the {@code logits} output as {@code outputs} declares it (null: not declared). */
+    public Integer logitsWidth() {
+        return logitsWidth;
     }
 
     /** Model input names, fed by name (DistilBERT has no {@code token_type_ids}). */
