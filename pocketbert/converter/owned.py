@@ -57,6 +57,9 @@ def why_not_replaceable(directory: Path, kind: str) -> Refusal | None:
             return Refusal(f"it is a PocketBERT {other}, not a {kind} (no valid {marker})")
         what = "bundle" if kind == BUNDLE else "checkpoint written by PocketBERT"
         return Refusal(f"it is not a PocketBERT {what} (no valid {marker}); it holds: {_names(entries)}")
+    links = [e for e in entries if e.is_symlink() and (e.name in files or e.name == marker)]
+    if links:  # a listed name is no proof when the file is elsewhere: PocketBERT writes no links
+        return Refusal(_links(Path(directory), links, kind))
     foreign = [e for e in entries if e.is_symlink() or not e.is_file() or e.name not in files and e.name != marker]
     if foreign:
         return Refusal(f"besides the {kind} it holds: {_names(foreign)}")
@@ -117,6 +120,17 @@ def _read_json(path: Path):
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _links(directory: Path, links: list[os.DirEntry], kind: str) -> str:
+    """'vocab.txt' is a link out of the bundle folder (to '/elsewhere/vocab.txt'), …"""
+    root = directory.resolve()
+    said = []
+    for entry in links[:SHOWN]:
+        target = Path(entry.path).resolve()
+        where = "out of" if target == root or not target.is_relative_to(root) else "inside"
+        said.append(f"{entry.name!r} is a link {where} the {kind} folder (to {str(target)!r})")
+    return "; ".join(said) + ": PocketBERT writes no links, so it did not write this folder as it is"
 
 
 def _names(entries: list[os.DirEntry]) -> str:

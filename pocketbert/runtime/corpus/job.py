@@ -107,21 +107,24 @@ def _run(job: Job, fmt: str, predictor: Predictor, started: float, progress, on_
     saved = partial.prepare(prints, resume=job.resume, overwrite=job.overwrite)
     reader, writer = open_format(fmt, job.input, job.settings, saved and saved["position"], kinds=predictor.kinds)
     header = writer.begin(columns_of(reader))
-    if saved:
-        partial.reopen(saved)
-    else:
-        partial.start(header, reader.position, prints)
+    with partial.writing():
+        if saved:
+            partial.reopen(saved)
+        else:
+            partial.start(header, reader.position, prints)
     resumed_at = partial.state["rows_read"]
     if on_start:
         on_start(reader.total(), reader.position.get("offset", reader.position.get("row", 0)), reader.unit)
     try:
         for chunk in reader.chunks(job.chunk_rows):
-            skipped = _chunk(job, reader, writer, partial, predictor=predictor, chunk=chunk)
+            with partial.writing():
+                skipped = _chunk(job, reader, writer, partial, predictor=predictor, chunk=chunk)
             for line, reason in skipped:
                 on_bad and on_bad(f"{reader.unit} {line}", reason)
             if progress:
                 progress(chunk.done, len(chunk) - len(skipped))
-        partial.finish(getattr(writer, "finalize", None))
+        with partial.writing():
+            partial.finish(getattr(writer, "finalize", None))
     finally:
         partial.close()
     s = partial.state

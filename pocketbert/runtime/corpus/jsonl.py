@@ -5,7 +5,9 @@ first line after the last completed chunk.  Blank lines are not rows (they carry
 
 An output line is its input line, byte for byte, with the prediction keys spliced in before the closing
 brace: a number such as ``1.10`` or ``1e400`` stays as written (decoding and re-encoding would make them
-``1.1`` and ``Infinity``, the latter not JSON).  NaN and Infinity in the input are not JSON: a bad row.
+``1.1`` and ``Infinity``, the latter not JSON), and a UTF-8 byte order mark that starts the file starts
+the output too.  NaN and Infinity in the input are not JSON, and an object with a key twice is ambiguous:
+bad rows.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 
 from .formats import Chunk, CorpusError
 from .predict import MISSING
+
+
+BOM = b"\xef\xbb\xbf"
 
 
 class JsonlReader:
@@ -37,11 +42,11 @@ class JsonlReader:
             for raw in f:
                 offset += len(raw)
                 line += 1
-                if line == 1:
-                    raw = raw.removeprefix(b"\xef\xbb\xbf")
-                if not raw.strip():
+                # a BOM starts the file, not the object: parsed without it, written back with it
+                body = raw.removeprefix(BOM) if line == 1 else raw
+                if not body.strip():
                     continue
-                record, reason = _parse(raw)
+                record, reason = _parse(body)
                 if reason:
                     problems[len(rows)] = reason
                 rows.append((record, raw))  # the bytes are what is written back
@@ -72,14 +77,25 @@ def _not_json(literal: str):
     raise ValueError(f"holds {literal}, which is not JSON (no JSON number is NaN or infinite)")
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """An object whose keys are distinct: with ``{"text": "a", "text": "b"}`` readers disagree on which
+    value counts (Python keeps the last), so the row is bad rather than silently scored on one of them."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"has the key {twice!r} more than once in one object (which value counts is ambiguous)")
+    return record
+
+
 def _parse(raw: bytes) -> tuple[dict | None, str | None]:
     try:
-        record = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
+        record = json.loads(raw.decode("utf-8"), parse_constant=_not_json, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         return None, f"is not UTF-8 ({exc.reason} at byte {exc.start})"
     except json.JSONDecodeError as exc:
         return None, f"is not valid JSON ({exc.msg} at column {exc.colno})"
-    except ValueError as exc:  # NaN or Infinity
+    except ValueError as exc:  # NaN or Infinity, a key twice
         return None, str(exc)
     if not isinstance(record, dict):
         return None, f"is a JSON {type(record).__name__}, not an object"

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .formats import OutputExistsError
+from .partial import write_error
 
 LOCK_SCHEMA = "pocketbert-corpus-lock/1"
 
@@ -69,9 +70,12 @@ class OutputLock:
         self.release()
 
     def acquire(self) -> None:
-        while self.fd is None:
-            if not self._publish():
-                self._take_over()
+        try:
+            while self.fd is None:
+                if not self._publish():
+                    self._take_over()
+        except OSError as exc:  # a read-only or full folder: nothing of this run is written yet
+            raise write_error(self.output, exc, None) from None
 
     def _publish(self) -> bool:
         """Create the lock file, complete and locked; False when one is there already."""

@@ -16,7 +16,9 @@ is kept under ``OUT.replaced-N`` instead, and the run says so.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import json
 import os
 from pathlib import Path
@@ -25,6 +27,9 @@ from ..contract import sha256
 from .formats import CorpusError, OutputExistsError
 
 RECORD_SCHEMA = "pocketbert-corpus-partial/1"
+#: errors of the disk under --output rather than of this program: a problem and a fix, not a traceback
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 KEEP_SKIPPED = 1000  # bad rows listed in the record (all are counted)
 OWNER_ATTRIBUTE = "user.pocketbert.corpus-output"  # invisible in a listing, lost when the file is rewritten
 
@@ -94,6 +99,16 @@ class Partial:
         for path in (self.path, self.final, self.record):
             path.unlink(missing_ok=True)
 
+    @contextlib.contextmanager
+    def writing(self):
+        """Writes to the output's folder: a full or read-only disk ends the run with a CorpusError saying what
+        is kept (the partial output up to its last recorded chunk) and how to go on."""
+        try:
+            yield
+        except OSError as exc:
+            raise write_error(self.output, exc, self.state.get("rows_read", 0) if self.record.exists() else None) \
+                from None
+
     def start(self, header: bytes, position: dict, fingerprint: dict) -> None:
         self.state = {"schema": RECORD_SCHEMA, "fingerprint": fingerprint, "position": position, "rows_read": 0,
                       "rows_written": 0, "skipped_count": 0, "skipped": [], "chunks": 0, "output_bytes": -1}
@@ -114,20 +129,27 @@ class Partial:
     def commit(self, position: dict, rows_read: int, rows_written: int, skipped: list) -> None:
         self.file.flush()
         os.fsync(self.file.fileno())
-        s = self.state
+        s = dict(self.state)  # the state becomes this commit's once its record is on disk
         s.update(position=position, rows_read=s["rows_read"] + rows_read, rows_written=s["rows_written"] + rows_written,
                  skipped_count=s["skipped_count"] + len(skipped), chunks=s["chunks"] + (rows_read > 0),
                  output_bytes=self.file.tell())
         s["skipped"] = (s["skipped"] + [list(x) for x in skipped])[:KEEP_SKIPPED]
-        self._write_record()
+        self._write_record(s)
+        self.state = s
 
-    def _write_record(self) -> None:
-        self.state["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    def _write_record(self, state: dict | None = None) -> None:
+        state = self.state if state is None else state
+        state["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         tmp = self.record.with_name(self.record.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.state, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(state, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:  # the record in place still holds the last commit
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         os.replace(tmp, self.record)
 
     def finish(self, finalize=None) -> None:
@@ -152,7 +174,25 @@ class Partial:
     def close(self) -> None:
         """Leave the partial run as it is (interrupted or failed): resumable from its last commit."""
         if self.file is not None and not self.file.closed:
-            self.file.close()
+            with contextlib.suppress(OSError):  # what a full disk did not take lies after the last commit
+                self.file.close()
+
+
+def write_error(output: Path, exc: OSError, rows_kept: int | None) -> CorpusError:
+    """A CorpusError for an OSError met writing beside ``output``; ``rows_kept``: rows the partial run holds
+    (None: nothing of the run is on disk)."""
+    folder = Path(output).parent
+    name = Path(exc.filename).name if exc.filename else Path(output).name
+    kept = (f"the {rows_kept} rows done are kept in {Path(output).name}.partial: run the same command with --resume "
+            "to go on from there" if rows_kept else "then run the same command again")
+    if exc.errno in FULL:
+        return CorpusError(f"the disk holding {folder} is full ({exc.strerror}) while writing {name}",
+                           f"free some space on it, then continue: {kept}")
+    if exc.errno in READ_ONLY:
+        return CorpusError(f"cannot write {name} in {folder}: {exc.strerror}",
+                           f"choose an --output in a folder you may write to, or make {folder} writable; {kept}")
+    return CorpusError(f"writing {name} in {folder} failed: {exc.strerror or exc}",
+                       f"check the disk holding {folder}; {kept}")
 
 
 def _mark(path: Path) -> None:
