@@ -113,6 +113,12 @@ interface PipelineBase {
   readonly info: PipelineInfo;
   /** The longest row fed to the model. */
   readonly maxLength: number;
+  /** Lower level, for checks and benchmarks: the opened bundle (manifest, chosen artifact, model bytes, pin),
+   * the compiled model (one signature per bucket; `model.run(row, task)` times the model alone) and the
+   * tokenizer (`tokenizer.encode(text, maxLength)` gives such a row). */
+  readonly bundle: OpenedBundle;
+  readonly model: BucketedModel;
+  readonly tokenizer: WordPieceTokenizer;
   /** Frees the model's WebAssembly memory; calling the pipeline afterwards throws a BundleError. */
   dispose(): void;
 }

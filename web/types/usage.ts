@@ -12,6 +12,9 @@ export async function usage(): Promise<void> {
   const labels: LabelScore[] = await classify(['A premise.', 'A hypothesis.'], { topK: null });
   const build: string = classify.info.runtime.file;
   const threaded: boolean = ner.info.runtime.threaded;
+  const row = classify.tokenizer.encode('A text to time.', classify.maxLength);
+  const logits = await classify.model.run(row, classify.task);
+  void [row.input_ids.length, logits, classify.bundle.pin];
   ner.dispose();
   classify.dispose();
   void [first, labels, build, threaded, pocketbertWasm({ folder: 'wasm' }).name];
