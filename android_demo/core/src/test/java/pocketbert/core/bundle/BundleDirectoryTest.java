@@ -129,7 +129,7 @@ class BundleDirectoryTest {
         String pin = TestFiles.sha256(dir.resolve("manifest.json"));
         assertEquals("ner", BundleDirectory.open(dir, pin).manifest().task());
         assertEquals("ner", BundleDirectory.open(dir, pin.toUpperCase(java.util.Locale.ROOT)).manifest().task());
-        editManifest(dir, "\"B-PER\"", "\"B-PERSON\"");
+        editManifest(dir, "\"created\": \"", "\"created\": \"edited ");
         BundleDirectory.open(dir); // unpinned it opens: the checksums alone only catch accidents
         BundleException e = assertThrows(BundleException.class, () -> BundleDirectory.open(dir, pin));
         assertTrue(e.problem().startsWith("the bundle is not the one pinned: its manifest.json has SHA-256 "
@@ -137,6 +137,21 @@ class BundleDirectoryTest {
         IllegalArgumentException misuse = assertThrows(IllegalArgumentException.class,
                 () -> BundleDirectory.open(dir, "abc"));
         assertTrue(misuse.getMessage().contains("64 hexadecimal digits"), misuse.getMessage());
+    }
+
+    @Test
+    void aManifestThatDisagreesWithItsFilesIsRefusedPinnedOrNot() throws IOException {
+        Path dir = bundle();
+        String labels = new String(Files.readAllBytes(dir.resolve("labels.txt")), StandardCharsets.UTF_8);
+        editManifest(dir, "\"B-PER\"", "\"B-PERSON\"");
+        String pin = TestFiles.sha256(dir.resolve("manifest.json"));
+        for (String expected : new String[] {null, pin}) {
+            BundleException e = assertThrows(BundleException.class, () -> BundleDirectory.open(dir, expected));
+            assertTrue(e.problem().startsWith("manifest.json: 'labels' [O, B-PERSON"), e.problem());
+            assertTrue(e.problem().contains("disagree with labels.txt [" + String.join(", ", labels.split("\n"))),
+                    e.problem());
+            assertTrue(e.fix().startsWith("copy the bundle again"), e.fix());
+        }
     }
 
     @Test
