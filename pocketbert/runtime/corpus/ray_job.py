@@ -20,7 +20,7 @@ from .batch_predictor import BatchPredictor
 from .formats import CorpusError, format_of
 from .job import Job, Summary, columns_of, open_format
 from .lock import OutputLock
-from .partial import Partial
+from .partial import FULL, READ_ONLY, Partial, write_error
 from .predict import Predictor
 
 try:
@@ -92,9 +92,11 @@ def _run(job: Job, predictor: Predictor, address: str, workers: int | None, prog
         partial.start(header, {}, {"engine": "ray", "input": str(Path(job.input).resolve())})
         _write(job, dataset, writer, partial, progress=progress, on_bad=on_bad)
         partial.finish(getattr(writer, "finalize", None))
-    except BaseException:
+    except BaseException as exc:
         partial.close()
         partial.discard()  # a Ray run is not resumable: leave nothing behind
+        if isinstance(exc, OSError) and exc.errno in FULL + READ_ONLY:  # the disk under --output, not a bug
+            raise write_error(job.output, exc, None) from None
         raise
     finally:
         if own_instance:
