@@ -28,15 +28,16 @@ from pathlib import Path
 
 import torch
 
-from . import loading
-from .errors import ConverterInputError
-from .factored_table import whole_table
-from .shared_table import KEY as SHARED_TABLE_KEY
-from .shared_table import digest
-from .training import checkpoint_job as job
-from .training import loop
-from .training.finetune import eval_length, source_name
-from .training.recovery import RecoverOptions, prepare, run
+from .. import loading
+from ..errors import ConverterInputError
+from ..factored_table import whole_table
+from ..shared_table import KEY as SHARED_TABLE_KEY
+from ..shared_table import digest
+from ..training import checkpoint_job as job
+from ..training import loop
+from ..training.finetune import eval_length, source_name
+from ..training.recovery import RecoverOptions, prepare, run
+from . import Lever, register
 
 
 def kept_blocks(total: int, keep: int) -> list[int]:
@@ -142,3 +143,23 @@ def _base_table(loaded, student) -> dict | None:
     with torch.no_grad():
         same = digest(whole_table(student, "shrink --freeze-word-embeddings")) == reference["sha256"]
     return reference if same else None
+
+
+def _run_lever(step) -> Path:
+    path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
+                                threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
+                                overwrite=True, progress=False, log=step.log)
+    return path
+
+
+def _choose(shape, goal):
+    """The most blocks that reach the target; None when width was enough, or when even one block is not (the plan
+    then says it cannot reach the target)."""
+    if goal.reached(shape):
+        return None
+    return next((layers for layers in range(shape.layers - 1, 0, -1) if goal.reached(shape.keeping(layers))), None)
+
+
+register(Lever("shrink", "the transformer blocks: fewer, distilled from the blocks they replace", order=40,
+               trains=True, setting="blocks", budget_weight=15, reshape=lambda shape, layers: shape.keeping(layers),
+               choose=_choose, run=_run_lever))
