@@ -43,6 +43,8 @@ class Lever:
     setting: str = ""
     #: its share of a plan's training budget, relative to the other training levers' (the demos' minutes)
     budget_weight: float = 0.0
+    #: the steps after it distil from its output, not from the teacher (whose blocks no longer pair with theirs)
+    new_teacher: bool = False
     #: can train further from its own output (a longer --budget continues it instead of starting again)
     continues: bool = False
     #: ``(shape, setting) -> shape`` after the lever; the identity for levers that keep the shapes
@@ -70,6 +72,7 @@ class Step:
     out: Path
     teacher: str
     task: str
+    dev: str | None = None  # the dev file, when task is a file
     setting: object = None
     budget: object = None
     opts: tuple[str, ...] = ()  # the structural --opt names a recovery step trains in

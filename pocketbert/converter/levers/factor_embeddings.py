@@ -1,7 +1,7 @@
 """``factor-embeddings``: a checkpoint whose word-embedding table is a narrow table and a projection.
 
 The table of a small BERT is the bulk of a phone-sized file (converter.factored_table).  This command
-optionally trims the vocabulary first (``--vocab-size``: converter.levers.vocab_trim, exact on text made of kept pieces),
+optionally trims the vocabulary first (``--vocab-size``: levers.vocab_trim, exact on text made of kept pieces),
 factors the table at ``--rank`` from the row-weighted SVD (each row weighted by how often the task's training
 text uses its piece), then distils the factored model on that text from the same model with its table whole
 (trimmed, if asked: trimming is exact on text made of kept pieces, so teacher and student read the same pieces),

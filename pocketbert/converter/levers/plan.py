@@ -62,7 +62,9 @@ class PlannedStep:
         unit = self.lever.setting
         if not unit or self.setting is True:
             return self.lever.name
-        return f"{self.lever.name} rank {self.setting}" if unit == "rank" else f"{self.lever.name} {self.setting:,} {unit}"
+        if unit == "rank":
+            return f"{self.lever.name} rank {self.setting}"
+        return f"{self.lever.name} {self.setting:,} {unit}"
 
 
 @dataclass

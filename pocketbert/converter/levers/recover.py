@@ -12,7 +12,7 @@ from . import Lever, register
 
 
 def _run_lever(step) -> Path:
-    options = RecoverOptions(task=step.task, budget=step.budget, data_dir=step.data_dir,
+    options = RecoverOptions(task=step.task, dev=step.dev, budget=step.budget, data_dir=step.data_dir,
                              train_limit=step.train_limit, progress=False)
     path, _ = recover_checkpoint(step.source, list(step.opts), options, step.out, overwrite=True,
                                  threads=step.threads or 2, log=step.log)

@@ -66,7 +66,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       lr: float = 1e-4, threads: int | None = None, freeze_word_embeddings: bool = False,
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
-                      log=print) -> tuple[Path, dict]:
+                      dev: str | None = None, log=print) -> tuple[Path, dict]:
     """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
     job.begin(out, overwrite, threads)  # before any training
@@ -79,7 +79,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
                              dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
-                             freeze_word_embeddings=freeze_word_embeddings)
+                             freeze_word_embeddings=freeze_word_embeddings, dev=dev)
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher))
     drop_blocks(student.model, student.family, keep)
@@ -148,7 +148,7 @@ def _base_table(loaded, student) -> dict | None:
 def _run_lever(step) -> Path:
     path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
                                 threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
-                                overwrite=True, progress=False, log=step.log)
+                                overwrite=True, progress=False, dev=step.dev, log=step.log)
     return path
 
 
@@ -161,5 +161,6 @@ def _choose(shape, goal):
 
 
 register(Lever("shrink", "the transformer blocks: fewer, distilled from the blocks they replace", order=40,
-               trains=True, setting="blocks", budget_weight=15, reshape=lambda shape, layers: shape.keeping(layers),
+               trains=True, setting="blocks", budget_weight=15, new_teacher=True,
+               reshape=lambda shape, layers: shape.keeping(layers),
                choose=_choose, run=_run_lever))
