@@ -219,3 +219,32 @@ def test_every_registered_lever_declares_what_a_plan_reads(lever):
 def test_the_real_lever_registry_is_in_the_phone_demos_order():
     assert [lever.name for lever in levers.all()] == ["recover", "trim-vocab", "factor-embeddings", "narrow", "shrink",
                                                       "int4-tune", "pack"]
+
+
+LEVER = '''
+    from pocketbert.converter.levers import Lever, register
+
+
+    register(Lever("dummy", "the feed-forward blocks, to 8 units", order=35, trains=True, setting="units",
+                   budget_weight=5, reshape=lambda shape, units: shape.narrowed(units),
+                   choose=lambda shape, goal: None if goal.reached(shape) else 8, run=lambda step: step.source))
+'''
+
+
+def test_a_lever_module_reaches_the_plan(tmp_path, monkeypatch):
+    """A lever is a module: registered, it is planned in its order and takes its share of the budget."""
+    from pocketbert.converter.levers import plan, shapes
+    from pocketbert.converter.training.loop import Budget
+
+    _join_package(monkeypatch, tmp_path, levers, levers.LEVERS, "dummy_lever", LEVER)
+    try:
+        shape = shapes.from_config({"model_type": "bert", "architectures": ["BertForTokenClassification"],
+                                    "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+                                    "num_attention_heads": 2, "vocab_size": 1000})
+        made = plan.make(shape, plan.Goal(max_macs=0.5), Budget(steps=40))
+        assert made.levers[:2] == ["narrow", "dummy"] and made.steps[1].setting == 8  # in its order, after narrow
+        weights = sum(step.lever.budget_weight for step in made.steps if step.lever.trains)
+        assert made.steps[1].budget.steps == round(40 * 5 / weights)
+    finally:
+        levers.LEVERS.unregister("dummy")
+        sys.modules.pop(f"{levers.__name__}.dummy_lever", None)
