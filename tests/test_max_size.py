@@ -51,6 +51,7 @@ def test_nothing_fits_names_every_size_and_the_vocabulary_that_would(checkpoints
     assert "no TFLite recipe fits --max-size 0.4 MB" in caught.value.problem
     assert "tflite:int4-dynamic" in caught.value.problem and "MB (too big)" in caught.value.problem
     assert "trim-vocab" in caught.value.fix and "--size " in caught.value.fix and "shrink" in caught.value.fix
+    assert "pocketbert-convert CHECKPOINT --max-size 0.4MB --recover TASK" in caught.value.fix
     assert not out.exists()  # nothing half-written
 
 

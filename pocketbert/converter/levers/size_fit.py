@@ -67,8 +67,10 @@ def _refusal(choice: Fit, trials: list[dict], shape: dict) -> VerificationError:
     fix = "raise --max-size"
     if smallest and smallest > choice.max_bytes:
         levers = _table_levers(shape, smallest - choice.max_bytes) + _narrow_lever(shape, smallest - choice.max_bytes)
-        fix = ("; or ".join(levers + ["keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N "
-                                      "--out DIR)"]) + "; then convert that checkpoint, or " + fix)
+        fix = (f"let the converter plan and train the levers it needs: pocketbert-convert CHECKPOINT --max-size "
+               f"{choice.max_bytes / 1e6:g}MB --recover TASK; or by hand: "
+               + "; or ".join(levers + ["keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N "
+                                        "--out DIR)"]) + "; then convert that checkpoint, or " + fix)
     return VerificationError(f"no TFLite recipe fits --max-size {choice.max_bytes / 1e6:g} MB: {sizes}", fix)
 
 
