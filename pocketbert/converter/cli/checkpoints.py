@@ -39,7 +39,7 @@ from .group import cli
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the base model's), "
-              "so the result can ship without it: python -m converter share-embeddings.")
+              "so the result can ship without it: pocketbert-convert share-embeddings.")
 @overwrite_checkpoint_option
 def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
              train_limit, resume, freeze_word_embeddings, overwrite):
@@ -87,7 +87,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @training_options
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the teacher's), "
-              "so the result can ship without it: python -m converter share-embeddings.")
+              "so the result can ship without it: pocketbert-convert share-embeddings.")
 @click.option("--qat", is_flag=True, help="Quantization-aware: train through a simulation of the full-integer "
               "(tflite:int8-static) export. CHECKPOINT may already be nonorm/relu: it is then its own float teacher.")
 @overwrite_checkpoint_option

@@ -1,4 +1,4 @@
-"""``python -m converter CHECKPOINT``: the convert command, its options, and the screen it draws."""
+"""``pocketbert-convert CHECKPOINT``: the convert command, its options, and the screen it draws."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
                    f"length), onnx (dynamic shapes) [default: {default_formats()}].")
 @click.option("--recipe", "recipes", metavar="LIST",
               help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
-                   "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
+                   "e.g. tflite:fp16,tflite:int8-static. See: pocketbert-convert list.")
 @click.option("--max-size", metavar="SIZE",
               help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
                    "(e.g. 8MB) and passes its bar, or refuse saying what would fit; instead of --opt int8 for TFLite.")

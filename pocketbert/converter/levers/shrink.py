@@ -17,7 +17,7 @@ model (6 → 4, dev accuracy before any distillation; the 6-block parent 88.99):
 
 The record judges the result against the *original* teacher: ``dev_scores.teacher`` is the input
 checkpoint's own ``dev_scores.teacher`` when its training.json has one (a recovered model's fine-tuned
-teacher), so the accuracy gates (``python -m benchmarks gates``) compare the shrunk model with that
+teacher), so the accuracy gates (``pocketbert-bench gates``) compare the shrunk model with that
 teacher and not with its N-block parent; the parent's score is kept as ``dev_scores.parent``.
 """
 
@@ -67,14 +67,14 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
                       dev: str | None = None, log=print) -> tuple[Path, dict]:
-    """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
+    """``pocketbert-convert shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
     job.begin(out, overwrite, threads)  # before any training
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     if teacher.head_initialized:
         raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
-                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
+                                  f"fine-tune it first: pocketbert-convert finetune {checkpoint} --task {task}")
     total = teacher.family.num_layers(teacher.config)
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,

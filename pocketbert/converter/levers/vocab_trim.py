@@ -160,7 +160,7 @@ def trim(model, tokenizer, texts, size: int, check_texts=None):
 def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_dir=None, fp16: bool = False,
                     retune: str | None = None, retune_lr: float = 3e-5, threads: int | None = None,
                     train_limit: int | None = None, overwrite: bool = False, log=print) -> tuple[Path, dict]:
-    """``python -m converter trim-vocab``: trim a checkpoint to ``task``'s text and write it, with the dev
+    """``pocketbert-convert trim-vocab``: trim a checkpoint to ``task``'s text and write it, with the dev
     score before and after in training.json and the model card.
 
     ``retune`` (a budget such as ``15m``): then distil the trimmed model from the untrimmed one on the
