@@ -63,6 +63,9 @@ def test_a_plan_without_a_speed_target_stops_when_the_file_fits():
     slow = plan.make(made.shape, plan.Goal(max_bytes=8_000_000, buckets=PHONE_BUCKETS,
                                            pieces_needed=(11_570, 13_486), nonorm=True))
     assert slow.levers == ["trim-vocab", "factor-embeddings", "int4-tune", "pack"]
+    layernorm = plan.make(made.shape, plan.Goal(max_bytes=8_000_000, buckets=PHONE_BUCKETS,
+                                                pieces_needed=(11_570, 13_486)))
+    assert layernorm.levers == ["trim-vocab", "factor-embeddings"] and "no int4 tuning" in "\n".join(layernorm.lines())
     unreachable = plan.make(made.shape, plan.Goal(max_bytes=500_000, nonorm=True))
     assert not unreachable.reached and "the levers cannot reach the target" in "\n".join(unreachable.lines())
 

@@ -105,6 +105,9 @@ class LeverPlan:
                        f"{step.macs / 1e6:7,.0f} M MACs  {time}")
         if not self.steps:
             out.append("  no lever needed: the checkpoint converts as it is")
+        elif not self.goal.nonorm:
+            out.append("  no int4 tuning: the model keeps LayerNorm (add --opt nonorm,relu to recover without it), so "
+                       "the int4 file may keep some Linears in int8 and come out larger than planned")
         if not self.reached:
             out.append(f"  the levers cannot reach the target: {self.final_bytes / MB:.2f} MB, "
                        f"{self.final_macs / self.goal.start_macs:.0%} of the MACs at most")
