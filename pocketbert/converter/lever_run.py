@@ -247,7 +247,7 @@ def _budget_words(made: planning.LeverPlan) -> str:
     return made.budget.describe() if made.budget is not None else "(none)"
 
 
-def refuse_unreachable(checkpoint: str, max_bytes: int, buckets, fix_task: str = "TRAIN") -> None:
+def refuse_unreachable(checkpoint: str, max_bytes: int, buckets, opts: str | None = None) -> None:
     """Before a plain ``--max-size`` conversion: refuse, without exporting, a checkpoint whose smallest file (every
     Linear at int4) cannot fit, naming the one command that trains the levers it needs."""
     path, _ = loading.resolve(checkpoint)
@@ -260,5 +260,6 @@ def refuse_unreachable(checkpoint: str, max_bytes: int, buckets, fix_task: str =
     raise ConverterInputError(
         f"no TFLite file of {checkpoint} fits --max-size {max_bytes / 1e6:g} MB: its smallest, every Linear at int4, "
         f"would be {smallest / 1e6:.1f} MB (computed from its shapes: {shape.describe()}); nothing was exported",
-        f"let the converter plan and train the levers it needs: pocketbert-convert {checkpoint} --max-size "
-        f"{max_bytes / 1e6:g}MB --recover {fix_task} --dev DEV (a task name, or training and dev files)")
+        f"let the converter plan and train the levers it needs: pocketbert-convert {checkpoint}"
+        f"{' --opt ' + opts if opts else ''} --format tflite --max-size {max_bytes / 1e6:g}MB --recover TASK (a task "
+        "name such as glue:sst2, or a training file with --dev DEV_FILE)")

@@ -151,7 +151,7 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
 
     max_bytes = parse_size(flags["max_size"])
     if not flags["recover"]:
-        lever_run.refuse_unreachable(checkpoint, max_bytes, flags["buckets"])
+        lever_run.refuse_unreachable(checkpoint, max_bytes, flags["buckets"], flags["opts"])
         return checkpoint, dev
     run = lever_run.LeverRun(checkpoint=checkpoint, out=out, task=flags["recover"], dev=str(dev) if dev else None,
                              max_bytes=max_bytes, max_macs=max_macs, budget=budget, opts=flags["opts"],
