@@ -22,9 +22,8 @@ from pathlib import Path
 
 from . import loading
 from .errors import AccuracyLossRefused, ConverterInputError, OutputError
-from .levers import Step
+from .levers import Step, shapes
 from .levers import plan as planning
-from .levers import shapes
 from .opts import parse_opts
 
 STATE = "steps.json"
@@ -78,8 +77,9 @@ def run_levers(run: LeverRun, log=print) -> Path:
             f"after the planned levers the dev {dev.metric} is {score:.2f}, below the gate {gate:.2f} (the teacher's "
             f"{teacher:.2f} − {run.max_drop:g}) within --budget {_budget_words(made)}; the trained checkpoints are "
             f"kept in {work}",
-            "run the same command with a longer --budget: the steps done are skipped and int4-tune continues from "
-            "its checkpoint (or accept more loss with --max-accuracy-drop)")
+            "run the same command with a longer --budget: the steps done are skipped"
+            + (" and int4-tune continues from its checkpoint" if "int4-tune" in made.levers else "")
+            + " (or accept more loss with --max-accuracy-drop)")
     log(f"dev {dev.metric} {score:.2f} meets the gate {gate:.2f} (the teacher's {teacher:.2f} − {run.max_drop:g})")
     return Path(source)
 
