@@ -12,7 +12,7 @@ from safetensors import safe_open
 
 from pocketbert.converter import loading
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.factor_embeddings import FactorOptions, factor_checkpoint
+from pocketbert.converter.levers.factor_embeddings import FactorOptions, factor_checkpoint
 from pocketbert.converter.factored_table import FactoredEmbedding, factor
 from pocketbert.converter.pipeline import convert
 
@@ -193,7 +193,7 @@ def test_a_factored_model_saved_by_any_command_keeps_its_rank_and_drops_a_stale_
 
 def test_commands_that_need_a_whole_table_refuse_a_factored_one_with_a_fix(phone, tmp_path):
     from pocketbert.converter.base_embeddings import share_checkpoint
-    from pocketbert.converter.vocab_trim import trim
+    from pocketbert.converter.levers.vocab_trim import trim
 
     source, path, _ = phone
     loaded = loading.load(str(path))

@@ -19,7 +19,7 @@ import torch
 from pocketbert.converter import cli, loading
 from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.errors import EXIT_ACCURACY_LOSS, EXIT_OUTPUT, AccuracyLossRefused, ConverterInputError
-from pocketbert.converter.narrow import NarrowOptions, narrow_checkpoint
+from pocketbert.converter.levers.narrow import NarrowOptions, narrow_checkpoint
 from pocketbert.converter.options import plan
 from pocketbert.converter.sizes import parse_size
 

@@ -14,7 +14,7 @@ from pocketbert.converter import int4_grid, int4_packing, loading
 from pocketbert.converter.backends.tflite_graph import fully_connected_weights
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.factored_table import factor
-from pocketbert.converter.int4_tune import Int4Options, int4_tune_checkpoint
+from pocketbert.converter.levers.int4_tune import Int4Options, int4_tune_checkpoint
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.training import checkpoint_job as job
 from pocketbert.converter.training.loop import parse_budget
@@ -215,7 +215,7 @@ def test_a_layernorm_checkpoint_is_refused_before_any_work(checkpoints, tmp_path
 
 def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(tokenizer, tmp_path):
     from pocketbert.converter.training.teacher import _piece_map
-    from pocketbert.converter.vocab_trim import trim
+    from pocketbert.converter.levers.vocab_trim import trim
 
     built = build_checkpoint(tmp_path / "built", "bert", tokenizer, labels=("negative", "positive"), seed=5)
     wide, _ = nonorm_model(built)

@@ -51,12 +51,13 @@ def test_nothing_fits_names_every_size_and_the_vocabulary_that_would(checkpoints
     assert "no TFLite recipe fits --max-size 0.4 MB" in caught.value.problem
     assert "tflite:int4-dynamic" in caught.value.problem and "MB (too big)" in caught.value.problem
     assert "trim-vocab" in caught.value.fix and "--size " in caught.value.fix and "shrink" in caught.value.fix
+    assert "pocketbert-convert CHECKPOINT --max-size 0.4MB --recover TASK" in caught.value.fix
     assert not out.exists()  # nothing half-written
 
 
 def test_the_refusal_names_the_vocabulary_and_the_rank_that_would_fit():
     """SST-2 demo shape at int4: 204 bytes a row; 4.7 MB too many leaves 7,482 rows, or rows of rank 76."""
-    from pocketbert.converter.size_fit import _table_levers
+    from pocketbert.converter.levers.size_fit import _table_levers
 
     shape = {"vocab_size": 30522, "hidden_size": 384, "table_width": 384}
     trim, factor = _table_levers(shape, 4_700_000)
@@ -70,7 +71,7 @@ def test_the_refusal_names_the_feed_forward_width_that_would_fit():
     """6 int4 blocks 384 wide: a feed-forward unit is 400 bytes a block (192 + 192 of weights, a scale and zero point,
     a bias); 1 MB too many is 417 of 1,536 units, 1,088 left in whole tiles of 32. The table alone cannot be
     narrowed to a fit: then no width is named."""
-    from pocketbert.converter.size_fit import _narrow_lever
+    from pocketbert.converter.levers.size_fit import _narrow_lever
 
     shape = {"vocab_size": 30522, "hidden_size": 384, "table_width": 384, "ffn_width": 1536, "ffn_blocks": 6}
     (lever,) = _narrow_lever(shape, 1_000_000)

@@ -11,7 +11,7 @@ from pocketbert.converter import loading
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.families import families
 from pocketbert.converter.families.base import FeedForward
-from pocketbert.converter.narrow import NarrowOptions, gram, narrow_block, narrow_checkpoint, refit
+from pocketbert.converter.levers.narrow import NarrowOptions, gram, narrow_block, narrow_checkpoint, refit
 from pocketbert.converter.training.loop import parse_budget
 
 from .conftest import DATA, build_checkpoint

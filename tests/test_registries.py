@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.converter import backends as export_backends
+from pocketbert.converter import levers
 from pocketbert.converter import transforms
 from pocketbert.converter.cli import cli as converter_cli
 from pocketbert.converter.opts import parse_opts
@@ -193,3 +194,57 @@ def test_a_second_plugin_of_the_same_name_is_refused():
     assert registry.register(first) is first  # the same one again: its module imported once more
     with pytest.raises(ValueError, match="'x' registered twice"):
         registry.register(transforms.Opt("x", "other", order=2))
+
+
+@pytest.mark.parametrize("lever", levers.all(), ids=lambda lever: lever.name)
+def test_every_registered_lever_declares_what_a_plan_reads(lever):
+    """Each lever says what it changes, its place, whether it trains (then its share of a budget), how it runs, and
+    what it saves at the shapes of a 6-block MiniLM (a setting lever must save bytes or multiply-adds)."""
+    from pocketbert.converter.levers.shapes import from_config
+
+    shape = from_config({"model_type": "bert", "architectures": ["BertForSequenceClassification"], "num_labels": 2,
+                         "hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 6,
+                         "num_attention_heads": 12})
+    assert lever.changes and callable(lever.run) and levers.get(lever.name) is lever
+    assert [other.order for other in levers.all()].count(lever.order) == 1
+    assert (lever.budget_weight > 0) == lever.trains
+    half = {"pieces": 16000, "rank": 160, "units": 768, "blocks": 3, "": None}[lever.setting]
+    saving = lever.saves(shape, half)
+    if lever.setting:
+        assert saving.bytes > 0 or saving.macs > 0
+    else:
+        assert saving == levers.Saving(0, 0)
+
+
+def test_the_real_lever_registry_is_in_the_phone_demos_order():
+    assert [lever.name for lever in levers.all()] == ["recover", "trim-vocab", "factor-embeddings", "narrow", "shrink",
+                                                      "int4-tune", "pack"]
+
+
+LEVER = '''
+    from pocketbert.converter.levers import Lever, register
+
+
+    register(Lever("dummy", "the feed-forward blocks, to 8 units", order=35, trains=True, setting="units",
+                   budget_weight=5, reshape=lambda shape, units: shape.narrowed(units),
+                   choose=lambda shape, goal: None if goal.reached(shape) else 8, run=lambda step: step.source))
+'''
+
+
+def test_a_lever_module_reaches_the_plan(tmp_path, monkeypatch):
+    """A lever is a module: registered, it is planned in its order and takes its share of the budget."""
+    from pocketbert.converter.levers import plan, shapes
+    from pocketbert.converter.training.loop import Budget
+
+    _join_package(monkeypatch, tmp_path, levers, levers.LEVERS, "dummy_lever", LEVER)
+    try:
+        shape = shapes.from_config({"model_type": "bert", "architectures": ["BertForTokenClassification"],
+                                    "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+                                    "num_attention_heads": 2, "vocab_size": 1000})
+        made = plan.make(shape, plan.Goal(max_macs=0.5), Budget(steps=40))
+        assert made.levers[:2] == ["narrow", "dummy"] and made.steps[1].setting == 8  # in its order, after narrow
+        weights = sum(step.lever.budget_weight for step in made.steps if step.lever.trains)
+        assert made.steps[1].budget.steps == round(40 * 5 / weights)
+    finally:
+        levers.LEVERS.unregister("dummy")
+        sys.modules.pop(f"{levers.__name__}.dummy_lever", None)

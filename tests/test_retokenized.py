@@ -9,7 +9,7 @@ from pocketbert.converter import loading
 from pocketbert.converter.data import load_task
 from pocketbert.converter.training.distill.retokenized import distill_retokenized, first_pieces, gap, word_pairs
 from pocketbert.converter.training.loop import Budget
-from pocketbert.converter.vocab_trim import trim
+from pocketbert.converter.levers.vocab_trim import trim
 
 from .conftest import DATA
 

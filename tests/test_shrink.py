@@ -13,7 +13,7 @@ from pocketbert.converter import cli, loading
 from pocketbert.converter.errors import EXIT_INPUT, ConverterInputError
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.pipeline import ConvertOptions, convert
-from pocketbert.converter.shrink import drop_blocks, kept_blocks, shrink_checkpoint
+from pocketbert.converter.levers.shrink import drop_blocks, kept_blocks, shrink_checkpoint
 from pocketbert.converter.training import loop
 
 from .conftest import DATA, build_checkpoint

@@ -8,7 +8,7 @@ import torch
 from pocketbert.converter import loading
 from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.vocab_trim import trim
+from pocketbert.converter.levers.vocab_trim import trim
 
 from .conftest import DATA
 
@@ -59,7 +59,7 @@ def test_bad_sizes(checkpoints):
 
 
 def test_room_left_by_the_text_is_filled_in_the_vocabularys_order_without_reserved_slots(checkpoints):
-    from pocketbert.converter.vocab_trim import kept_ids
+    from pocketbert.converter.levers.vocab_trim import kept_ids
 
     tokenizer = loading.load(str(checkpoints["bert"]["classification"])).tokenizer
     vocab = tokenizer.get_vocab()

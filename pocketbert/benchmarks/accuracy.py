@@ -1,6 +1,6 @@
-"""``python -m benchmarks accuracy``: task scores of every artifact of each bundle, as the runtime runs them.
+"""``pocketbert-bench accuracy``: task scores of every artifact of each bundle, as the runtime runs them.
 
-    python -m benchmarks accuracy BUNDLE… --task glue:sst2 [--split dev] [--limit N] [--model-name NAME]
+    pocketbert-bench accuracy BUNDLE… --task glue:sst2 [--split dev] [--limit N] [--model-name NAME]
                                           [--variant NAME] [--backend onnx,tflite]
 
 Data, tokenisation and metrics come from :mod:`converter.data` (GLUE TSV and CoNLL readers, GLUE's metric

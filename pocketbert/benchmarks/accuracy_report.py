@@ -7,7 +7,7 @@ from .report_common import fmt, row_name
 
 def section(accuracy: list[dict], plots: dict) -> list[str]:
     if not accuracy:
-        lines = ["## Accuracy", "", "No accuracy results yet (`python -m benchmarks accuracy …`): the plot shows only "
+        lines = ["## Accuracy", "", "No accuracy results yet (`pocketbert-bench accuracy …`): the plot shows only "
                  "the MobileBERT paper's reference point.", ""]
         return lines + ([f"![accuracy delta vs speed-up]({plots['accuracy']})", ""] if plots.get("accuracy") else [])
     lines = ["## Accuracy (GLUE metric per task on dev, CoNLL-2003 entity F1 via seqeval)", "",

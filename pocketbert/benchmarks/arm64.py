@@ -10,7 +10,7 @@ On a CPU with SME, XNNPACK runs KleidiAI's SME int8/int4 matmuls, built on the S
 QEMU before 8.2.3/9.0 (Debian 12's 7.2) computes wrong.  Each such CPU is probed first; where SMOPA is wrong
 it runs with SME off (its SVE, SVE2 and i8mm kernels are still checked) and its records say why.
 
-    python -m benchmarks arm64 BUNDLE… [--cpus cortex-a53,max-nosve,max] [--recipes …] [--samples N] [--out FILE]
+    pocketbert-bench arm64 BUNDLE… [--cpus cortex-a53,max-nosve,max] [--recipes …] [--samples N] [--out FILE]
 """
 
 from __future__ import annotations

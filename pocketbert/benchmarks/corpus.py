@@ -1,10 +1,10 @@
-"""``python -m benchmarks corpus BUNDLE…``: corpus throughput, one process against Ray Data.
+"""``pocketbert-bench corpus BUNDLE…``: corpus throughput, one process against Ray Data.
 
 For each bundle, its task's training set (classification: SST-2 train, 67,349 sentences; NER:
 CoNLL-2003 train, 14,041 sentences) is written as JSON Lines and run through, one after another:
 
 * ``pipeline``: the pipeline called on the whole list in memory (no file at all): the model's own speed;
-* ``stream``: ``python -m runtime … --input``'s streaming job (read, predict, write, commit per chunk);
+* ``stream``: ``pocketbert-run … --input``'s streaming job (read, predict, write, commit per chunk);
 * ``ray``: the same job on a local Ray instance with 1 and 2 actors (``--workers``), one thread each.
 
 Every engine uses one intra-op thread per model instance, so ``ray`` with 2 actors uses two cores where the

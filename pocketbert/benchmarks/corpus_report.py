@@ -1,4 +1,4 @@
-"""REPORT.md's corpus throughput section, from ``python -m benchmarks corpus`` results files."""
+"""REPORT.md's corpus throughput section, from ``pocketbert-bench corpus`` results files."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def section(files: list[dict]) -> list[str]:
         return []
     lines = ["## Corpus throughput (streaming job and Ray Data)", "",
              "Each bundle's task training set as JSON Lines, through the pipeline in memory, the streaming job of "
-             "`python -m runtime BUNDLE --input … --output …`, and the same job on a local Ray instance "
+             "`pocketbert-run BUNDLE --input … --output …`, and the same job on a local Ray instance "
              "(`--ray --workers N`), one intra-op thread per model instance. `s`: the job, Ray's start-up "
              "(`ray.init`) not included; `× stream`: speed-up against the streaming job; `overhead`: "
              "(engine s − pipeline s) / rows, the cost per row of reading, writing and the engine.", ""]

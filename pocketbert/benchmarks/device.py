@@ -1,4 +1,4 @@
-"""``python -m benchmarks device``: TFLite artifacts on an Android phone with ``benchmark_model`` over adb.
+"""``pocketbert-bench device``: TFLite artifacts on an Android phone with ``benchmark_model`` over adb.
 
 For each bundle's .tflite artifacts: push the file (and the benchmark binary, when given) to
 ``/data/local/tmp/pocketbert``, run ``benchmark_model`` once per thread count × sequence bucket ×

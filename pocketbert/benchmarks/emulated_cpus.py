@@ -7,7 +7,7 @@ something else on another.  QEMU's emulated CPU answers CPUID as the chosen mode
 wheels take that CPU's kernels: this checks what the kernels compute, never how fast they are
 (emulated time says nothing about a real CPU).
 
-    python -m benchmarks cpus BUNDLE… [--cpus haswell,sandybridge] [--samples N]
+    pocketbert-bench cpus BUNDLE… [--cpus haswell,sandybridge] [--samples N]
 """
 
 from __future__ import annotations

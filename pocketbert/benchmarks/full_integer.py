@@ -1,6 +1,6 @@
-"""``python -m benchmarks full-integer``: what full-integer int8 costs and keeps, per artifact of each bundle.
+"""``pocketbert-bench full-integer``: what full-integer int8 costs and keeps, per artifact of each bundle.
 
-    python -m benchmarks full-integer BUNDLE… [--limit N] [--threads 1] [--out results/full-integer.json]
+    pocketbert-bench full-integer BUNDLE… [--limit N] [--threads 1] [--out results/full-integer.json]
 
 Every artifact of each bundle is scored on its task's dev split as the runtime runs it (the scoring of
 :mod:`benchmarks.accuracy`), beside the bundle's own float export of the same backend: dev score, its delta,
@@ -69,7 +69,7 @@ def measure_bundle(path: Path, *, limit: int | None = None, threads: int = 1, da
     record = recovery_record(bundle.manifest)
     if record is None:
         raise AccuracyError(f"{path} records no task (not made from a recovered checkpoint)",
-                            "convert a checkpoint written by `python -m converter recover`")
+                            "convert a checkpoint written by `pocketbert-convert recover`")
     examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
     tokenizer = bundle_tokenizer(bundle)
     arts = [a for a in bundle.artifacts if a.passed]
@@ -114,7 +114,7 @@ def measure(bundles: list[Path], *, limit: int | None = None, threads: int = 1, 
     from pocketbert.runtime.machine import describe
 
     data = schema.new_file("full-integer", fast=limit is not None, machine=describe(), limit=limit,
-                           command_line=f"python -m benchmarks full-integer {' '.join(map(str, bundles))} "
+                           command_line=f"pocketbert-bench full-integer {' '.join(map(str, bundles))} "
                                         f"--threads {threads}" + (f" --limit {limit}" if limit else ""))
     for path in bundles:  # every bundle's files checked before the first is measured
         bundle = open_bundle(Path(path))

@@ -1,6 +1,6 @@
-"""``python -m benchmarks full-integer-levers``: 16-bit activations where int8 hurts, measured, not assumed.
+"""``pocketbert-bench full-integer-levers``: 16-bit activations where int8 hurts, measured, not assumed.
 
-    python -m benchmarks full-integer-levers BUNDLE [--calibration-rows 256] [--limit N] [--threads 1]
+    pocketbert-bench full-integer-levers BUNDLE [--calibration-rows 256] [--limit N] [--threads 1]
 
 The bundle's float TFLite export (``model.tflite``) is quantized by ai-edge-quantizer three ways, all with
 int8 per-channel weights, int8 embedding tables and the attention mask and softmax in float (as
@@ -95,7 +95,7 @@ def measure(bundle_path: Path, *, calibration_rows: int = 256, limit: int | None
     record = recovery_record(bundle.manifest)
     if record is None:
         raise AccuracyError(f"{bundle_path} records no task (not made from a recovered checkpoint)",
-                            "convert a checkpoint written by `python -m converter recover`")
+                            "convert a checkpoint written by `pocketbert-convert recover`")
     float_pipe = _float_tflite(bundle_path, bundle, threads)
     fp32 = float_pipe.artifact  # its path is the one the runtime checked (size, SHA-256)
     tokenizer = bundle_tokenizer(bundle)

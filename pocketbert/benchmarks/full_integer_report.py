@@ -1,4 +1,4 @@
-"""REPORT.md's "Full-integer int8" section, from ``python -m benchmarks full-integer`` results files.
+"""REPORT.md's "Full-integer int8" section, from ``pocketbert-bench full-integer`` results files.
 
 One table per model: its float export, int8-dynamic, int8-static made by post-training quantization and
 int8-static from a quantization-aware (``recover --qat``) checkpoint, each with its dev score, the delta to the

@@ -1,8 +1,8 @@
 """Accuracy gates of recovered models: the bundle's artifacts scored against its teacher.
 
-    python -m benchmarks gates BUNDLE… [--limit N]
+    pocketbert-bench gates BUNDLE… [--limit N]
 
-For a bundle made from a recovered checkpoint (``python -m converter recover``; its training record
+For a bundle made from a recovered checkpoint (``pocketbert-convert recover``; its training record
 travels in the manifest as ``source.training``) or converted with ``--recover`` (``recovery``), every
 artifact is scored on the task's dev split, as the runtime runs it (:mod:`benchmarks.accuracy`), and
 held to the gates:
@@ -49,13 +49,13 @@ def dev_data(record: dict, dev: str | Path | None = None) -> str:
     if not dev:
         raise AccuracyError(f"the bundle's task is the file {task!r}, and it records no dev file (made before dev "
                             "files were recorded): scoring the training file would not be a dev score",
-                            "pass the task's dev file: python -m benchmarks gates BUNDLE --dev DEV_FILE")
+                            "pass the task's dev file: pocketbert-bench gates BUNDLE --dev DEV_FILE")
     if Path(dev).resolve() == Path(train).resolve():
         raise AccuracyError(f"the dev file {str(dev)!r} is the training file: its scores would not be dev scores",
                             "give the task's own dev file (--dev), held out from training")
     if not Path(dev).is_file():
         raise AccuracyError(f"the dev file {str(dev)!r} the bundle records is not here",
-                            "pass where it is now: python -m benchmarks gates BUNDLE --dev DEV_FILE")
+                            "pass where it is now: pocketbert-bench gates BUNDLE --dev DEV_FILE")
     return str(dev)
 
 
@@ -72,7 +72,7 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     record = recovery_record(manifest)
     if record is None:
         raise AccuracyError(f"{bundle} records no teacher scores (not made from a recovered checkpoint)",
-                            "convert a checkpoint written by `python -m converter recover`, or use --recover")
+                            "convert a checkpoint written by `pocketbert-convert recover`, or use --recover")
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
     scored = dev_data(record, dev)

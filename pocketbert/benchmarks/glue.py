@@ -1,4 +1,4 @@
-"""``python -m benchmarks glue``: GLUE and CoNLL-2003 deltas of every shipped artifact, from one command.
+"""``pocketbert-bench glue``: GLUE and CoNLL-2003 deltas of every shipped artifact, from one command.
 
 For each task (SST-2, MRPC, CoLA, STS-B, CoNLL-2003), with the converter's own Python APIs:
 

@@ -1,4 +1,4 @@
-"""What ``python -m benchmarks glue`` runs: its tasks, recipes, budgets and cache, from the command line's options."""
+"""What ``pocketbert-bench glue`` runs: its tasks, recipes, budgets and cache, from the command line's options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""REPORT.md's GLUE and CoNLL-2003 section, from ``python -m benchmarks glue`` results files (and the command's
+"""REPORT.md's GLUE and CoNLL-2003 section, from ``pocketbert-bench glue`` results files (and the command's
 own summary of a run, :func:`summary`).
 
 One GLUE table (SST-2, MRPC, CoLA, STS-B dev): the teacher, nonorm,relu without recovery and recovered
@@ -109,7 +109,7 @@ def budget_lines(files: list[dict], rows: list[dict]) -> list[str]:
     for f in (f for f in files if f["command"] == "glue"):
         s, m = f.get("settings") or {}, f.get("machine") or {}
         lines.append(f"- `{f['_path'].rsplit('/', 1)[-1]}` ({f['created']}{', FAST MODE' if f.get('fast') else ''}): "
-                     f"`python -m benchmarks glue --tasks {','.join(s.get('tasks', []))} --finetune-budget "
+                     f"`pocketbert-bench glue --tasks {','.join(s.get('tasks', []))} --finetune-budget "
                      f"{s.get('finetune_budget')} --recover-budget {s.get('recover_budget')} --calibration-samples "
                      f"{s.get('calibration_samples')} --verify-samples {s.get('verify_samples')} --threads "
                      f"{s.get('threads')}`; base {s.get('base')}; CPU {m.get('cpu')}; this invocation's wall time "
@@ -131,7 +131,7 @@ def section(files: list[dict], plots: dict) -> list[str]:
     if not rows:
         return []
     lines = ["## GLUE and CoNLL-2003: every artifact against its teacher", "",
-             "`python -m benchmarks glue`: per task, the teacher fine-tuned from the base, nonorm,relu applied and "
+             "`pocketbert-bench glue`: per task, the teacher fine-tuned from the base, nonorm,relu applied and "
              "recovered by distillation, converted with every recipe, every artifact scored by the runtime on the "
              "full dev split (CoNLL-2003: dev and test). Δ: points against the task's teacher (PyTorch fp32); ✗: "
              "the artifact misses its gate.", ""]

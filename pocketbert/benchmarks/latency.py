@@ -1,4 +1,4 @@
-"""``python -m benchmarks latency``: every artifact of every bundle, and its peers, on the same inputs.
+"""``pocketbert-bench latency``: every artifact of every bundle, and its peers, on the same inputs.
 
 One configuration = runner × threads × sequence length × batch, measured in its own process
 (:mod:`pocketbert.benchmarks.measure`).  Inputs are random token ids between [CLS] and [SEP] at exactly the

@@ -11,7 +11,7 @@ from .report_common import HEADLINE, HEADLINE_MAX_DROP, accuracy_delta, fmt, hea
 
 def headline(measured: list[dict], accuracy: list[dict]) -> list[str]:
     if not measured:
-        return ["No latency results yet: run `python -m benchmarks latency …` first.", ""]
+        return ["No latency results yet: run `pocketbert-bench latency …` first.", ""]
     threads = headline_threads(measured)
     lines = ["## Headline", "",
              f"Sequence {HEADLINE['seq_len']} (or the longest measured), batch 1, {threads} threads. The best variant "

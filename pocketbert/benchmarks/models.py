@@ -1,4 +1,4 @@
-"""The models the report measures, and the bundles made from them (``python -m benchmarks bundles``).
+"""The models the report measures, and the bundles made from them (``pocketbert-bench bundles``).
 
 Shapes: the real all-MiniLM-L6-v2 (``minilm``, the converter's built-in), and MobileBERT (default
 config: 24 layers, 25M parameters), TinyBERT4 (4 layers, 312 wide, FFN 1200) and DistilBERT built from

@@ -1,6 +1,6 @@
-"""``python -m benchmarks size-frontier``: size, dev score and latency of every TFLite file of phone-sized bundles.
+"""``pocketbert-bench size-frontier``: size, dev score and latency of every TFLite file of phone-sized bundles.
 
-    python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20] [--limit N] [--out DIR]
+    pocketbert-bench size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20] [--limit N] [--out DIR]
 
 Phones run TFLite, so only each bundle's verified TFLite artifacts are measured (every precision, whichever
 backend the bundle also has).  Per file: its size on disk (the whole .tflite, metadata included), its dev
@@ -46,7 +46,7 @@ def plan(bundle_paths: list[Path], seq_len: int) -> list[tuple]:
         if record is None:
             raise AccuracyError(f"{path} records no teacher score (not made from a recovered checkpoint), so its "
                                 "files' scores have nothing to be held against",
-                                "convert a checkpoint written by `python -m converter recover`, or convert with "
+                                "convert a checkpoint written by `pocketbert-convert recover`, or convert with "
                                 "--recover")
         if seq_len > bundle.input_length:
             raise AccuracyError(f"--seq-len {seq_len} is longer than {path} takes (its largest TFLite bucket is "
@@ -77,7 +77,7 @@ def measure(bundle_paths: list[Path], *, threads: int = 1, seq_len: int = 128, r
     from pocketbert.runtime import machine
 
     planned = plan(bundle_paths, seq_len)
-    command = (f"python -m benchmarks size-frontier {' '.join(map(str, bundle_paths))} --threads {threads} "
+    command = (f"pocketbert-bench size-frontier {' '.join(map(str, bundle_paths))} --threads {threads} "
                f"--seq-len {seq_len} --rounds {rounds}" + (f" --limit {limit}" if limit else ""))
     data = schema.new_file("size-frontier", fast=False, machine=machine.describe(), command_line=command,
                            settings={"threads": threads, "seq_len": seq_len, "batch": 1, "rounds": rounds,

@@ -1,4 +1,4 @@
-"""``python -m benchmarks throughput BUNDLE...``: real sentences through the runtime, end to end, sentences/s.
+"""``pocketbert-bench throughput BUNDLE...``: real sentences through the runtime, end to end, sentences/s.
 
 A classification bundle runs SST-2 dev, an NER bundle CoNLL-2003 dev (real lengths: SST-2 dev's
 median sentence is about 25 tokens).  Every artifact of each bundle runs the whole dev set through

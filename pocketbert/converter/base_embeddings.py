@@ -30,7 +30,7 @@ from .training.loop import parse_budget
 def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune: str, lr: float = 3e-5,
                      fp16: bool = False, threads: int | None = None, train_limit: int | None = None, data_dir=None,
                      overwrite: bool = False, log=print) -> tuple[Path, dict]:
-    """``python -m converter share-embeddings``: re-tune ``checkpoint`` with ``base``'s word embeddings
+    """``pocketbert-convert share-embeddings``: re-tune ``checkpoint`` with ``base``'s word embeddings
     (frozen) by distillation from itself on ``task``'s training text, and write it without the table."""
     job.begin(out, overwrite, threads)
     budget = parse_budget(retune)

@@ -1,4 +1,4 @@
-"""``python -m converter cut``: a new bundle holding only what one target runs.
+"""``pocketbert-convert cut``: a new bundle holding only what one target runs.
 
 A converted bundle holds every recipe built (about 290 MB for the SST-2 demo); a phone app needs one
 TFLite file, the web page one TFLite file, a desktop the ONNX files.  The cut copies the source's files
@@ -123,7 +123,7 @@ def _fits(artifact: Artifact, target: str, spec: Target) -> None:
 
 
 def files_for(bundle: Bundle, spec: Target, kept: list[Artifact]) -> list[str]:
-    """The files to copy: the Python runtime's tokenizer.json always (so ``python -m runtime`` can check
+    """The files to copy: the Python runtime's tokenizer.json always (so ``pocketbert-run`` can check
     the cut bundle before it ships), vocab.txt and labels.txt for the readers that tokenize from them,
     and the kept artifacts."""
     settings = bundle.tokenizer_settings

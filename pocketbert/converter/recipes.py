@@ -97,7 +97,7 @@ def parse_recipes(text: str | None) -> list[Recipe]:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConverterInputError(f"unknown --recipe {', '.join(repr(n) for n in unknown)}",
-                                  f"valid recipes: {', '.join(known)} (see python -m converter list)")
+                                  f"valid recipes: {', '.join(known)} (see pocketbert-convert list)")
     if text is not None and not names:  # `--recipe ,` would otherwise quietly build the defaults
         raise ConverterInputError(f"--recipe {text!r} names no recipe",
                                   f"name at least one of: {', '.join(known)}; or leave --recipe out for the defaults")

@@ -106,11 +106,11 @@ class Bundle:
         path = Path(path).expanduser()
         if not path.is_dir():
             raise BundleError(f"bundle {str(path)!r} " + ("is not a directory" if path.exists() else "does not exist"),
-                              "give the directory written by `python -m converter … --out DIR`")
+                              "give the directory written by `pocketbert-convert … --out DIR`")
         manifest_path = path / MANIFEST
         if not manifest_path.is_file():
             raise BundleError(f"{str(path)!r} has no {MANIFEST}, so it is not a PocketBERT bundle",
-                              "give the directory written by `python -m converter … --out DIR`")
+                              "give the directory written by `pocketbert-convert … --out DIR`")
         root = path.resolve()
         real_manifest = resolve_inside(root, MANIFEST, "the manifest")
         if real_manifest.stat().st_size > MAX_MANIFEST_BYTES:

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from .errors import BundleError
 
 FIX = ("every file a bundle names must lie inside the bundle directory: use the directory written by "
-       "`python -m converter … --out DIR` as it was written, with no names or symbolic links leading out of it")
+       "`pocketbert-convert … --out DIR` as it was written, with no names or symbolic links leading out of it")
 
 
 def _show(name: str) -> str:

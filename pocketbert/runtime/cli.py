@@ -1,4 +1,4 @@
-"""``python -m runtime BUNDLE [TEXT …]``: classify texts or find entities with a converter bundle.
+"""``pocketbert-run BUNDLE [TEXT …]``: classify texts or find entities with a converter bundle.
 
 Texts come from the arguments, else from ``--file`` (``-`` for stdin), else from stdin when it is not a
 terminal: one text per line (``--pairs``: ``text_a<TAB>text_b``).  Output: one JSON object per input

@@ -116,7 +116,7 @@ def write_manifest(directory: Path, manifest: dict) -> Path:
 
 # --- the manifest's schema ------------------------------------------------------------------------
 
-REBUILD = "convert the model again with this version of pocketbert (python -m converter …)"
+REBUILD = "convert the model again with this version of pocketbert (pocketbert-convert …)"
 DAMAGED = "copy the bundle again (the manifest is damaged or was edited), or " + REBUILD
 _MISSING = object()
 #: ``need(ok, field, rule, value)``: a BundleError "'field' must be rule, not value" unless ``ok``
@@ -234,7 +234,7 @@ MANIFEST_FIELDS: dict[str, ManifestField] = {
     "recovery": ManifestField(),
     "created": ManifestField(),
     "stage_seconds": ManifestField(),
-    "cut": ManifestField(),  # only in a bundle written by `python -m converter cut`
+    "cut": ManifestField(),  # only in a bundle written by `pocketbert-convert cut`
     "files": ManifestField(False, _check_files, nullable=False),  # written by write_manifest, last
 }
 

@@ -119,7 +119,7 @@ def _bundle(root: Path, recipes: list[str], teacher: bool) -> Path:
 
 @pytest.mark.parametrize("case, problem, fix", [
     ("onnx-only", "has no verified TFLite artifact (it has: onnx:fp32)", "convert it with --format tflite"),
-    ("no-teacher", "records no teacher score", "python -m converter recover"),
+    ("no-teacher", "records no teacher score", "pocketbert-convert recover"),
     ("too-long", "--seq-len 256 is longer than", "pass --seq-len 128 or less"),
 ])
 def test_refusals_name_the_problem_and_the_fix(tmp_path, case, problem, fix):

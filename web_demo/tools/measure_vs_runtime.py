@@ -7,7 +7,7 @@ Builds the page with the bundle into a temporary folder, serves it on localhost,
 fp32 TFLite artifacts opens it cold (fresh profile) in Debian's chromium: page load to first result, then the
 measure panel's p50/p90 per bucket (model time, one thread).  Then times the Python runtime's LiteRT backend
 (threads=1) on rows of the same lengths, in the same session, and prints one Markdown table with the ratio.
-``--results DIR`` also saves the browser records (benchmarks results schema) for ``python -m benchmarks report``.
+``--results DIR`` also saves the browser records (benchmarks results schema) for ``pocketbert-bench report``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 1. Saves two tiny seeded checkpoints (the converter's ``tiny_config`` of a family, random weights):
    BERT with a CoNLL BIO token-classification head, DistilBERT (no ``token_type_ids``) with a
    3-label sequence-classification head.
-2. Converts them with ``python -m converter`` into ``WORKDIR/ner-bundle`` (``tflite:fp32`` and
+2. Converts them with ``pocketbert-convert`` into ``WORKDIR/ner-bundle`` (``tflite:fp32`` and
    ``tflite:int8-static``: int8 logits with a scale and zero point) and ``WORKDIR/cls-bundle``
    (``tflite:fp32``, ``tflite:int8-dynamic`` and ``tflite:int4-dynamic``; its word embeddings factored, as the
    phone-sized models' are: a narrow table and a projection), buckets 16 and 32, and cuts

@@ -1,16 +1,16 @@
-"""``python -m benchmarks``: the benchmark harness (latency, device, accuracy, report, bundles).
+"""``pocketbert-bench``: the benchmark harness (latency, device, accuracy, report, bundles).
 
-    python -m benchmarks bundles  [--models …] [--variants …] [--fast]      # convert the models measured
-    python -m benchmarks latency  BUNDLE… [--backend onnx,tflite] [--threads 1,2] [--seq-len 32,64,128,256]
+    pocketbert-bench bundles  [--models …] [--variants …] [--fast]      # convert the models measured
+    pocketbert-bench latency  BUNDLE… [--backend onnx,tflite] [--threads 1,2] [--seq-len 32,64,128,256]
                                   [--batch 1,8] [--runs N] [--peers] [--fast]
-    python -m benchmarks device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
+    pocketbert-bench device   --serial S [--benchmark-binary PATH] [--taskset MASK] [--use-gpu]
                                   [--use-nnapi] BUNDLE…
-    python -m benchmarks accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
-    python -m benchmarks size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
-    python -m benchmarks arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
-    python -m benchmarks conversion-time CHECKPOINT [--opt …] [--recipe …] [--cprofile N]  # a conversion's stages
-    python -m benchmarks web-peers BUNDLE… [--quick] [--texts 200] [--threads 1,2]  # in Chromium, beside transformers.js
-    python -m benchmarks report   [--results DIR] [--out pocketbert/benchmarks/REPORT.md]
+    pocketbert-bench accuracy BUNDLE… [--tasks sst2,…] [--limit N] [--fast]
+    pocketbert-bench size-frontier BUNDLE… [--threads 1] [--seq-len 128] [--rounds 20]  # phone-sized files
+    pocketbert-bench arm64    BUNDLE… [--cpus cortex-a53,max-nosve,max] [--samples N]  # LiteRT aarch64 (QEMU)
+    pocketbert-bench conversion-time CHECKPOINT [--opt …] [--recipe …] [--cprofile N]  # a conversion's stages
+    pocketbert-bench web-peers BUNDLE… [--quick] [--texts 200] [--threads 1,2]  # in Chromium, beside transformers.js
+    pocketbert-bench report   [--results DIR] [--out pocketbert/benchmarks/REPORT.md]
 
 Results are JSON files in one schema (pocketbert/benchmarks/schema.py) under pocketbert/benchmarks/results/
 unless --out says otherwise; ``report`` turns every results file there into REPORT.md and PNG plots.  That

@@ -1,4 +1,4 @@
-"""``python -m benchmarks bundles``: convert the models the other commands measure; ``conversion-time``: what a
+"""``pocketbert-bench bundles``: convert the models the other commands measure; ``conversion-time``: what a
 conversion costs, stage by stage."""
 
 from __future__ import annotations

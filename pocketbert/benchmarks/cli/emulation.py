@@ -38,7 +38,7 @@ def cpus(bundle_dirs, cpus, samples, data_dir):
             rows = emulated_cpus.check(bundle, texts, names)
         except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
             fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
-                 "written by python -m converter")
+                 "written by pocketbert-convert")
         click.echo(emulated_cpus.table(rows))
         failed |= not all(r["passed"] for r in rows)
     sys.exit(1 if failed else 0)
@@ -78,7 +78,7 @@ def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
                                            recipes=[r.strip() for r in recipes.split(",")] if recipes else None)
         except (Error, ConverterError) as exc:  # a missing or broken bundle, a missing --data-dir
             fail(getattr(exc, "problem", str(exc)), getattr(exc, "fix", None) or "pass a bundle directory "
-                 "written by python -m converter")
+                 "written by pocketbert-convert")
     click.echo(arm64.table(data["results"]))
     schema.write(data, out)
     click.echo(str(out))

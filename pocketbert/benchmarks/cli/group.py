@@ -1,4 +1,4 @@
-"""The ``python -m benchmarks`` command group; each command module registers itself with it."""
+"""The ``pocketbert-bench`` command group; each command module registers itself with it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python -m benchmarks device``: TFLite artifacts on an Android phone (adb, benchmark_model)."""
+"""``pocketbert-bench device``: TFLite artifacts on an Android phone (adb, benchmark_model)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
             fail(f"unknown backend {b!r}", f"use {' or '.join(lat.BACKENDS)} (comma-separated)", 2)
     if not bundle_dirs:
         if not fast:
-            fail("no BUNDLE given", "pass bundle directories (python -m benchmarks bundles makes them), or --fast", 2)
+            fail("no BUNDLE given", "pass bundle directories (pocketbert-bench bundles makes them), or --fast", 2)
         bundle_dirs = registry.build_bundles(list(registry.FAST_MODELS), list(registry.FAST_VARIANTS), work_dir,
                                              settings.seq_lens, log=log, verify_samples=64)
     from pocketbert.runtime import Bundle

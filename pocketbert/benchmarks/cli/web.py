@@ -1,4 +1,4 @@
-"""``python -m benchmarks web-peers``: our web pipeline beside transformers.js and MediaPipe in one Chromium run."""
+"""``pocketbert-bench web-peers``: our web pipeline beside transformers.js and MediaPipe in one Chromium run."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ from .group import cli
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint.")
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the base model's), "
-              "so the result can ship without it: python -m converter share-embeddings.")
+              "so the result can ship without it: pocketbert-convert share-embeddings.")
 @overwrite_checkpoint_option
 def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length, seed, threads, data_dir,
              train_limit, resume, freeze_word_embeddings, overwrite):
@@ -93,7 +93,7 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
 @training_options
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is (the teacher's), "
-              "so the result can ship without it: python -m converter share-embeddings.")
+              "so the result can ship without it: pocketbert-convert share-embeddings.")
 @click.option("--qat", is_flag=True, help="Quantization-aware: train through a simulation of the full-integer "
               "(tflite:int8-static) export. CHECKPOINT may already be nonorm/relu: it is then its own float teacher.")
 @overwrite_checkpoint_option
@@ -134,7 +134,7 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
 @checkpoint_job_options()
 def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, threads, train_limit, data_dir, overwrite):
     """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
-    from ..vocab_trim import trim_checkpoint
+    from ..levers.vocab_trim import trim_checkpoint
 
     refuse_own_input(out, source=checkpoint)
     path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16, retune=retune,
@@ -189,7 +189,7 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
     """Factor CHECKPOINT's word embeddings at RANK (a narrow table and a learned projection, as MobileBERT's
     embedding) and re-tune the factors by distillation from CHECKPOINT on TASK's text. With int4 rows a 384-wide
     table shrinks from 204 to RANK/2 + 12 bytes a row."""
-    from ..factor_embeddings import FactorOptions, factor_checkpoint
+    from ..levers.factor_embeddings import FactorOptions, factor_checkpoint
 
     refuse_own_input(out, source=checkpoint)
     options = FactorOptions(rank=rank, vocab_size=vocab_size, retune=retune, lr=lr, share_body=share_body, fp16=fp16,
@@ -218,7 +218,7 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
     """Train every weight of CHECKPOINT with its Linears and word-embedding table rounded to the int4 grid of
     tflite:int4-dynamic (one scale per row, max|w|/7), matching the teacher's logits and hidden states on TASK's
     text, then write the weights onto that grid: the int4 file then holds the checkpoint's weights exactly."""
-    from ..int4_tune import Int4Options, int4_tune_checkpoint
+    from ..levers.int4_tune import Int4Options, int4_tune_checkpoint
 
     refuse_own_input(out, source=checkpoint, teacher=teacher)
     options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
@@ -248,7 +248,7 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, thread
     """Keep --ffn-width hidden units of every feed-forward block of CHECKPOINT (those contributing most to the
     block's output on TASK's text) and refit each block's output projection by least squares to what the wide
     block computed, block by block; then distil for --budget (or run int4-tune on the result)."""
-    from ..narrow import NarrowOptions, narrow_checkpoint
+    from ..levers.narrow import NarrowOptions, narrow_checkpoint
 
     refuse_own_input(out, source=checkpoint, teacher=teacher)
     options = NarrowOptions(width=width, texts=texts, teacher=teacher, budget=budget, lr=lr, threads=threads,
@@ -278,7 +278,7 @@ def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, ou
     """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
     (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
     score, so the accuracy gates judge the result against it."""
-    from ..shrink import shrink_checkpoint
+    from ..levers.shrink import shrink_checkpoint
 
     refuse_own_input(out, source=checkpoint)
     path, record = shrink_checkpoint(checkpoint, task_name, layers, out, budget=budget, lr=lr, threads=threads,

@@ -1,4 +1,4 @@
-"""``python -m converter CHECKPOINT``: the convert command, its options, and the screen it draws."""
+"""``pocketbert-convert CHECKPOINT``: the convert command, its options, and the screen it draws."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .common import (
     checkpoint_argument,
     data_dir_path,
     int_list,
+    log,
     opt_list,
     seed_option,
     split_labels,
@@ -50,11 +51,17 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
                    f"length), onnx (dynamic shapes) [default: {default_formats()}].")
 @click.option("--recipe", "recipes", metavar="LIST",
               help="Build exactly these recipes (plus each format's fp32), instead of --opt int8/--int8/--format; "
-                   "e.g. tflite:fp16,tflite:int8-static. See: python -m converter list.")
+                   "e.g. tflite:fp16,tflite:int8-static. See: pocketbert-convert list.")
 @click.option("--max-size", metavar="SIZE",
               help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
                    "(e.g. 8MB, 7.5MiB: kB/MB/GB/TB or KiB/MiB/GiB/TiB, or bytes) and passes its bar, or refuse saying "
                    "what would fit; instead of --opt int8 for TFLite.")
+@click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
+              help="With --max-size and --recover: at most this fraction of the checkpoint's multiply-adds at "
+                   "sequence 128 (e.g. 0.7), counted from the shapes (not a timing).")
+@click.option("--budget", "lever_budget", metavar="BUDGET", callback=lambda ctx, param, value: None if value is None
+              else budget(ctx, param, value), help="With --max-size and --recover: the one training budget the "
+              "planned levers share (25m, 300steps) [default: the phone demos' minutes for the planned levers].")
 @click.option("--buckets", metavar="N,N,…", callback=int_list,
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
@@ -109,14 +116,18 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
                    "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
 def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, recover_resume,
-            **flags):
+            max_macs, lever_budget, **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
 
     if not flags["recover"]:
         _refuse_recovery_flags()
-    options = ConvertOptions(checkpoint=checkpoint, out=out or default_out(checkpoint, flags["opts"]),
+    out = out or default_out(checkpoint, flags["opts"])
+    if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
+        checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
+                                          flags=flags)
+    options = ConvertOptions(checkpoint=checkpoint, out=out,
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
                                               "qat": recover_qat, "resume": recover_resume,
@@ -133,7 +144,26 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
 #: options that only tune --recover: without it they would be ignored, and the run not the one asked for
 RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
                   "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop",
-                  "recover_resume": "--resume"}
+                  "recover_resume": "--resume", "max_macs": "--max-macs", "lever_budget": "--budget"}
+
+
+def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
+    """``--max-size``: with training text, the planned levers run (converter.lever_run) and their checkpoint is
+    converted; without, a checkpoint no file of which can fit is refused before any export."""
+    from .. import lever_run
+    from ..recipes import parse_size
+
+    max_bytes = parse_size(flags["max_size"])
+    if not flags["recover"]:
+        lever_run.refuse_unreachable(checkpoint, max_bytes, flags["buckets"], flags["opts"])
+        return checkpoint, dev
+    run = lever_run.LeverRun(checkpoint=checkpoint, out=out, task=flags["recover"], dev=str(dev) if dev else None,
+                             max_bytes=max_bytes, max_macs=max_macs, budget=budget, opts=flags["opts"],
+                             buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
+                             data_dir=flags["data_dir"], threads=flags["threads"])
+    final = lever_run.run_levers(run, log=log)
+    flags["recover"] = None  # recovery, when asked, was a step of the plan
+    return str(final), None
 
 
 def _refuse_recovery_flags() -> None:

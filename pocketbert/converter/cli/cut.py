@@ -1,4 +1,4 @@
-"""``python -m converter cut BUNDLE --target phone|web|desktop --out DIR``: a bundle of what one target runs."""
+"""``pocketbert-convert cut BUNDLE --target phone|web|desktop --out DIR``: a bundle of what one target runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``python -m converter`` command group; ``convert`` is its default command."""
+"""The ``pocketbert-convert`` command group; ``convert`` is its default command."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .common import EXIT_CODES
 
 
 class DefaultGroup(click.Group):
-    """A group whose default command is ``convert``: ``python -m converter CKPT`` = ``… convert CKPT``."""
+    """A group whose default command is ``convert``: ``pocketbert-convert CKPT`` = ``… convert CKPT``."""
 
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
@@ -23,7 +23,7 @@ def cli():
     """PocketBERT converter: Hugging Face checkpoint -> verified on-device bundle.
 
     \b
-    python -m converter CHECKPOINT [options]      convert (the default command)
-    python -m converter list                      families, optimisations, recipes
-    python -m converter cut BUNDLE --target T     keep only what phone, web or desktop runs
+    pocketbert-convert CHECKPOINT [options]      convert (the default command)
+    pocketbert-convert list                      families, optimisations, recipes
+    pocketbert-convert cut BUNDLE --target T     keep only what phone, web or desktop runs
     """

@@ -1,4 +1,4 @@
-"""``python -m converter list``: what the converter knows."""
+"""``pocketbert-convert list``: what the converter knows."""
 
 from __future__ import annotations
 

@@ -151,6 +151,6 @@ def summary(result) -> None:
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")
     # manifest.json lists every file's SHA-256, so its own SHA-256 pins the whole bundle
     out_console.print(f"bundle pin: sha256 {bundle_sha256(result.bundle / MANIFEST)} "
-                      "(runtime.load(dir, expected_sha256=...) or python -m runtime DIR --expect-sha256 ...)",
+                      "(runtime.load(dir, expected_sha256=...) or pocketbert-run DIR --expect-sha256 ...)",
                       markup=False, highlight=False)
 

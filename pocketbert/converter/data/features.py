@@ -89,7 +89,7 @@ def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[s
         missing = sorted({t for s in (task.labels or []) for t in s} - set(model_labels))
         if missing:
             raise ConverterInputError(f"the data has tags {missing} that the model's labels {model_labels} lack",
-                                      "train a model with these labels (python -m converter finetune), or give "
+                                      "train a model with these labels (pocketbert-convert finetune), or give "
                                       "matching data")
         enc = tokenizer(task.texts, is_split_into_words=True, truncation=True, max_length=max_length)
         word_ids = [enc.word_ids(i) for i in range(len(task.texts))]
@@ -120,7 +120,7 @@ def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[s
                 if len(model_labels) != len(task.label_names):
                     raise ConverterInputError(f"the data has {len(task.label_names)} labels {task.label_names} but the "
                                               f"model has {len(model_labels)} {model_labels}",
-                                              "fine-tune a head for this task first (python -m converter finetune)")
+                                              "fine-tune a head for this task first (pocketbert-convert finetune)")
                 labels = [int(v) for v in task.labels]
         truncated = sum(1 for ids in enc["input_ids"] if len(ids) >= max_length)
     token_types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]

@@ -101,7 +101,7 @@ def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: i
     if loaded.head_initialized:
         raise ConverterInputError("--recover needs a trained task head to recover towards; this checkpoint's head is "
                                   "fresh",
-                                  f"fine-tune it first: python -m converter finetune {options.checkpoint} --task "
+                                  f"fine-tune it first: pocketbert-convert finetune {options.checkpoint} --task "
                                   f"{options.recover}")
     from ..training import recovery as recovery_job
 

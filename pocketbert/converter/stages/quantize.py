@@ -7,7 +7,8 @@ import time
 
 from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
-from .. import backends, size_fit, verify
+from .. import backends, verify
+from ..levers import size_fit
 from .. import texts as textdata
 from ..calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult

@@ -83,7 +83,7 @@ def _summary(record: dict, scores: str) -> list[str]:
         "",
         f"# {task}: {record['kind']} of {record.get('base_checkpoint', record.get('teacher'))}",
         "",
-        "Written by PocketBERT (`python -m converter " + record["kind"] + " …`).",
+        "Written by PocketBERT (`pocketbert-convert " + record["kind"] + " …`).",
         "",
         f"- **Data**: {data_name}: {record['train_examples']} training examples; {data_note}.",
         f"- **Dev scores** ({record['dev_examples']} examples): {scores}.",
@@ -100,7 +100,7 @@ def _trimmed(trim: dict, scores: str) -> list[str]:
     lines = ["", "## Shipped form",
              f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces "
              f"(special tokens, every single character, then the pieces {trim['texts']}'s training text uses "
-             "most: `python -m converter trim-vocab`)"
+             "most: `pocketbert-convert trim-vocab`)"
              + (", weights stored in float16" if trim.get("fp16") else "")
              + f". Dev before trimming: {before}; {trim['texts_tokenized_unchanged']:.1%} of dev texts "
              "tokenize exactly as before, the others split rare words into smaller pieces."]
@@ -118,7 +118,7 @@ def _shared_embeddings(shared: dict, scores: str) -> list[str]:
     lines = ["", "## Shipped form",
              f"The word-embedding table ({shared['shape'][0]} × {shared['shape'][1]}) is not stored: it is "
              f"`{shared['model']}`'s, unchanged (sha256 `{shared['sha256'][:16]}…`), and PocketBERT's loader "
-             "puts it back (`python -m converter share-embeddings`)"
+             "puts it back (`pocketbert-convert share-embeddings`)"
              + (". The other weights are stored in float16" if shared.get("fp16") else "") + "."]
     if retune:
         lines.append(f"The fine-tuned table had moved {shared['relative_change']:.1%} (relative norm) from the "
@@ -141,7 +141,7 @@ def _factored(factored: dict, scores: str) -> list[str]:
              (f"Vocabulary trimmed from {trim['vocab_size_before']} to {trim['vocab_size_after']} word pieces, then "
               if trim else "")
              + f"word embeddings factored into a {factored['rows']} × {factored['rank']} table and a projection "
-             f"(`python -m converter factor-embeddings`; row-weighted SVD, weighted relative error "
+             f"(`pocketbert-convert factor-embeddings`; row-weighted SVD, weighted relative error "
              f"{factored['weighted_relative_error']:.3f}). Dev {dev('dev_before')} before, {dev('dev_factored')} "
              "right after factoring" + (f", {dev('dev_after')} after re-tuning the two factors by distillation "
                                          f"({retune['loss']}; {retune['steps']} steps, {retune['seconds']:.0f} s, "
@@ -162,7 +162,7 @@ def _narrow(narrow: dict) -> list[str]:
             f"Each of the {narrow['feed_forward_blocks']} feed-forward blocks keeps {narrow['width_after']} of its "
             f"{narrow['width_before']} hidden units, those contributing most to its output on {narrow['texts']} "
             "training texts, and its output projection was fitted again by least squares to what the wide block "
-            f"computed (`python -m converter narrow`). Dev {dev('dev_before')} before, {dev('dev_narrowed')} "
+            f"computed (`pocketbert-convert narrow`). Dev {dev('dev_before')} before, {dev('dev_narrowed')} "
             f"after.{run}"]
 
 
@@ -174,7 +174,7 @@ def _int4(grid: dict) -> list[str]:
            f"{tuned['teacher']}: {tuned['loss']}), then " if tuned and tuned["steps"] else "")
     return ["", "## Weights on the int4 grid",
             f"Dev {dev('dev_float')} in float, {dev('dev_int4_before')} with its weights rounded to the int4 grid of "
-            f"`tflite:int4-dynamic` (`python -m converter int4-tune`); {run}{grid['tensors_on_grid']} weights "
+            f"`tflite:int4-dynamic` (`pocketbert-convert int4-tune`); {run}{grid['tensors_on_grid']} weights "
             f"(every Linear and the word-embedding table) put on that grid: dev {dev('dev_after')}. The int4 TFLite "
             "file holds these weights exactly."
             + (" They are stored as int4, two to a byte with a float32 scale per row, every other weight in float16; "

@@ -1,4 +1,4 @@
-"""``python -m converter finetune CHECKPOINT --task glue:sst2``: fine-tune an encoder on a task.
+"""``pocketbert-convert finetune CHECKPOINT --task glue:sst2``: fine-tune an encoder on a task.
 
 Base distilled checkpoints (all-MiniLM-L6-v2, TinyBERT general distillation) have no task head; this
 trains one together with the encoder (Devlin et al. 2019 recipe: AdamW, linear warm-up and decay,
@@ -41,7 +41,7 @@ class FinetuneOptions:
     overwrite: bool = False
     resume: bool = False
     # train everything but the word-embedding table: the model then shares the base's table and can ship
-    # without it (python -m converter share-embeddings)
+    # without it (pocketbert-convert share-embeddings)
     freeze_word_embeddings: bool = False
     progress: bool = True
 

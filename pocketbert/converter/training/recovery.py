@@ -1,6 +1,6 @@
 """Recovery as a job: task data in, a distilled nonorm/relu student out, with dev scores measured.
 
-Shared by ``python -m converter recover`` (writes the recovered checkpoint) and ``convert --recover``
+Shared by ``pocketbert-convert recover`` (writes the recovered checkpoint) and ``convert --recover``
 (recovers in memory, then exports).  The distillation itself is :func:`converter.training.distill.recover`;
 this module adds the task data, the checks that must fail before any training starts, and the
 teacher / without-recovery / recovered scores on the dev split that the manifest and model card report.
@@ -54,7 +54,7 @@ class RecoverOptions:
     dev_checks: int = 3  # dev scores part-way through training (at 1/4, 2/4, 3/4 of the budget for 3)
     checkpoint_dir: Path | None = None
     # keep the word-embedding table as the teacher's (= the base model's when the teacher was fine-tuned with it
-    # frozen), so the result can ship without it (python -m converter share-embeddings)
+    # frozen), so the result can ship without it (pocketbert-convert share-embeddings)
     freeze_word_embeddings: bool = False
     # quantization-aware: train through the simulated full-integer export (converter.training.distill.fake_quant)
     qat: bool = False
@@ -300,7 +300,7 @@ def _dev_checks(count: int, student, prepared: PreparedRecovery, best: BestState
 
 def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions, out: Path, *,
                        overwrite: bool = False, threads: int = 2, log=print) -> tuple[Path, dict]:
-    """``python -m converter recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
+    """``pocketbert-convert recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
     import copy
 
     from .. import loading
@@ -317,7 +317,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     teacher = loading.load(checkpoint)
     if teacher.head_initialized:
         raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to recover towards",
-                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task "
+                                  f"fine-tune it first: pocketbert-convert finetune {checkpoint} --task "
                                   f"{options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher))
@@ -328,7 +328,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
         options.init = "none"
     elif all(r.noop for r in reports):
         raise ConverterInputError(f"{','.join(changing)} changes nothing in {checkpoint!r} (already NoNorm/ReLU)",
-                                  "convert it directly: python -m converter CHECKPOINT --opt nonorm,relu,…")
+                                  "convert it directly: pocketbert-convert CHECKPOINT --opt nonorm,relu,…")
     record = run(prepared, teacher.model, student, teacher.family, log=log)
     record.update(kind="recover", teacher=source_name(teacher), transforms=changing,
                   labels=teacher.labels)

@@ -1,7 +1,7 @@
 """Corpus-scale inference: stream a JSONL, CSV/TSV or Parquet file through a bundle, chunk by chunk.
 
-    python -m runtime BUNDLE --input reviews.jsonl --output labelled.jsonl [--text-field text] [--resume]
-    python -m runtime BUNDLE --input reviews.parquet --output labelled.parquet --ray [ADDRESS] --workers 4
+    pocketbert-run BUNDLE --input reviews.jsonl --output labelled.jsonl [--text-field text] [--resume]
+    pocketbert-run BUNDLE --input reviews.parquet --output labelled.parquet --ray [ADDRESS] --workers 4
 
 Each output row is its input row with prediction columns added (``pred_label``/``pred_score``, or
 ``pred_entities``), in the input's format and order.  The modules, one idea each:

@@ -8,7 +8,7 @@ The bundle is loaded once per process (a Ray actor, a Spark Python worker) and e
 only runs the model.  Batches are Arrow tables (Ray's ``batch_format="pyarrow"``) or pandas DataFrames
 (Ray's ``"pandas"``, Spark's ``mapInPandas``).  Bad rows (no usable text) either raise, are dropped
 (``bad_rows="skip"``), or are kept with null predictions and the reason in ``<prefix>error``
-(``"mark"``, what ``python -m runtime --ray`` uses so that the driver lists them).
+(``"mark"``, what ``pocketbert-run --ray`` uses so that the driver lists them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The corpus options of ``python -m runtime`` and what they run: the streaming job, or the job on Ray.
+"""The corpus options of ``pocketbert-run`` and what they run: the streaming job, or the job on Ray.
 
 ``options`` adds the flags to the runtime's command; ``run`` is called when ``--input`` is given.  On a
 terminal a progress bar shows rows, rows/s and the time left (stderr); in a pipe or a log nothing is

@@ -109,7 +109,7 @@ def splice(raw: bytes, record: dict, added: dict) -> bytes:
         text = json.dumps(added, ensure_ascii=False, allow_nan=False)[1:-1]
     except ValueError:
         raise CorpusError(f"a prediction is NaN or infinite, which JSON cannot hold: {added}",
-                          "check the bundle: python -m benchmarks gates BUNDLE") from None
+                          "check the bundle: pocketbert-bench gates BUNDLE") from None
     return body[:-1] + (b", " if record else b"") + text.encode("utf-8", "backslashreplace") + b"}\n"
 
 

@@ -21,15 +21,16 @@ from pathlib import Path
 
 import torch
 
-from . import accuracy_gate, loading
-from .checkpoint_inputs import refuse_as_output
-from .errors import ConverterInputError
-from .families.base import FeedForward
-from .training import checkpoint_job as job
-from .training.distill.pairing import truncated
-from .training.finetune import eval_length
-from .training.loop import Budget, parse_budget
-from .training.teacher import distil_every_token, frozen_teacher
+from .. import accuracy_gate, loading
+from ..checkpoint_inputs import refuse_as_output
+from ..errors import ConverterInputError
+from ..families.base import FeedForward
+from ..training import checkpoint_job as job
+from ..training.distill.pairing import truncated
+from ..training.finetune import eval_length
+from ..training.loop import Budget, parse_budget
+from ..training.teacher import distil_every_token, frozen_teacher
+from . import Lever, register
 
 #: ridge added to the refit's normal equations, relative to their mean diagonal: keeps a unit that never fires on
 #: the text from making them singular, and moves the fit by far less than int4 rounding does
@@ -185,3 +186,29 @@ def _record(loaded, train_split, dev, report: dict) -> dict:
     name = f"shipped: feed-forward blocks narrowed to {report['width_after']} units"
     job.record_shipped(record, name + (", distilled" if report["steps"] else ""), job.rounded(report["dev_after"]))
     return record
+
+
+def _run_lever(step) -> Path:
+    # a step of a plan may lose accuracy that a later step wins back: the plan gates its end against the teacher
+    options = NarrowOptions(width=step.setting, allow_accuracy_loss=True, threads=step.threads,
+                            train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
+    path, _ = narrow_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    return path
+
+
+def _choose(shape, goal):
+    """The widest blocks, in whole tiles, down to a quarter of the width, that reach the target; half the width (the
+    phone demos' 768 of 1,536, nearly free after the refit) when none does: fewer blocks must do the rest."""
+    width = shape.ffn_width
+    if goal.reached(shape) or not width:
+        return None
+    step = 128 if width >= 512 else 8
+    for units in range((width - 1) // step * step, max(step, width // 4) - 1, -step):
+        if goal.reached(shape.narrowed(units)):
+            return units
+    return max(step, width // 2 // step * step)
+
+
+register(Lever("narrow", "every feed-forward block's hidden units, each output projection refitted by least squares",
+               order=30, trains=False, setting="units", reshape=lambda shape, width: shape.narrowed(width),
+               choose=_choose, run=_run_lever))

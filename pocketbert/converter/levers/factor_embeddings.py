@@ -1,7 +1,7 @@
 """``factor-embeddings``: a checkpoint whose word-embedding table is a narrow table and a projection.
 
 The table of a small BERT is the bulk of a phone-sized file (converter.factored_table).  This command
-optionally trims the vocabulary first (``--vocab-size``: converter.vocab_trim, exact on text made of kept pieces),
+optionally trims the vocabulary first (``--vocab-size``: levers.vocab_trim, exact on text made of kept pieces),
 factors the table at ``--rank`` from the row-weighted SVD (each row weighted by how often the task's training
 text uses its piece), then distils the factored model on that text from the same model with its table whole
 (trimmed, if asked: trimming is exact on text made of kept pieces, so teacher and student read the same pieces),
@@ -18,15 +18,16 @@ from pathlib import Path
 
 import torch
 
-from . import accuracy_gate, loading, shared_body
-from .checkpoint_inputs import refuse_as_output, vocabulary_size
-from .errors import ConverterInputError
-from .factored_table import factor
-from .training import checkpoint_job as job
-from .training.evaluate import evaluate
-from .training.finetune import eval_length
-from .training.loop import TrainLog, parse_budget
-from .training.teacher import distil_every_token
+from .. import accuracy_gate, loading, shared_body
+from ..checkpoint_inputs import refuse_as_output, vocabulary_size
+from ..errors import ConverterInputError
+from ..factored_table import factor
+from ..training import checkpoint_job as job
+from ..training.evaluate import evaluate
+from ..training.finetune import eval_length
+from ..training.loop import TrainLog, parse_budget
+from . import Lever, budget_text, register
+from ..training.teacher import distil_every_token
 from .vocab_trim import piece_counts, trim
 
 #: what the re-tuning minimises, for records and model cards
@@ -140,3 +141,27 @@ def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
     factors = list(student.model.get_input_embeddings().parameters())
     return distil_every_token(student, teacher, features, params=factors, budget=budget, lr=lr,
                               description="re-tune the factored word embeddings")
+
+
+def _run_lever(step) -> Path:
+    options = FactorOptions(rank=step.setting, allow_accuracy_loss=True, retune=budget_text(step.budget),
+                            threads=step.threads, train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
+    path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    return path
+
+
+def _choose(shape, goal):
+    """The largest rank up to 5/12 of the table's width (the SST-2 demo's 160 of 384, which kept the teacher's
+    score after 8 minutes of re-tuning) whose file fits; that one when none does (the levers after it must then)."""
+    if goal.small_enough(shape) or shape.rank:
+        return None
+    step = 32 if shape.table_width >= 192 else 8
+    top = shape.table_width * 5 // 12 // step * step
+    if top < step:
+        return None
+    return next((rank for rank in range(top, 0, -step) if goal.small_enough(shape.factored(rank))), top)
+
+
+register(Lever("factor-embeddings", "the word table: a narrow table and a projection, the factors re-tuned by "
+               "distillation", order=20, trains=True, setting="rank", budget_weight=8,
+               reshape=lambda shape, rank: shape.factored(rank), choose=_choose, run=_run_lever))

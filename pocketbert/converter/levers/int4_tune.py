@@ -16,13 +16,14 @@ from pathlib import Path
 
 import torch
 
-from . import accuracy_gate, int4_grid, int4_packing, loading
-from .checkpoint_inputs import refuse_as_output
-from .errors import ConverterInputError
-from .training import checkpoint_job as job
-from .training.finetune import eval_length
-from .training.loop import Budget, TrainLog, parse_budget
-from .training.teacher import distil_every_token, frozen_teacher
+from .. import accuracy_gate, int4_grid, int4_packing, loading
+from ..checkpoint_inputs import refuse_as_output
+from ..errors import ConverterInputError
+from ..training import checkpoint_job as job
+from ..training.finetune import eval_length
+from ..training.loop import Budget, TrainLog, parse_budget
+from ..training.teacher import distil_every_token, frozen_teacher
+from . import Lever, register
 
 #: what the tuning minimises, for records and model cards
 LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, from the float teacher; every weight "
@@ -118,3 +119,21 @@ def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLo
     with int4_grid.simulated(student.model):
         return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
                                   description="tune through int4")
+
+
+def _run_lever(step) -> Path:
+    options = Int4Options(teacher=step.teacher, allow_accuracy_loss=True, budget=step.budget, threads=step.threads,
+                          train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
+    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    return path
+
+
+def _choose(shape, goal):
+    """After any lever that changed the shapes, on a model without LayerNorm: what keeps every Linear of the file at
+    int4, as the plan's sizes assume."""
+    return True if goal.nonorm and any(name != "recover" for name in goal.applied) else None
+
+
+register(Lever("int4-tune", "every weight, trained through the int4 file's rounding from the teacher and put on "
+               "its grid: every Linear then stays int4", order=50, trains=True, budget_weight=15, continues=True,
+               choose=_choose, run=_run_lever))

@@ -17,7 +17,7 @@ model (6 → 4, dev accuracy before any distillation; the 6-block parent 88.99):
 
 The record judges the result against the *original* teacher: ``dev_scores.teacher`` is the input
 checkpoint's own ``dev_scores.teacher`` when its training.json has one (a recovered model's fine-tuned
-teacher), so the accuracy gates (``python -m benchmarks gates``) compare the shrunk model with that
+teacher), so the accuracy gates (``pocketbert-bench gates``) compare the shrunk model with that
 teacher and not with its N-block parent; the parent's score is kept as ``dev_scores.parent``.
 """
 
@@ -28,16 +28,17 @@ from pathlib import Path
 
 import torch
 
-from . import accuracy_gate, loading
-from .checkpoint_inputs import refuse_as_output
-from .errors import ConverterInputError
-from .factored_table import whole_table
-from .shared_table import KEY as SHARED_TABLE_KEY
-from .shared_table import digest
-from .training import checkpoint_job as job
-from .training import loop
-from .training.finetune import eval_length, source_name
-from .training.recovery import RecoverOptions, prepare, run
+from .. import accuracy_gate, loading
+from ..checkpoint_inputs import refuse_as_output
+from ..errors import ConverterInputError
+from ..factored_table import whole_table
+from ..shared_table import KEY as SHARED_TABLE_KEY
+from ..shared_table import digest
+from ..training import checkpoint_job as job
+from ..training import loop
+from ..training.finetune import eval_length, source_name
+from ..training.recovery import RecoverOptions, prepare, run
+from . import Lever, register
 
 
 def kept_blocks(total: int, keep: int) -> list[int]:
@@ -67,8 +68,8 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
                       allow_accuracy_loss: bool = False, max_accuracy_drop: float = accuracy_gate.MAX_DROP,
-                      log=print) -> tuple[Path, dict]:
-    """``python -m converter shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
+                      dev: str | None = None, log=print) -> tuple[Path, dict]:
+    """``pocketbert-convert shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
     refuse_as_output(out, source=checkpoint)
     job.begin(out, overwrite, threads)  # before any training
@@ -76,12 +77,12 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     if teacher.head_initialized:
         raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
-                                  f"fine-tune it first: python -m converter finetune {checkpoint} --task {task}")
+                                  f"fine-tune it first: pocketbert-convert finetune {checkpoint} --task {task}")
     total = teacher.family.num_layers(teacher.config)
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
                              dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
-                             freeze_word_embeddings=freeze_word_embeddings)
+                             freeze_word_embeddings=freeze_word_embeddings, dev=dev)
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher))
     drop_blocks(student.model, student.family, keep)
@@ -148,3 +149,25 @@ def _base_table(loaded, student) -> dict | None:
     with torch.no_grad():
         same = digest(whole_table(student, "shrink --freeze-word-embeddings")) == reference["sha256"]
     return reference if same else None
+
+
+def _run_lever(step) -> Path:
+    path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
+                                allow_accuracy_loss=True,  # the plan gates its end against the teacher
+                                threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
+                                overwrite=True, progress=False, dev=step.dev, log=step.log)
+    return path
+
+
+def _choose(shape, goal):
+    """The most blocks that reach the target; None when width was enough, or when even one block is not (the plan
+    then says it cannot reach the target)."""
+    if goal.reached(shape):
+        return None
+    return next((layers for layers in range(shape.layers - 1, 0, -1) if goal.reached(shape.keeping(layers))), None)
+
+
+register(Lever("shrink", "the transformer blocks: fewer, distilled from the blocks they replace", order=40,
+               trains=True, setting="blocks", budget_weight=15, new_teacher=True,
+               reshape=lambda shape, layers: shape.keeping(layers),
+               choose=_choose, run=_run_lever))

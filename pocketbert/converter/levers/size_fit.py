@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import backends
-from .backends import ExportedArtifact
-from .errors import VerificationError
-from .recipes import Fit, Recipe
+from .. import backends
+from ..backends import ExportedArtifact
+from ..errors import VerificationError
+from ..recipes import Fit, Recipe
 
 #: bytes per float32 weight byte in each candidate's file (its weights' precision)
 WEIGHT_RATIO = {"fp16": 0.5, "int8-dynamic": 0.25, "int4-dynamic": 0.125}
@@ -67,8 +67,10 @@ def _refusal(choice: Fit, trials: list[dict], shape: dict) -> VerificationError:
     fix = "raise --max-size"
     if smallest and smallest > choice.max_bytes:
         levers = _table_levers(shape, smallest - choice.max_bytes) + _narrow_lever(shape, smallest - choice.max_bytes)
-        fix = ("; or ".join(levers + ["keep fewer layers (python -m converter shrink CHECKPOINT --task TASK --layers N "
-                                      "--out DIR)"]) + "; then convert that checkpoint, or " + fix)
+        fix = (f"let the converter plan and train the levers it needs: pocketbert-convert CHECKPOINT --max-size "
+               f"{choice.max_bytes / 1e6:g}MB --recover TASK; or by hand: "
+               + "; or ".join(levers + ["keep fewer layers (pocketbert-convert shrink CHECKPOINT --task TASK "
+                                        "--layers N --out DIR)"]) + "; then convert that checkpoint, or " + fix)
     return VerificationError(f"no TFLite recipe fits --max-size {choice.max_bytes / 1e6:g} MB: {sizes}", fix)
 
 
@@ -79,11 +81,11 @@ def _table_levers(shape: dict, excess: int) -> list[str]:
     levers = []
     pieces = vocab - math.ceil(excess / row)
     if pieces >= 2000:
-        levers.append(f"trim the vocabulary: python -m converter trim-vocab CHECKPOINT --task TASK --size {pieces} "
+        levers.append(f"trim the vocabulary: pocketbert-convert trim-vocab CHECKPOINT --task TASK --size {pieces} "
                       f"--out DIR (about {pieces:,} of {vocab:,} pieces fit at int4)")
     rank = 2 * math.floor((vocab * row - excess) / vocab - INT4_ROW_EXTRA)
     if rank >= max(2, width // 16) and width == shape["hidden_size"]:  # a narrower table is little use
-        levers.append(f"factor the word-embedding table: python -m converter factor-embeddings CHECKPOINT --task TASK "
+        levers.append(f"factor the word-embedding table: pocketbert-convert factor-embeddings CHECKPOINT --task TASK "
                       f"--rank {rank} --out DIR (rank {rank} of {width} fits; after trim-vocab a larger rank does)")
     return levers
 
@@ -98,5 +100,5 @@ def _narrow_lever(shape: dict, excess: int) -> list[str]:
     kept -= kept % 32  # whole kernel tiles, and an even count for packed int4
     if kept < width // 4:
         return []
-    return [f"narrow the feed-forward blocks: python -m converter narrow CHECKPOINT --task TASK --ffn-width {kept} "
+    return [f"narrow the feed-forward blocks: pocketbert-convert narrow CHECKPOINT --task TASK --ffn-width {kept} "
             f"--out DIR, then int4-tune it (about {kept} of {width} units fit at int4)"]

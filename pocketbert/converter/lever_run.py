@@ -1,0 +1,265 @@
+"""``pocketbert-convert CHECKPOINT --max-size SIZE --recover TRAIN [--dev DEV]``: plan the levers from the shapes, run
+them with CHECKPOINT as the frozen teacher inside one budget, gate the result, and hand it to the conversion.
+
+The plan (:mod:`converter.levers.plan`) is printed before anything is trained.  Each step writes its checkpoint into
+a work folder beside ``--out`` (``OUT.levers``, created here) and records it in ``steps.json`` under a digest of its
+inputs (the checkpoint's files, the task, the lever and its setting, and the steps before it).  A rerun skips every
+step already recorded; a lever that can train further from its own output (``int4-tune``) continues for the part of
+its new share it has not spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
+after the last step misses the gate (the teacher's minus ``--max-accuracy-drop``), the run refuses with the numbers
+and keeps the work folder.
+
+Before a plain ``--max-size`` conversion (no training text), :func:`refuse_unreachable` predicts the smallest file
+from the shapes and refuses before any export when it cannot fit, naming the one command as the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import loading
+from .errors import AccuracyLossRefused, ConverterInputError, OutputError
+from .levers import Step, shapes
+from .levers import plan as planning
+from .opts import parse_opts
+
+STATE = "steps.json"
+#: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
+TOLERANCE = 1.02
+
+
+@dataclass
+class LeverRun:
+    checkpoint: str  # the teacher: a built-in name or a checkpoint directory
+    out: Path  # the bundle the conversion writes; the work folder goes beside it
+    task: str  # a task name or a training file
+    dev: str | None = None  # the dev file, when task is a file
+    max_bytes: int | None = None
+    max_macs: float | None = None  # a fraction of the checkpoint's multiply-adds at sequence 128
+    budget: object = None  # a Budget; None: the phone demos' minutes for the planned levers
+    opts: str | None = None
+    buckets: tuple[int, ...] | None = None
+    max_drop: float = 1.0  # the gate: the teacher's dev score minus this
+    data_dir: str | None = None
+    threads: int | None = None
+    train_limit: int | None = None
+
+
+def work_folder(out: Path) -> Path:
+    return Path(out).with_name(Path(out).name + ".levers")
+
+
+def run_levers(run: LeverRun, log=print) -> Path:
+    """Plan, print the plan, run its steps (skipping those done), gate; returns the checkpoint to convert."""
+    path, _ = loading.resolve(run.checkpoint)
+    train, dev = _splits(run)
+    made = _plan(run, path, train)
+    recorded = _recorded_teacher(path, train)
+    keep = (f"{recorded[0]} ≥ {recorded[1] - run.max_drop:.2f} (the teacher's {recorded[1]:.2f} − {run.max_drop:g})"
+            if recorded else f"the teacher's {dev.metric} on {dev.name} − {run.max_drop:g} (scored next)")
+    for line in made.lines(keep=keep):
+        log(line)
+    if not made.reached:
+        raise ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: at best "
+                                  f"{made.final_bytes / 1e6:.2f} MB and {made.final_macs / made.goal.start_macs:.0%} "
+                                  "of its multiply-adds (the plan above)", "raise --max-size (or --max-macs)")
+    if not made.steps:
+        return path
+    work = _open_work(run.out)
+    teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
+    source, score = _run_steps(run, made, work, start=(str(path), _digest_inputs(path, run)), dev=dev, log=log)
+    gate = teacher - run.max_drop
+    if score < gate:
+        raise AccuracyLossRefused(
+            f"after the planned levers the dev {dev.metric} is {score:.2f}, below the gate {gate:.2f} (the teacher's "
+            f"{teacher:.2f} − {run.max_drop:g}) within --budget {_budget_words(made)}; the trained checkpoints are "
+            f"kept in {work}",
+            "run the same command with a longer --budget: the steps done are skipped"
+            + (" and int4-tune continues from its checkpoint" if "int4-tune" in made.levers else "")
+            + " (or accept more loss with --max-accuracy-drop)")
+    log(f"dev {dev.metric} {score:.2f} meets the gate {gate:.2f} (the teacher's {teacher:.2f} − {run.max_drop:g})")
+    return Path(source)
+
+
+def _splits(run: LeverRun):
+    from .data.tasks import load_task
+
+    if Path(run.task).exists() and not run.dev:
+        raise ConverterInputError(f"--recover {run.task} is a training file, and no dev file was given",
+                                  "add --dev DEV_FILE: the plan's gate is scored on it")
+    train = load_task(run.task, "train", run.data_dir, limit=run.train_limit)
+    return train, load_task(run.dev or run.task, "dev", run.data_dir)
+
+
+def _plan(run: LeverRun, path: Path, train) -> planning.LeverPlan:
+    from .levers.vocab_trim import needed_pieces
+
+    shape = shapes.read(path)
+    done = _saved_transforms(path)
+    recover = tuple(name for name in parse_opts(run.opts).structural if name not in done)
+    pieces = None
+    if train.kind != "ner":
+        pieces = needed_pieces(_tokenizer(path), train.texts)
+    goal = planning.Goal(max_bytes=run.max_bytes, max_macs=run.max_macs, buckets=_buckets(run, shape),
+                         pieces_needed=pieces, recover=recover, nonorm="nonorm" in done or "nonorm" in recover)
+    return planning.make(shape, goal, run.budget)
+
+
+def _tokenizer(path: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def _buckets(run: LeverRun, shape: shapes.Shape) -> tuple[int, ...]:
+    return tuple(run.buckets) if run.buckets else tuple(b for b in (32, 64, 128, 256) if b <= shape.positions)
+
+
+def _saved_transforms(path: Path) -> list[str]:
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    return list((config.get("pocketbert") or {}).get("transforms") or [])
+
+
+def _recorded_teacher(path: Path, train) -> tuple[str, float] | None:
+    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task."""
+    record = path / "training.json"
+    if not record.is_file() or json.loads(record.read_text(encoding="utf-8")).get("task") != train.name:
+        return None
+    return planning.teacher_score(path)
+
+
+def _open_work(out: Path) -> Path:
+    """The work folder beside ``out``: created here, or one an earlier run created (it holds steps.json)."""
+    work = work_folder(out)
+    if work.exists() and not (work / STATE).is_file():
+        raise OutputError(f"{work} exists and was not made by this command (it has no {STATE})",
+                          "move it away, or give another --out")
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / STATE).is_file():
+        _save_state(work, {})
+    return work
+
+
+def _load_state(work: Path) -> dict:
+    return json.loads((work / STATE).read_text(encoding="utf-8"))
+
+
+def _save_state(work: Path, state: dict) -> None:
+    partial = work / (STATE + ".partial")
+    partial.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    partial.replace(work / STATE)
+
+
+def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tuple[str, str], dev, log):
+    """Each planned step in order, skipping or continuing those done; returns (last checkpoint, its dev score)."""
+    source, key = start
+    teacher, recover = run.checkpoint, made.goal.recover
+    score = None
+    for index, planned in enumerate(made.steps, 1):
+        key = _digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
+        state = _load_state(work)
+        done = state.get(key)
+        step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
+                    dev=run.dev,
+                    setting=planned.setting, budget=planned.budget, opts=recover, data_dir=run.data_dir,
+                    threads=run.threads, train_limit=run.train_limit, log=log)
+        log(f"step {index} of {len(made.steps)}: {planned.describe()}")
+        done = _step(planned, step, done, work=work, dev=dev, log=log)
+        state[key] = done
+        _save_state(work, state)
+        source, score = str(work / done["out"]), done["score"]
+        teacher = source if planned.lever.new_teacher else teacher
+        key = _digest(key, json.dumps(done["budget"]))
+    return source, score
+
+
+def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> dict:
+    """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
+    ``work``)."""
+    continued = 0
+    if done and (work / done["out"]).is_dir():
+        more = _more(planned, done)
+        if more is None:
+            log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
+            return done
+        continued = done.get("continued", 0) + 1
+        step = replace(step, source=str(work / done["out"]), budget=more,
+                       out=step.out.with_name(f"{step.out.name}-more{continued}"))
+        log(f"  continued from {work / done['out']} for {more.describe()} more")
+    path = Path(planned.lever.run(replace(step, out=_fresh(step.out))))
+    return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
+            "budget": planned.budget.to_json() if planned.budget is not None else None,
+            "score": _score(str(path), dev, f"after {planned.lever.name}", log), "continued": continued}
+
+
+def _fresh(out: Path) -> Path:
+    """``out``, or ``out-2``, ``out-3``…: a step run again (its inputs changed) never replaces an earlier one."""
+    candidate, number = out, 1
+    while candidate.exists():
+        number += 1
+        candidate = out.with_name(f"{out.name}-{number}")
+    return candidate
+
+
+def _more(planned, done: dict):
+    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues; None otherwise."""
+    from .training.loop import Budget
+
+    if not planned.lever.continues or planned.budget is None or not done.get("budget"):
+        return None
+    spent, new = done["budget"], planned.budget.to_json()
+    for unit in ("steps", "seconds"):
+        if unit in new and unit in spent and new[unit] > spent[unit]:
+            return Budget(**{unit: new[unit] - spent[unit]})
+    return None
+
+
+def _score(checkpoint: str, dev, what: str, log) -> float:
+    from .training import checkpoint_job as job
+    from .training.finetune import eval_length
+
+    loaded = loading.load(checkpoint)
+    value = job.score(loaded, dev, eval_length(loaded))[dev.metric]
+    log(f"  dev {dev.metric} {what}: {value:.2f}")
+    return value
+
+
+def _digest_inputs(path: Path, run: LeverRun) -> str:
+    """The checkpoint's files, the task (a file by its content), the options the steps read."""
+    hasher = hashlib.sha256()
+    for file in sorted(p for p in path.iterdir() if p.is_file()):
+        hasher.update(file.name.encode())
+        hasher.update(hashlib.sha256(file.read_bytes()).digest())
+    task = Path(run.task)
+    hasher.update(hashlib.sha256(task.read_bytes()).digest() if task.is_file() else run.task.encode())
+    hasher.update(json.dumps([run.train_limit, run.opts]).encode())
+    return hasher.hexdigest()
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _budget_words(made: planning.LeverPlan) -> str:
+    return made.budget.describe() if made.budget is not None else "(none)"
+
+
+def refuse_unreachable(checkpoint: str, max_bytes: int, buckets, opts: str | None = None) -> None:
+    """Before a plain ``--max-size`` conversion: refuse, without exporting, a checkpoint whose smallest file (every
+    Linear at int4) cannot fit, naming the one command that trains the levers it needs."""
+    path, _ = loading.resolve(checkpoint)
+    if not (path / "config.json").is_file():
+        return  # the loader's own refusal says what is wrong
+    shape = shapes.read(path)
+    smallest = shapes.file_bytes(shape, tuple(buckets) if buckets else _buckets(LeverRun(checkpoint, path, ""), shape))
+    if smallest <= max_bytes * TOLERANCE:
+        return
+    raise ConverterInputError(
+        f"no TFLite file of {checkpoint} fits --max-size {max_bytes / 1e6:g} MB: its smallest, every Linear at int4, "
+        f"would be {smallest / 1e6:.1f} MB (computed from its shapes: {shape.describe()}); nothing was exported",
+        f"let the converter plan and train the levers it needs: pocketbert-convert {checkpoint}"
+        f"{' --opt ' + opts if opts else ''} --format tflite --max-size {max_bytes / 1e6:g}MB --recover TASK (a task "
+        "name such as glue:sst2, or a training file with --dev DEV_FILE)")

@@ -1,0 +1,109 @@
+"""``pocketbert-convert CHECKPOINT --max-size SIZE --recover TRAIN --dev DEV``: the plan printed before any work, the
+levers run in its order with the checkpoint as the teacher, a missed gate refused with the trained checkpoints kept,
+and a rerun with a longer budget resuming them; a plain ``--max-size`` that cannot fit refused before any export."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from pocketbert.converter.cli import cli, main
+from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError
+
+from .conftest import DATA, build_checkpoint
+
+PLAN = ["recover", "trim-vocab", "narrow", "shrink", "int4-tune", "pack"]
+
+
+@pytest.fixture(scope="module")
+def user_files(tmp_path_factory, tokenizer):
+    """A tiny BERT teacher (LayerNorm, GELU) whose record says its teacher scored 99 on the dev file, and 64 training
+    and 48 dev sentences of SST-2 as a user's own files."""
+    root = tmp_path_factory.mktemp("one-command")
+    for name, rows in (("train.tsv", 64), ("dev.tsv", 48)):
+        lines = (DATA / "glue" / "SST-2" / name).read_text(encoding="utf-8").splitlines()[: rows + 1]
+        (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    teacher = build_checkpoint(root / "teacher", "bert", tokenizer, labels=("negative", "positive"))
+    record = {"kind": "finetune", "task": str(root / "train.tsv"), "metric": "accuracy", "train_examples": 64,
+              "dev_examples": 48, "recipe": {}, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"},
+              "dev_scores": {"teacher": {"accuracy": 99.0}}}
+    (teacher / "training.json").write_text(json.dumps(record), encoding="utf-8")
+    return root
+
+
+def _convert(root, capsys, *extra) -> tuple[int, str]:
+    """The command as a user runs it (exit code and everything printed)."""
+    args = [str(root / "teacher"), "--opt", "nonorm,relu,fold", "--format", "tflite", "--max-size", "0.4MB",
+            "--max-macs", "0.6", "--recover", str(root / "train.tsv"), "--dev", str(root / "dev.tsv"), "--buckets",
+            "32", "--no-latency", "--verify-samples", "40", "--calibration-samples", "32", "--threads", "1",
+            "-o", str(root / "bundle"), *extra]
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_missed_gate_keeps_the_checkpoints_and_a_longer_budget_resumes(user_files, capsys):
+    root = user_files
+    code, out = _convert(root, capsys, "--budget", "6steps")
+    assert code == AccuracyLossRefused.exit_code, out
+    # the plan, with each step's size, comes before the first step's work
+    assert out.index("plan from the shapes") < out.index("target: ≤ 0.40 MB") < out.index("step 1 of 6: recover")
+    planned = re.findall(r"^  \d\. (\S+)", out, re.MULTILINE)
+    assert planned == PLAN
+    assert re.findall(r"^step \d of 6: (\S+)", out, re.MULTILINE) == PLAN  # run in the plan's order
+    assert "below the gate 98.00" in out and str(root / "bundle.levers") in out
+    assert not (root / "bundle").exists()
+    state = json.loads((root / "bundle.levers" / "steps.json").read_text())
+    assert [step["lever"] for step in state.values()] == PLAN
+    assert all((root / "bundle.levers" / step["out"] / "config.json").is_file() for step in state.values())
+
+    code, out = _convert(root, capsys, "--budget", "12steps", "--max-accuracy-drop", "100")
+    assert code == 0, out
+    assert out.count("done in an earlier run") == 4  # recover, trim-vocab, narrow, shrink
+    assert "continued from" in out and "for 2 steps more" in out
+    assert (root / "bundle" / "manifest.json").is_file()
+    manifest = json.loads((root / "bundle" / "manifest.json").read_text())
+    assert any(a["recipe"].startswith("tflite:") and a["recipe"] != "tflite:fp32" for a in manifest["artifacts"])
+    state = json.loads((root / "bundle.levers" / "steps.json").read_text())
+    tuned = [step for step in state.values() if step["lever"] == "int4-tune"]
+    assert [(step["continued"], step["budget"]) for step in tuned] == [(1, {"steps": 4})]
+
+
+def test_a_plain_max_size_that_nothing_can_fit_is_refused_before_any_export(user_files, tmp_path, capsys):
+    code = main([str(user_files / "teacher"), "--format", "tflite", "--max-size", "0.1MB", "-o",
+                 str(tmp_path / "bundle")])
+    captured = capsys.readouterr()
+    out = " ".join((captured.out + captured.err).split())
+    assert code == ConverterInputError.exit_code, out
+    assert "would be 1.2 MB (computed from its shapes" in out and "nothing was exported" in out
+    assert "pocketbert-convert" in out and "--recover" in out
+    assert "Exporting" not in out and not (tmp_path / "bundle").exists()
+
+
+def test_budget_and_max_macs_need_the_training_text(user_files, tmp_path):
+    result = CliRunner().invoke(cli, [str(user_files / "teacher"), "--max-size", "8MB", "--budget", "5m",
+                                      "-o", str(tmp_path / "b")])
+    assert result.exit_code == 2 and "--budget only applies with --recover" in result.output
+
+
+def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints, tmp_path):
+    """``--recover conll2003``: the task's own splits; NER keeps its vocabulary, so the table is factored instead; a
+    model that keeps LayerNorm gets no int4 tuning, and the plan says so."""
+    from pocketbert.converter.lever_run import LeverRun, run_levers
+    from pocketbert.converter.levers.shapes import file_bytes, read
+    from pocketbert.converter.training.loop import Budget
+
+    teacher = checkpoints["bert"]["ner"]
+    printed = []
+    run = LeverRun(checkpoint=str(teacher), out=tmp_path / "bundle", task="conll2003",
+                   max_bytes=int(0.8 * file_bytes(read(teacher), (32, 64, 128))), budget=Budget(steps=2),
+                   buckets=(32, 64, 128), max_drop=100, data_dir=str(DATA), threads=1, train_limit=32)
+    final = run_levers(run, log=printed.append)
+    assert final == tmp_path / "bundle.levers" / "1-factor-embeddings"
+    assert json.loads((final / "config.json").read_text())["pocketbert"]["word_embedding_rank"] == 8
+    text = "\n".join(printed)
+    assert "1. factor-embeddings rank 8" in text and "trim-vocab" not in text and "no int4 tuning" in text
+    assert text.index("plan from the shapes") < text.index("step 1 of 1: factor-embeddings")
