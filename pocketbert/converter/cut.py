@@ -40,7 +40,7 @@ class Target:
 TARGETS = {
     "phone": Target("tflite", True, True, reader="the Android app (android_demo/copy_bundle.sh)"),
     # LiteRT.js exposes no output scale and zero point, so the page cannot dequantise int8 logits
-    "web": Target("tflite", True, True, ("int8-static",), reader="the web page (web_demo/src/bundle.js)"),
+    "web": Target("tflite", True, True, ("int8-static",), reader="the pocketbert npm package (web/src/bundle.js)"),
     "desktop": Target("onnx", False, False, reader="the Python runtime with ONNX Runtime"),
 }
 
