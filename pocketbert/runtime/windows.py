@@ -1,14 +1,19 @@
-"""Long texts for NER: overlapping windows and the merge of their entities.
+"""Long texts for NER: overlapping windows, and which window each token's scores come from.
 
 A text longer than the model's maximum is cut into windows of ``content = max_length - specials``
 tokens, each starting ``content - stride`` tokens after the previous one, until one reaches the end
 (the rule of ``tokenizers``' overflow, which Hugging Face's token-classification pipeline uses with
-``stride=``).  Each window is decoded on its own with offsets into the whole text, then overlapping
-entities are merged the way Hugging Face merges them: the longer span wins, a tie goes to the higher
-score.  This module holds the arithmetic and the merge; the tokenizer does the cutting.
+``stride=``).  Every token then takes its scores from the window in which it lies farthest from an
+inner edge (a window's start or end that is not the text's), and the stitched sequence of the whole
+text is decoded once: an entity that crosses a seam is decoded whole.  (Hugging Face instead decodes
+each window on its own and keeps the longer of overlapping entities, which splits a name that one
+window sees cut: "Emmanuel" from one window, "Macron" from the next.)  This module holds the arithmetic;
+the tokenizer does the cutting.
 """
 
 from __future__ import annotations
+
+import math
 
 
 def default_stride(max_length: int) -> int:
@@ -29,20 +34,25 @@ def window_starts(num_tokens: int, content: int, stride: int) -> list[int]:
     return starts
 
 
-def merge_overlapping(entities: list[dict]) -> list[dict]:
-    """Entities of all windows of one text -> one list, sorted by start, without overlaps."""
-    if not entities:
-        return entities
-    entities = sorted(entities, key=lambda e: e["start"])
-    merged = []
-    previous = entities[0]
-    for entity in entities:
-        if previous["start"] <= entity["start"] < previous["end"]:
-            length, previous_length = entity["end"] - entity["start"], previous["end"] - previous["start"]
-            if length > previous_length or length == previous_length and entity["score"] > previous["score"]:
-                previous = entity
-        else:
-            merged.append(previous)
-            previous = entity
-    merged.append(previous)
-    return merged
+def token_sources(lengths: list[int], step: int) -> list[tuple[int, int]]:
+    """Text tokens of windows ``k`` (``lengths[k]`` tokens each, starting ``k * step`` tokens into the
+    text) -> for each token of the whole text, ``(window, position in that window's text tokens)``.
+
+    The chosen window is the one where the token's distance to the nearest inner edge is largest
+    (the text's own start and end are no edge: nothing was cut there), the earlier window on a tie.
+    With two windows overlapping by ``stride`` tokens, that is the first half of the overlap from the
+    first window and the second half from the next: every token sees at least ``stride // 2`` tokens
+    of context on each cut side."""
+    last = len(lengths) - 1
+    total = max(k * step + length for k, length in enumerate(lengths))
+    best = [-1.0] * total
+    sources: list[tuple[int, int]] = [(-1, -1)] * total
+    for k, length in enumerate(lengths):
+        for j in range(length):
+            margin = min(j if k > 0 else math.inf, length - 1 - j if k < last else math.inf)
+            g = k * step + j
+            if margin > best[g]:
+                best[g], sources[g] = margin, (k, j)
+    if any(k < 0 for k, _ in sources):
+        raise ValueError(f"windows of {lengths} tokens, {step} apart, leave tokens uncovered")
+    return sources

@@ -5,7 +5,10 @@
 Every expected value comes from Hugging Face (transformers' tokenizers and its text- and
 token-classification pipelines' post-processing), never from PocketBERT's runtime, so the runtime's
 tests against these files are a comparison with the reference, and the Android core can be held to
-the same files.  Needs the converter's dependencies (``pip install -e '.[convert]'``).  Deterministic:
+the same files.  One rule is PocketBERT's own: a text of several NER windows is stitched into one
+sequence (each token's logits from the window where it lies farthest from a cut, :func:`stitched`,
+written here independently of the runtime), which Hugging Face's post-processing then decodes as one
+window; Hugging Face's own ``stride`` merge splits entities at the seams.  Needs the converter's dependencies (``pip install -e '.[convert]'``).  Deterministic:
 running it twice gives identical files.
 """
 
@@ -181,6 +184,30 @@ def hf_entities(pipe, text: str, windows: list[dict], aggregation: str) -> list[
              for k, v in e.items()} for e in entities]
 
 
+def stitched(windows: list[dict], step: int) -> dict:
+    """Windows ([CLS] text tokens [SEP], consecutive ones ``step`` text tokens apart) -> one window of the
+    whole text.  Two neighbours overlap by ``overlap`` tokens; the first ``ceil(overlap / 2)`` of them
+    keep the earlier window's row, the rest the later one's (each row from the window where the token is
+    farther from that window's cut; the earlier window on a tie)."""
+    keys = ("input_ids", "tokens", "offsets", "special_tokens_mask", "logits")
+    out = {key: [windows[0][key][0]] for key in keys}  # [CLS]
+    taken = 0  # text tokens of the whole text already written
+    for k, window in enumerate(windows):
+        size = len(window["input_ids"]) - 2
+        if k + 1 < len(windows):
+            overlap = size - step
+            keep = step + (overlap + 1) // 2  # up to the middle of the overlap with the next window
+        else:
+            keep = size
+        skip = taken - k * step  # this window's tokens that an earlier window already gave
+        for key in keys:
+            out[key] += window[key][1 + skip:1 + keep]
+        taken = k * step + keep
+    for key in keys:
+        out[key].append(windows[-1][key][-1])  # [SEP]
+    return out
+
+
 def ner_records(toks: dict) -> list[dict]:
     rng = np.random.default_rng(SEED)
     records = []
@@ -197,11 +224,12 @@ def ner_records(toks: dict) -> list[dict]:
                     w.pop("attention_mask")
                     w.pop("token_type_ids")
                     w["logits"] = tag_logits(rng, len(w["input_ids"]), labels)
-                # Hugging Face defines no per-token ("none") results across windows: it refuses stride there.
-                aggregations = AGGREGATIONS if len(windows) == 1 else AGGREGATIONS[1:]
+                # several windows: Hugging Face decodes the stitched text as one window (every aggregation,
+                # "none" too: its per-token results then count tokens of the whole text)
+                whole = [windows[0]] if len(windows) == 1 else [stitched(windows, max_length - 2 - stride)]
                 records.append({"tokenizer": name, "scheme": scheme, "labels": labels, "text": text,
                                 "max_length": max_length, "stride": stride, "windows": windows,
-                                "expected": {a: hf_entities(pipe, text, windows, a) for a in aggregations}})
+                                "expected": {a: hf_entities(pipe, text, whole, a) for a in AGGREGATIONS}})
     return records
 
 
