@@ -25,7 +25,7 @@ import pocketbert.core.text.WordPieceDecoder;
  *   <li>results labelled with an ignored label ({@code O}) are dropped.</li>
  * </ol>
  *
- * Texts longer than one window are decoded window by window and merged ({@link #decodeText}).
+ * Texts longer than one window are stitched into one sequence and decoded once ({@link #decodeText}).
  */
 public final class TokenClassificationDecoder {
     private final List<String> labels;
@@ -51,19 +51,71 @@ public final class TokenClassificationDecoder {
 
     /**
      * Entities of a whole text from its windows and their logits ({@code [tokens][labels]} each).
-     * {@code step}: tokens between window starts, so that {@link Entity#index()} counts tokens of the
-     * whole text; entities of several windows are merged ({@link OverlapMerge}).
+     * {@code step}: tokens between window starts. Several windows are stitched into one sequence of the
+     * whole text, each token's row from the window {@link WindowSeams} picks, and decoded once: no entity
+     * is cut where windows meet, and {@link Entity#index()} counts tokens of the whole text.
      */
     public List<Entity> decodeText(TextIndex text, List<TokenWindow> windows, List<float[][]> logits,
                                    Aggregation aggregation, int step) {
         if (windows.size() != logits.size()) {
             throw new IllegalArgumentException(windows.size() + " windows but " + logits.size() + " logit matrices");
         }
-        List<Entity> entities = new ArrayList<>();
-        for (int k = 0; k < windows.size(); k++) {
-            entities.addAll(decode(text, windows.get(k), logits.get(k), aggregation, k * step));
+        if (windows.size() == 1) {
+            return decode(text, windows.get(0), logits.get(0), aggregation, 0);
         }
-        return windows.size() > 1 ? OverlapMerge.merge(entities) : entities;
+        List<int[]> rows = stitchedRows(windows, step);
+        int n = rows.size();
+        int[] ids = new int[n];
+        List<String> tokens = new ArrayList<>(n);
+        int[] starts = new int[n];
+        int[] ends = new int[n];
+        int[] special = new int[n];
+        float[][] stitched = new float[n][];
+        for (int r = 0; r < n; r++) {
+            TokenWindow w = windows.get(rows.get(r)[0]);
+            int i = rows.get(r)[1];
+            ids[r] = w.id(i);
+            tokens.add(w.token(i));
+            starts[r] = w.start(i);
+            ends[r] = w.end(i);
+            special[r] = w.isSpecial(i) ? 1 : 0;
+            stitched[r] = logits.get(rows.get(r)[0])[i];
+        }
+        return decode(text, new TokenWindow(ids, tokens, starts, ends, special), stitched, aggregation, 0);
+    }
+
+    /**
+     * {@code {window, row}} of the stitched sequence: the first window's leading specials, every text token
+     * from its chosen window, the last window's trailing specials.
+     */
+    private static List<int[]> stitchedRows(List<TokenWindow> windows, int step) {
+        List<int[]> textRows = new ArrayList<>();
+        int[] lengths = new int[windows.size()];
+        for (int k = 0; k < windows.size(); k++) {
+            TokenWindow w = windows.get(k);
+            List<Integer> rows = new ArrayList<>();
+            for (int i = 0; i < w.size(); i++) {
+                if (!w.isSpecial(i)) {
+                    rows.add(i);
+                }
+            }
+            textRows.add(rows.stream().mapToInt(Integer::intValue).toArray());
+            lengths[k] = rows.size();
+        }
+        List<int[]> out = new ArrayList<>();
+        int[] first = textRows.get(0);
+        for (int i = 0; i < (first.length > 0 ? first[0] : 0); i++) {
+            out.add(new int[] {0, i});
+        }
+        for (int[] source : WindowSeams.tokenSources(lengths, step)) {
+            out.add(new int[] {source[0], textRows.get(source[0])[source[1]]});
+        }
+        int lastWindow = windows.size() - 1;
+        int[] last = textRows.get(lastWindow);
+        for (int i = last.length > 0 ? last[last.length - 1] + 1 : 0; i < windows.get(lastWindow).size(); i++) {
+            out.add(new int[] {lastWindow, i});
+        }
+        return out;
     }
 
     /** Entities of one window; {@code indexOffset} shifts {@link Entity#index()} for windows after the first. */

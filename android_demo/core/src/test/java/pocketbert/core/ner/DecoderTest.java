@@ -111,15 +111,15 @@ class DecoderTest {
     }
 
     @Test
-    void overlappingWindowEntitiesKeepTheLongerThenTheSurer() {
-        Entity a = new Entity("PER", 0.5, -1, "a", 0, 5, 0, 5, true);
-        Entity longer = new Entity("PER", 0.4, -1, "b", 2, 9, 2, 9, true);
-        Entity same = new Entity("LOC", 0.9, -1, "c", 3, 10, 3, 10, true);
-        Entity apart = new Entity("LOC", 0.1, -1, "d", 12, 14, 12, 14, true);
-        List<Entity> merged = OverlapMerge.merge(Arrays.asList(apart, same, a, longer));
-        assertEquals(Arrays.asList("c", "d"), words(merged),
-                "b starts inside a and is longer: it replaces a; c starts inside b, is as long and surer: it replaces b");
-        assertEquals(Collections.emptyList(), OverlapMerge.merge(Collections.emptyList()));
+    void eachTokenComesFromTheWindowWhereItIsFarthestFromACut() {
+        // windows of 6, 6 and 4 text tokens, 4 apart: each overlap of 2 is split in its middle
+        int[][] sources = WindowSeams.tokenSources(new int[] {6, 6, 4}, 4);
+        StringBuilder got = new StringBuilder();
+        for (int[] source : sources) {
+            got.append(source[0]).append(':').append(source[1]).append(' ');
+        }
+        assertEquals("0:0 0:1 0:2 0:3 0:4 1:1 1:2 1:3 1:4 2:1 2:2 2:3 ", got.toString());
+        assertThrows(IllegalArgumentException.class, () -> WindowSeams.tokenSources(new int[] {3, 3}, 4));
     }
 
     @Test
