@@ -122,30 +122,46 @@ export function decode(cps, window, logits, aggregation, how, ignoreLabels = ['O
   return entities.filter((e) => !ignoreLabels.includes(e.entity ?? e.entity_group));
 }
 
-/** Entities of all windows of one text -> one list sorted by start: the longer span, then the higher score, wins. */
-export function mergeOverlapping(entities) {
-  if (!entities.length) return entities;
-  const sorted = [...entities].sort((a, b) => a.start - b.start);
-  const merged = [];
-  let previous = sorted[0];
-  for (const entity of sorted) {
-    if (previous.start <= entity.start && entity.start < previous.end) {
-      const length = entity.end - entity.start, previousLength = previous.end - previous.start;
-      if (length > previousLength || (length === previousLength && entity.score > previous.score)) previous = entity;
-    } else {
-      merged.push(previous);
-      previous = entity;
+/** Text tokens of windows (`lengths[k]` each, window k starting `k * step` tokens into the text) -> for each token
+ * of the whole text, [window, position among that window's text tokens]: the window where the token lies farthest
+ * from an inner edge (a window edge that is not the text's), the earlier one on a tie (runtime/windows.py). */
+export function tokenSources(lengths, step) {
+  const last = lengths.length - 1;
+  const total = Math.max(...lengths.map((length, k) => k * step + length));
+  const best = new Array(total).fill(-1);
+  const sources = new Array(total).fill(null);
+  lengths.forEach((length, k) => {
+    for (let j = 0; j < length; j++) {
+      const margin = Math.min(k > 0 ? j : Infinity, k < last ? length - 1 - j : Infinity);
+      if (margin > best[k * step + j]) { best[k * step + j] = margin; sources[k * step + j] = [k, j]; }
     }
-  }
-  merged.push(previous);
-  return merged;
+  });
+  if (sources.includes(null)) throw new Error(`windows ${step} tokens apart leave tokens uncovered`);
+  return sources;
 }
 
-/** All windows of one text -> its entities; `step`: tokens between window starts. */
+/** Windows of one text -> one window of the whole text ([window, row] of each of its rows): the first window's
+ * leading specials, every text token from the window tokenSources picks, the last window's trailing specials. */
+function stitchedRows(windows, step) {
+  const textRows = windows.map((w) => w.special_tokens_mask.flatMap((special, i) => (special ? [] : [i])));
+  const rows = [];
+  for (let i = 0; i < (textRows[0].length ? textRows[0][0] : 0); i++) rows.push([0, i]);
+  for (const [k, j] of tokenSources(textRows.map((r) => r.length), step)) rows.push([k, textRows[k][j]]);
+  const last = windows.length - 1, lastRows = textRows[last];
+  for (let i = lastRows.length ? lastRows.at(-1) + 1 : 0; i < windows[last].special_tokens_mask.length; i++) {
+    rows.push([last, i]);
+  }
+  return rows;
+}
+
+/** All windows of one text -> its entities; `step`: tokens between window starts.  Several windows are stitched
+ * into one sequence of the whole text and decoded once: no entity is cut where windows meet (Hugging Face's stride
+ * merge decodes windows apart and splits such names), and `index` counts tokens of the whole text. */
 export function decodeText(cps, windows, logits, aggregation, how, ignoreLabels = ['O'], step = 0) {
-  let entities = [];
-  windows.forEach((window, k) => {
-    entities = entities.concat(decode(cps, window, logits[k], aggregation, how, ignoreLabels, k * step));
-  });
-  return windows.length > 1 ? mergeOverlapping(entities) : entities;
+  if (windows.length === 1) return decode(cps, windows[0], logits[0], aggregation, how, ignoreLabels);
+  const rows = stitchedRows(windows, step);
+  const pick = (field) => rows.map(([k, i]) => windows[k][field][i]);
+  const window = { input_ids: pick('input_ids'), tokens: pick('tokens'), offsets: pick('offsets'),
+    special_tokens_mask: pick('special_tokens_mask') };
+  return decode(cps, window, rows.map(([k, i]) => logits[k][i]), aggregation, how, ignoreLabels);
 }

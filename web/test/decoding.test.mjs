@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { AGGREGATIONS, decode, decodeText, groupEntities, mergeOverlapping, softmax } from '../src/ner.js';
+import { AGGREGATIONS, decode, decodeText, groupEntities, softmax, tokenSources } from '../src/ner.js';
 import { ranked, scoreFunction, scores } from '../src/classification.js';
 import { detokenize, defaultStride, windowStarts } from '../src/tokenizer.js';
 
@@ -93,14 +93,13 @@ test('nothing to decode: no tokens, all O, empty windows', () => {
     assert.deepEqual(decode([], empty, [oneHot('O'), oneHot('O')], aggregation, how(LABELS)), []);
   }
   assert.deepEqual(groupEntities([], how(LABELS), ['O']), []);
-  assert.deepEqual(mergeOverlapping([]), []);
 });
 
-test('window merge: the longer span wins, then the higher score; disjoint entities are kept in order', () => {
-  const e = (start, end, score) => ({ entity_group: 'X', start, end, score, word: `${start}` });
-  assert.deepEqual(mergeOverlapping([e(10, 12, 0.9), e(0, 4, 0.5), e(2, 6, 0.4), e(0, 4, 0.7)]).map((x) => [x.start, x.end, x.score]),
-    [[0, 4, 0.7], [10, 12, 0.9]]);
-  assert.deepEqual(mergeOverlapping([e(0, 4, 0.5), e(1, 8, 0.1)]).map((x) => [x.start, x.end]), [[1, 8]]);
+test('window seams: each token comes from the window where it is farthest from a cut', () => {
+  // windows of 6, 6 and 4 text tokens, 4 apart: each overlap of 2 is split in its middle
+  assert.deepEqual(tokenSources([6, 6, 4], 4).map(([k, j]) => `${k}:${j}`).join(' '),
+    '0:0 0:1 0:2 0:3 0:4 1:1 1:2 1:3 1:4 2:1 2:2 2:3');
+  assert.throws(() => tokenSources([3, 3], 4), /uncovered/);
 });
 
 test('windows start every content - stride tokens and the last reaches the end', () => {
