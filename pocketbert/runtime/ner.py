@@ -31,7 +31,7 @@ import numpy as np
 from .errors import InputError
 from .pipeline import Pipeline, softmax
 from .tokenization import validate
-from .windows import default_stride, token_sources
+from .windows import StitchedWindow, default_stride, stitched_rows
 
 AGGREGATIONS = ("none", "simple", "first", "average", "max")
 
@@ -253,58 +253,22 @@ def _never_reported(labels: tuple[str, ...], aggregation: str, ignore_labels: tu
 def decode_text(text: str, windows: Sequence[TokenizedWindow], logits: Sequence[np.ndarray | Scored], aggregation: str,
                 how: Decoding, ignore_labels: Sequence[str] = ("O",), step: int = 0) -> list[dict]:
     """All windows of one text -> its entities.  ``step``: tokens between window starts.  Several windows
-    are stitched into one sequence of the whole text (:func:`stitch`) and decoded once, so ``index``
-    counts tokens of the whole text and no entity is cut where windows meet."""
+    are stitched into one sequence of the whole text (:func:`windows.stitched_rows`) and decoded once, so
+    ``index`` counts tokens of the whole text and no entity is cut where windows meet."""
     if len(windows) == 1:
         return decode(text, windows[0], logits[0], aggregation, how=how, ignore_labels=ignore_labels)
-    window, scored = stitch(windows, [r if isinstance(r, Scored) else score([r])[0] for r in logits], step)
-    return decode(text, window, scored, aggregation, how=how, ignore_labels=ignore_labels)
+    scored = [r if isinstance(r, Scored) else score([r])[0] for r in logits]
+    window = StitchedWindow(windows, stitched_rows([w.special for w in windows], step))
+    return decode(text, window, _gathered(scored, window.rows), aggregation, how=how, ignore_labels=ignore_labels)
 
 
-class StitchedWindow:
-    """Rows ``(window, row)`` of several windows read as one :class:`TokenizedWindow` (lists built on
-    first use, as :class:`EncodingWindow` fetches them)."""
-
-    def __init__(self, windows: Sequence[TokenizedWindow], rows: list[tuple[int, int]]):
-        self._windows, self._rows = windows, rows
-
-    def _gather(self, field: str) -> list:
-        columns = [getattr(w, field) for w in self._windows]
-        return [columns[k][i] for k, i in self._rows]
-
-    @functools.cached_property
-    def ids(self) -> Sequence[int]:
-        return self._gather("ids")
-
-    @functools.cached_property
-    def tokens(self) -> Sequence[str]:
-        return self._gather("tokens")
-
-    @functools.cached_property
-    def offsets(self) -> Sequence[tuple[int, int]]:
-        return self._gather("offsets")
-
-    @functools.cached_property
-    def special(self) -> Sequence[int]:
-        return self._gather("special")
-
-
-def stitch(windows: Sequence[TokenizedWindow], scored: Sequence[Scored], step: int) -> tuple[StitchedWindow, Scored]:
-    """Windows of one text and their scores -> one window of the whole text: the first window's leading
-    specials, every text token from the window :func:`windows.token_sources` picks, the last window's
-    trailing specials (so a token's ``index`` is its position in the text, ``[CLS]`` counted)."""
-    text_rows = [[i for i, special in enumerate(w.special) if not special] for w in windows]
-    sources = token_sources([len(rows) for rows in text_rows], step)
-    first, last = text_rows[0], text_rows[-1]
-    rows = [(0, i) for i in range(first[0] if first else 0)]
-    rows += [(k, text_rows[k][j]) for k, j in sources]
-    rows += [(len(windows) - 1, i) for i in range(last[-1] + 1 if last else 0, len(windows[-1].special))]
-    base = np.cumsum([0] + [len(s.best) for s in scored])
-    flat = [int(base[k]) + i for k, i in rows]
-    probs = np.concatenate([s.probs for s in scored])[flat]
+def _gathered(scored: Sequence[Scored], rows: list[tuple[int, int]]) -> Scored:
+    """Rows ``(window, row)`` of several windows' scores -> the scores of the stitched window."""
+    base = np.cumsum([0] + [len(s.best) for s in scored]).tolist()
+    flat = [base[k] + i for k, i in rows]
     best = [label for s in scored for label in s.best]
     scores = [value for s in scored for value in s.best_scores]
-    return StitchedWindow(windows, rows), Scored(probs, [best[f] for f in flat], [scores[f] for f in flat])
+    return Scored(np.concatenate([s.probs for s in scored])[flat], [best[f] for f in flat], [scores[f] for f in flat])
 
 
 def ignored_labels(ignore_labels) -> tuple[str, ...]:

@@ -13,7 +13,9 @@ the tokenizer does the cutting.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 
 
 def default_stride(max_length: int) -> int:
@@ -56,3 +58,44 @@ def token_sources(lengths: list[int], step: int) -> list[tuple[int, int]]:
     if any(k < 0 for k, _ in sources):
         raise ValueError(f"windows of {lengths} tokens, {step} apart, leave tokens uncovered")
     return sources
+
+
+def stitched_rows(special_masks: Sequence[Sequence[int]], step: int) -> list[tuple[int, int]]:
+    """Special-token masks of one text's windows -> rows ``(window, row)`` of one window of the whole text:
+    the first window's leading specials, every text token from the window :func:`token_sources` picks,
+    the last window's trailing specials (so a token's ``index`` is its position in the text, ``[CLS]``
+    counted)."""
+    text_rows = [[i for i, special in enumerate(mask) if not special] for mask in special_masks]
+    first, last = text_rows[0], text_rows[-1]
+    rows = [(0, i) for i in range(first[0] if first else 0)]
+    rows += [(k, text_rows[k][j]) for k, j in token_sources([len(r) for r in text_rows], step)]
+    rows += [(len(text_rows) - 1, i) for i in range(last[-1] + 1 if last else 0, len(special_masks[-1]))]
+    return rows
+
+
+class StitchedWindow:
+    """Rows ``(window, row)`` of several windows read as one window (``ids``, ``tokens``, ``offsets``,
+    ``special``), each list built on first use: decoding a text without entities needs no tokens."""
+
+    def __init__(self, windows: Sequence, rows: list[tuple[int, int]]):
+        self.windows, self.rows = windows, rows
+
+    def _gather(self, field: str) -> list:
+        columns = [getattr(w, field) for w in self.windows]
+        return [columns[k][i] for k, i in self.rows]
+
+    @functools.cached_property
+    def ids(self) -> Sequence[int]:
+        return self._gather("ids")
+
+    @functools.cached_property
+    def tokens(self) -> Sequence[str]:
+        return self._gather("tokens")
+
+    @functools.cached_property
+    def offsets(self) -> Sequence[tuple[int, int]]:
+        return self._gather("offsets")
+
+    @functools.cached_property
+    def special(self) -> Sequence[int]:
+        return self._gather("special")
