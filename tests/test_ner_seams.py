@@ -65,3 +65,16 @@ def test_each_token_comes_from_the_window_where_it_is_farthest_from_a_cut():
     assert [k for k, _ in token_sources([4, 4, 4], 1)] == [0, 0, 0, 1, 2, 2]
     with pytest.raises(ValueError, match="uncovered"):
         token_sources([3, 3], 4)
+
+
+def test_the_measured_choice_times_rows_the_bundle_takes(web_bundles, monkeypatch, tmp_path):  # noqa: F811
+    """``backend="auto"`` times each artifact on one row: of the bundle's input length (64 here, its largest
+    bucket), not of its tokenizer's 128, which no signature of this file takes."""
+    from pocketbert.runtime import choice
+
+    monkeypatch.delenv(choice.ENV, raising=False)  # measure, as a user's first load does
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    pipe = runtime.load(web_bundles["ner_phone"], threads=1)
+    info = pipe.info()["choice"]
+    assert info["rule"] == "measured" and "one row of 64 tokens" in info["reason"]
+    assert [e["word"] for e in pipe(SENTENCE) if e["entity_group"] == "PER"] == [NAME]

@@ -4,7 +4,7 @@ Which file is fastest depends on the CPU, not on the one that converted the bund
 an AVX2 CPU without VNNI and a lot with VNNI or AMX, and TFLite beats ONNX Runtime on some models and
 loses on others.  So at the first load on a machine, every verified artifact that meets the caller's
 ``precision=`` (and whose backend is installed) runs a few times on one row of ``MEASURE_LENGTH``
-tokens, in alternation so that background load hits all alike; the fastest median wins.  The choice is
+tokens (fewer when the bundle takes no longer row), in alternation so that background load hits all alike; the fastest median wins.  The choice is
 cached outside the bundle, under ``$XDG_CACHE_HOME/pocketbert/choices`` (or ``~/.cache/…``), keyed by
 the manifest's SHA-256, the thread count and a fingerprint of the machine (CPU, its matrix instruction
 sets, usable cores, ONNX Runtime and LiteRT versions), so later loads cost nothing.
@@ -140,7 +140,8 @@ def fixed_rule_order(options: list[Artifact], flags) -> list[Artifact]:
 
 
 def _length(bundle: Bundle) -> int:
-    return min(MEASURE_LENGTH, bundle.max_sequence_length)
+    # input_length, not max_sequence_length: a TFLite file whose largest bucket is shorter takes no longer row
+    return min(MEASURE_LENGTH, bundle.input_length)
 
 
 def _cache_key(bundle: Bundle, threads: int | None, precision: str | None) -> str:
