@@ -65,6 +65,7 @@ def test_a_missed_gate_keeps_the_checkpoints_and_a_longer_budget_resumes(user_fi
     assert out.count("done in an earlier run") == 4  # recover, trim-vocab, narrow, shrink
     assert "continued from" in out and "for 2 steps more" in out
     assert (root / "bundle" / "manifest.json").is_file()
+    assert f"the levers' checkpoints stay in {root / 'bundle.levers'}" in " ".join(out.split())
     manifest = json.loads((root / "bundle" / "manifest.json").read_text())
     assert any(a["recipe"].startswith("tflite:") and a["recipe"] != "tflite:fp32" for a in manifest["artifacts"])
     state = json.loads((root / "bundle.levers" / "steps.json").read_text())

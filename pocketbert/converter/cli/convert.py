@@ -139,6 +139,8 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         screen.close()
         raise
     summary(result)
+    if flags["max_size"]:
+        _point_at_work_folder(out)
 
 
 #: options that only tune --recover: without it they would be ignored, and the run not the one asked for
@@ -164,6 +166,17 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
     final = lever_run.run_levers(run, log=log)
     flags["recover"] = None  # recovery, when asked, was a step of the plan
     return str(final), None
+
+
+def _point_at_work_folder(out: Path) -> None:
+    """The levers' checkpoints outlive the bundle on purpose (another --max-size reuses them): say where they are."""
+    from ..lever_run import work_folder
+
+    work = work_folder(out)
+    if work.is_dir():
+        size = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+        log(f"the levers' checkpoints stay in {work} ({size / 1e6:.0f} MB): a run with another --max-size or a longer "
+            "--budget reuses the steps it shares; delete the folder when you no longer need them")
 
 
 def _refuse_recovery_flags() -> None:
