@@ -58,10 +58,12 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
                    "what would fit; instead of --opt int8 for TFLite.")
 @click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
               help="With --max-size and --recover: at most this fraction of the checkpoint's multiply-adds at "
-                   "sequence 128 (e.g. 0.7), counted from the shapes (not a timing).")
+                   "sequence 128, counted from the shapes (not a timing); 1 keeps them all [default: 0.7, the phone "
+                   "demos' narrowing].")
 @click.option("--budget", "lever_budget", metavar="BUDGET", callback=lambda ctx, param, value: None if value is None
               else budget(ctx, param, value), help="With --max-size and --recover: the one training budget the "
-              "planned levers share (25m, 300steps) [default: the phone demos' minutes for the planned levers].")
+              "planned levers share (25m, 300steps) [default: the phone demos' minutes for the planned levers, at "
+              "most 20 in all].")
 @click.option("--buckets", metavar="N,N,…", callback=int_list,
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
@@ -159,8 +161,10 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
     if not flags["recover"]:
         lever_run.refuse_unreachable(checkpoint, max_bytes, flags["buckets"], flags["opts"])
         return checkpoint, dev
+    from ..levers.plan import DEFAULT_MACS
+
     run = lever_run.LeverRun(checkpoint=checkpoint, out=out, task=flags["recover"], dev=str(dev) if dev else None,
-                             max_bytes=max_bytes, max_macs=max_macs, budget=budget, opts=flags["opts"],
+                             max_bytes=max_bytes, max_macs=DEFAULT_MACS if max_macs is None else max_macs, budget=budget, opts=flags["opts"],
                              buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
                              data_dir=flags["data_dir"], threads=flags["threads"])
     final = lever_run.run_levers(run, log=log)
