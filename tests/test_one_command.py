@@ -60,7 +60,8 @@ def test_a_missed_gate_keeps_the_checkpoints_and_a_longer_budget_resumes(user_fi
     assert [step["lever"] for step in state.values()] == PLAN
     assert all((root / "bundle.levers" / step["out"] / "config.json").is_file() for step in state.values())
 
-    code, out = _convert(root, capsys, "--budget", "12steps", "--max-accuracy-drop", "100")
+    code, out = _convert(root, capsys, "--budget", "12steps", "--max-accuracy-drop", "100",
+                         "--save-checkpoint", str(root / "phone"))
     assert code == 0, out
     assert out.count("done in an earlier run") == 4  # recover, trim-vocab, narrow, shrink
     assert "continued from" in out and "for 2 steps more" in out
@@ -71,6 +72,18 @@ def test_a_missed_gate_keeps_the_checkpoints_and_a_longer_budget_resumes(user_fi
     state = json.loads((root / "bundle.levers" / "steps.json").read_text())
     tuned = [step for step in state.values() if step["lever"] == "int4-tune"]
     assert [(step["continued"], step["budget"]) for step in tuned] == [(1, {"steps": 4})]
+    # --save-checkpoint: the last step's checkpoint, file for file, beside the bundle
+    last = root / "bundle.levers" / list(state.values())[-1]["out"]
+    saved = sorted(p.relative_to(root / "phone") for p in (root / "phone").rglob("*") if p.is_file())
+    assert saved == sorted(p.relative_to(last) for p in last.rglob("*") if p.is_file())
+    assert all((root / "phone" / p).read_bytes() == (last / p).read_bytes() for p in saved)
+
+
+def test_save_checkpoint_never_replaces_the_teacher(user_files, capsys):
+    code, out = _convert(user_files, capsys, "--save-checkpoint", str(user_files / "teacher"), "--overwrite")
+    assert code == 6, out
+    assert "--save-checkpoint" in out and "never replaces" in out
+    assert (user_files / "teacher" / "config.json").is_file()
 
 
 def test_a_plain_max_size_that_nothing_can_fit_is_refused_before_any_export(user_files, tmp_path, capsys):

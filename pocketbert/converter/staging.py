@@ -69,16 +69,17 @@ def _exchange(a: Path, b: Path) -> bool:
 
 # --- what --out may never be -------------------------------------------------------------------
 
-def refuse_overlap(source: Path, out: Path, what: str = "source checkpoint") -> None:
+def refuse_overlap(source: Path, out: Path, what: str = "source checkpoint", flag: str = "--out") -> None:
     """--out must lie outside ``source`` (what the command reads) and not hold it, symlinks resolved: even with
     --overwrite, replacing it would destroy the input the command was given."""
     source, dest = Path(source).expanduser().resolve(), Path(out).expanduser().resolve()
     where = "is" if dest == source else "is inside" if source in dest.parents else "holds" \
         if dest in source.parents else None
     if where:
-        raise OutputError(f"--out {str(out)!r} {where} the {what} {str(source)!r}, which this command reads and "
+        raise OutputError(f"{flag} {str(out)!r} {where} the {what} {str(source)!r}, which this command reads and "
                           "never replaces (not even with --overwrite)",
-                          f"choose an --out path outside the {what}, e.g. --out {str(source.parent / (source.name + '-new'))!r}")
+                          f"give {flag} a path outside the {what}, e.g. {flag} "
+                          f"{str(source.parent / (source.name + '-new'))!r}")
 
 
 # --- leftovers of earlier runs -------------------------------------------------------------------

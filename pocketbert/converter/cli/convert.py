@@ -64,6 +64,9 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               else budget(ctx, param, value), help="With --max-size and --recover: the one training budget the "
               "planned levers share (25m, 300steps) [default: the phone demos' minutes for the planned levers, at "
               "most 20 in all].")
+@click.option("--save-checkpoint", type=click.Path(path_type=Path), metavar="DIR",
+              help="With --max-size and --recover: also write the checkpoint the file was converted from (the "
+                   "levers' last step) to DIR, e.g. to ship it or convert it again.")
 @click.option("--buckets", metavar="N,N,…", callback=int_list,
               help="TFLite sequence-length buckets [default: 32,64,128,256 up to the model's maximum].")
 @click.option("--calibration", type=click.Path(path_type=Path), help="Calibration text for int8: a text file "
@@ -118,7 +121,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
                    "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
 def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, recover_resume,
-            max_macs, lever_budget, **flags):
+            max_macs, lever_budget, save_checkpoint, **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
@@ -126,6 +129,13 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     if not flags["recover"]:
         _refuse_recovery_flags()
     out = out or default_out(checkpoint, flags["opts"])
+    if save_checkpoint:  # an unusable DIR fails now, not after the training
+        from ..loading import resolve
+        from ..staging import refuse_overlap
+        from ..training.save import check_output
+
+        refuse_overlap(resolve(checkpoint)[0], save_checkpoint, flag="--save-checkpoint")
+        check_output(save_checkpoint, flags["overwrite"])
     if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
         checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
                                           flags=flags)
@@ -141,6 +151,11 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         screen.close()
         raise
     summary(result)
+    if save_checkpoint:
+        from ..training.save import copy_checkpoint
+
+        copied = copy_checkpoint(Path(checkpoint), save_checkpoint, overwrite=flags["overwrite"])
+        log(f"the checkpoint the file was converted from: {copied}")
     if flags["max_size"]:
         _point_at_work_folder(out)
 
@@ -148,7 +163,8 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
 #: options that only tune --recover: without it they would be ignored, and the run not the one asked for
 RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
                   "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop",
-                  "recover_resume": "--resume", "max_macs": "--max-macs", "lever_budget": "--budget"}
+                  "recover_resume": "--resume", "max_macs": "--max-macs", "lever_budget": "--budget",
+                  "save_checkpoint": "--save-checkpoint"}
 
 
 def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):

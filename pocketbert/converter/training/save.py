@@ -82,3 +82,13 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
         (staging.path / TRAINING_RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
                                                     encoding="utf-8")
         return staging.commit()
+
+
+def copy_checkpoint(source: Path, out: Path, *, overwrite: bool) -> Path:
+    """Copy a checkpoint this program wrote (its files are listed in its training.json) to ``out``, staged."""
+    import shutil
+
+    with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
+        shutil.copytree(source, staging.path, dirs_exist_ok=True)
+        return staging.commit()
+
