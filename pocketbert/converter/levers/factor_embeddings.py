@@ -51,8 +51,10 @@ class FactorOptions:
     max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
-def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print) -> tuple[Path, dict]:
-    """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint."""
+def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print,
+                      dev: str | None = None) -> tuple[Path, dict]:
+    """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint.  ``dev``: the dev
+    file, when ``task`` is a training file."""
     refuse_as_output(out, source=checkpoint)
     if options.vocab_size:
         check_vocab_size(checkpoint, options.vocab_size)
@@ -60,7 +62,7 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
     budget = parse_budget(options.retune) if options.retune else None
     if budget is not None and budget.steps == 0:
         budget = None
-    train, dev = job.splits(task, options.data_dir, options.train_limit)
+    train, dev = job.splits(task, options.data_dir, options.train_limit, dev)
     student = loading.load(checkpoint)
     metric, length = train.metric, eval_length(student)
     scores = {"dev_before": _score(student, student.tokenizer, dev, length)}
@@ -146,7 +148,7 @@ def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
 def _run_lever(step) -> Path:
     options = FactorOptions(rank=step.setting, allow_accuracy_loss=True, retune=budget_text(step.budget),
                             threads=step.threads, train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
     return path
 
 

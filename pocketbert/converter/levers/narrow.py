@@ -53,12 +53,14 @@ class NarrowOptions:
     max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
-def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print) -> tuple[Path, dict]:
+def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print,
+                      dev: str | None = None) -> tuple[Path, dict]:
     """Keep ``options.width`` units of every feed-forward block of ``checkpoint``, refit each block's output
-    projection on ``task``'s training text, optionally distil, and write the result with its record."""
+    projection on ``task``'s training text, optionally distil, and write the result with its record.  ``dev``: the
+    dev file, when ``task`` is a training file."""
     refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
-    train_split, dev = job.splits(task, options.data_dir, options.train_limit)
+    train_split, dev = job.splits(task, options.data_dir, options.train_limit, dev)
     loaded = loading.load(checkpoint)
     family, model = loaded.family, loaded.model
     blocks = family.feed_forwards(model)
@@ -192,7 +194,7 @@ def _run_lever(step) -> Path:
     # a step of a plan may lose accuracy that a later step wins back: the plan gates its end against the teacher
     options = NarrowOptions(width=step.setting, allow_accuracy_loss=True, threads=step.threads,
                             train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = narrow_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    path, _ = narrow_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
     return path
 
 

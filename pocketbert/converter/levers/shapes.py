@@ -62,6 +62,8 @@ class Shape:
     blocks: tuple[Block, ...]
     outside: tuple[Linear, ...]  # the embedding block's and the head's Linears (a factored table's projection too)
     floats: int  # parameters outside the blocks that are neither tables nor Linears (norms)
+    #: the structural --opt names the model has by construction (MobileBERT: NoNorm and ReLU), which no recovery adds
+    built_in: tuple[str, ...] = ()
 
     @property
     def layers(self) -> int:
@@ -144,9 +146,17 @@ def from_config(raw: dict) -> Shape:
     auto = AutoModelForTokenClassification if task == "ner" else AutoModelForSequenceClassification
     with torch.device("meta"):
         model = auto.from_config(config)
-    shape = _measured(model, family, task, config)
+    shape = replace(_measured(model, family, task, config), built_in=_built_in(model, family))
     rank = (raw.get("pocketbert") or {}).get("word_embedding_rank")
     return shape.factored(rank) if rank else shape
+
+
+def _built_in(model, family) -> tuple[str, ...]:
+    """The structural opts that change nothing in ``model``, asked of the transforms themselves (on the meta model,
+    which is thrown away after)."""
+    from ..transforms import OPTS
+
+    return tuple(opt.name for opt in OPTS.all() if opt.structural and opt.apply(model, family).changed == 0)
 
 
 def _measured(model, family, task: str, config) -> Shape:

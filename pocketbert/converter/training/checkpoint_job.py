@@ -26,9 +26,10 @@ def begin(out: Path, overwrite: bool, threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def splits(task: str, data_dir, train_limit: int | None = None):
-    """The task's training and dev splits."""
-    return load_task(task, "train", data_dir, limit=train_limit), load_task(task, "dev", data_dir)
+def splits(task: str, data_dir, train_limit: int | None = None, dev: str | None = None):
+    """The task's training and dev splits; ``dev``: the dev file beside a training file (a training file is its own
+    "dev split" otherwise, and every dev score would be a training score)."""
+    return load_task(task, "train", data_dir, limit=train_limit), load_task(dev or task, "dev", data_dir)
 
 
 def rounded(scores: dict[str, float]) -> dict[str, float]:
