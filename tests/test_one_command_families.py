@@ -121,6 +121,18 @@ def test_the_plan_is_printed_first_and_run_in_its_order(run):
     assert re.findall(r"^step \d of \d: (\S+)", run.out, re.MULTILINE) == planned
     assert [step["lever"] for step in run.steps()] == planned
     assert all((run.work / step["out"] / "config.json").is_file() for step in run.steps())
+    gate = re.search(r"^dev \S+ (-?[\d.]+) meets the gate", run.out, re.MULTILINE)
+    assert gate and float(gate.group(1)) == pytest.approx(run.steps()[-1]["score"], abs=0.005)
+
+
+def test_each_step_makes_the_shapes_it_planned(run):
+    """The size and multiply-adds the plan printed for a step are those of the checkpoint the step wrote."""
+    printed = re.findall(r"^  \d\. .*?([\d.]+) MB +([\d,]+) M MACs", run.out, re.MULTILINE)
+    assert len(printed) == len(run.steps())
+    for (megabytes, macs), step in zip(printed, run.steps()):
+        made = shapes.read(run.work / step["out"])
+        assert (f"{shapes.file_bytes(made, (32,)) / 1e6:.2f}", f"{shapes.macs(made) / 1e6:,.0f}") == (megabytes, macs)
+    assert float(printed[-1][0]) * 1e6 <= run.max_bytes
 
 
 def test_every_step_scores_on_the_dev_file(run):
