@@ -9,6 +9,10 @@ its new share it has not spent, so a longer ``--budget`` resumes instead of star
 after the last step misses the gate (the teacher's minus ``--max-accuracy-drop``), the run refuses with the numbers
 and keeps the work folder.
 
+With ``--max-latency MS`` the plan's milliseconds come from a latency model measured on this machine first
+(:mod:`converter.levers.latency`, cached in the work folder); after the conversion, :func:`check_latency` compares
+the written file's measured latency with the target.
+
 Before a plain ``--max-size`` conversion (no training text), :func:`refuse_unreachable` predicts the smallest file
 from the shapes and refuses before any export when it cannot fit, naming the one command as the fix.
 """
@@ -22,13 +26,15 @@ from pathlib import Path
 
 from . import loading
 from .errors import AccuracyLossRefused, ConverterInputError, OutputError
-from .levers import Step, shapes
+from .levers import Step, latency, shapes
 from .levers import plan as planning
 from .opts import parse_opts
 
 STATE = "steps.json"
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
+#: the threads a latency is measured with when the run names none: the convert command's default
+LATENCY_THREADS = 2
 
 
 @dataclass
@@ -39,6 +45,7 @@ class LeverRun:
     dev: str | None = None  # the dev file, when task is a file
     max_bytes: int | None = None
     max_macs: float | None = None  # a fraction of the checkpoint's multiply-adds at sequence 128
+    max_latency_ms: float | None = None  # at batch 1 × sequence 128 on this machine, with ``threads``
     budget: object = None  # a Budget; None: the phone demos' minutes for the planned levers
     opts: str | None = None
     buckets: tuple[int, ...] | None = None
@@ -56,16 +63,14 @@ def run_levers(run: LeverRun, log=print) -> Path:
     """Plan, print the plan, run its steps (skipping those done), gate; returns the checkpoint to convert."""
     path, _ = loading.resolve(run.checkpoint)
     train, dev = _splits(run)
-    made = _plan(run, path, train)
+    made = _plan(run, path, train, log)
     recorded = _recorded_teacher(path, train)
     keep = (f"{recorded[0]} ≥ {recorded[1] - run.max_drop:.2f} (the teacher's {recorded[1]:.2f} − {run.max_drop:g})"
             if recorded else f"the teacher's {dev.metric} on {dev.name} − {run.max_drop:g} (scored next)")
     for line in made.lines(keep=keep):
         log(line)
     if not made.reached:
-        raise ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: at best "
-                                  f"{made.final_bytes / 1e6:.2f} MB and {made.final_macs / made.goal.start_macs:.0%} "
-                                  "of its multiply-adds (the plan above)", "raise --max-size (or --max-macs)")
+        raise _unreachable(run, made)
     if not made.steps:
         return path
     work = _open_work(run.out)
@@ -94,7 +99,7 @@ def _splits(run: LeverRun):
     return train, load_task(run.dev or run.task, "dev", run.data_dir)
 
 
-def _plan(run: LeverRun, path: Path, train) -> planning.LeverPlan:
+def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
     from .levers.vocab_trim import needed_pieces
 
     shape = shapes.read(path)
@@ -105,7 +110,41 @@ def _plan(run: LeverRun, path: Path, train) -> planning.LeverPlan:
         pieces = needed_pieces(_tokenizer(path), train.texts)
     goal = planning.Goal(max_bytes=run.max_bytes, max_macs=run.max_macs, buckets=_buckets(run, shape),
                          pieces_needed=pieces, recover=recover, nonorm="nonorm" in done or "nonorm" in recover)
-    return planning.make(shape, goal, run.budget)
+    if run.max_latency_ms is None:
+        return planning.make(shape, goal, run.budget)
+    model, cached = _latency_model(run, path, (*done, *recover), log)
+    goal = replace(goal, max_latency_ms=run.max_latency_ms, latency=model, latency_where=model.where(cached))
+    made = planning.make(shape, goal, run.budget)
+    latency.remember_target(work_folder(run.out), run.max_latency_ms, made.final_ms, model)
+    return made
+
+
+def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
+    """The int4 file's latency model on this machine, with the structural opts the final file has (measured once,
+    then read from the work folder)."""
+    from .opts import structural_names
+
+    raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    ordered = tuple(name for name in structural_names() if name in opts)
+    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, _open_work(run.out), log=log)
+
+
+def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError:
+    """The levers at their limit miss the target: the numbers, and the fix for each target missed."""
+    goal = made.goal
+    best = f"at best {made.final_bytes / 1e6:.2f} MB and {made.final_macs / goal.start_macs:.0%} of its multiply-adds"
+    fixes = []
+    if made.final_bytes > (goal.max_bytes or made.final_bytes) or (
+            goal.max_macs is not None and made.final_macs > goal.max_macs * goal.start_macs):
+        fixes.append("raise --max-size (or --max-macs)")
+    if goal.max_latency_ms is not None:
+        best += f", {made.final_ms:.1f} ms predicted against --max-latency {goal.max_latency_ms:g} ms"
+        if made.final_ms > goal.max_latency_ms:
+            fixes.append(f"raise --max-latency to at least {made.final_ms:.1f} ms: the levers keep one block at "
+                         f"least, and this machine takes {goal.latency.constant_ms:.2f} ms for the embeddings and "
+                         f"the head, {goal.latency.block_ms:.2f} ms for a block's attention")
+    return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {best} (the plan above); "
+                               "nothing was trained", "; ".join(fixes) or "raise --max-size (or --max-macs)")
 
 
 def _tokenizer(path: Path):
@@ -263,3 +302,31 @@ def refuse_unreachable(checkpoint: str, max_bytes: int, buckets, opts: str | Non
         f"let the converter plan and train the levers it needs: pocketbert-convert {checkpoint}"
         f"{' --opt ' + opts if opts else ''} --format tflite --max-size {max_bytes / 1e6:g}MB --recover TASK (a task "
         "name such as glue:sst2, or a training file with --dev DEV_FILE)")
+
+
+def check_latency(out: Path, manifest: dict, log=print) -> bool | None:
+    """After the conversion: the written TFLite file's latency at batch 1 × 128 (the conversion's own timing, as its
+    ``manifest`` records it) against ``--max-latency`` and the plan's prediction.  A miss by more than the timing's
+    noise is said with the numbers and a fix; the bundle stays.  True: within; False: missed; None: not compared."""
+    planned = latency.planned_target(work_folder(out))
+    if planned is None:
+        return None
+    target, predicted = planned["target_ms"], planned["predicted_ms"]
+    shipped = [a for a in manifest.get("artifacts", [])
+               if a["recipe"].startswith("tflite:") and a["recipe"] != "tflite:fp32"]
+    timing = shipped[-1].get("latency_ms") if shipped else None
+    if not timing or timing.get("sequence") != shapes.SEQUENCE:
+        why = "was not timed (--no-latency)" if not timing else f"was timed at sequence {timing['sequence']}"
+        log(f"latency: target {target:g} ms, predicted {predicted:.1f} ms at sequence {shapes.SEQUENCE}; the file "
+            f"{why}")
+        return None
+    measured, slack = timing["median"], planned["tolerance"]
+    words = (f"latency of {shipped[-1]['file']} at sequence {shapes.SEQUENCE}, batch 1, {timing['threads']} threads on "
+             f"{planned['cpu']}: measured {measured:.1f} ms, predicted {predicted:.1f} ms, target {target:g} ms")
+    if measured <= target * (1 + slack):
+        log(words + (f" (over by less than the timing's noise, ±{slack:.0%})" if measured > target else ""))
+        return True
+    log(f"warning: {words}: {measured / target - 1:.0%} over the target, more than the timing's noise (±{slack:.0%}); "
+        f"the bundle is written. fix: plan for less, e.g. --max-latency {target * target / measured:.1f} (or a lower "
+        "--max-macs), on a quieter machine; the steps already done are reused")
+    return False

@@ -59,7 +59,11 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
               help="With --max-size and --recover: at most this fraction of the checkpoint's multiply-adds at "
                    "sequence 128, counted from the shapes (not a timing); 1 keeps them all [default: 0.7, the phone "
-                   "demos' narrowing].")
+                   "demos' narrowing, unless --max-latency is given].")
+@click.option("--max-latency", type=click.FloatRange(0, min_open=True), metavar="MS",
+              help="With --max-size and --recover: at most this many milliseconds at sequence 128, batch 1, with "
+                   "--threads, on this machine: predicted from probe files timed first (cached in OUT.levers), "
+                   "and the written file's measured latency is checked against it.")
 @click.option("--budget", "lever_budget", metavar="BUDGET", callback=lambda ctx, param, value: None if value is None
               else budget(ctx, param, value), help="With --max-size and --recover: the one training budget the "
               "planned levers share (25m, 300steps) [default: the phone demos' minutes for the planned levers, at "
@@ -121,7 +125,7 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
                    "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
 def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, recover_resume,
-            max_macs, lever_budget, save_checkpoint, **flags):
+            max_macs, max_latency, lever_budget, save_checkpoint, **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
@@ -138,7 +142,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         check_output(save_checkpoint, flags["overwrite"])
     if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
         checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
-                                          flags=flags)
+                                          flags=flags, max_latency=max_latency)
     options = ConvertOptions(checkpoint=checkpoint, out=out,
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
@@ -151,6 +155,10 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         screen.close()
         raise
     summary(result)
+    if max_latency is not None and flags["max_size"]:
+        from ..lever_run import check_latency
+
+        check_latency(out, result.manifest, log=log)
     if save_checkpoint:
         from ..training.save import copy_checkpoint
 
@@ -164,10 +172,10 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
 RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
                   "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop",
                   "recover_resume": "--resume", "max_macs": "--max-macs", "lever_budget": "--budget",
-                  "save_checkpoint": "--save-checkpoint"}
+                  "save_checkpoint": "--save-checkpoint", "max_latency": "--max-latency"}
 
 
-def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
+def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, max_latency=None):
     """``--max-size``: with training text, the planned levers run (converter.lever_run) and their checkpoint is
     converted; without, a checkpoint no file of which can fit is refused before any export."""
     from .. import lever_run
@@ -180,7 +188,9 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict):
     from ..levers.plan import DEFAULT_MACS
 
     run = lever_run.LeverRun(checkpoint=checkpoint, out=out, task=flags["recover"], dev=str(dev) if dev else None,
-                             max_bytes=max_bytes, max_macs=DEFAULT_MACS if max_macs is None else max_macs, budget=budget, opts=flags["opts"],
+                             max_bytes=max_bytes, budget=budget, opts=flags["opts"], max_latency_ms=max_latency,
+                             # a latency target replaces the default MAC target; both hold when both are given
+                             max_macs=DEFAULT_MACS if max_macs is None and max_latency is None else max_macs,
                              buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
                              data_dir=flags["data_dir"], threads=flags["threads"])
     final = lever_run.run_levers(run, log=log)

@@ -1,5 +1,5 @@
-"""The plan: which levers take a checkpoint to ``--max-size`` (and a multiply-add target), computed from its shapes
-before any export or training.
+"""The plan: which levers take a checkpoint to ``--max-size`` (and a multiply-add or latency target), computed from its
+shapes before any export or training.
 
 Each registered lever (:mod:`converter.levers`), in its order, is asked what it would do at the shapes the levers
 before it left (its ``choose``, given the :class:`Goal`); the plan records the shapes after each step, their int4
@@ -8,13 +8,16 @@ demos': recovery (nonorm/relu, when asked), a vocabulary cut (sentence tasks onl
 text uses), a factored word table, narrower feed-forward blocks, fewer blocks when width alone cannot reach the
 target, int4 tuning, packing.
 
-Speed is planned as multiply-adds at sequence 128, as a fraction of the checkpoint's (``--max-macs``): no timing is
-made here, and the same MACs run at different speeds on CPUs with and without fast int8 dot products.
+Speed is planned as multiply-adds at sequence 128, as a fraction of the checkpoint's (``--max-macs``), or as
+milliseconds at batch 1 × 128 (``--max-latency``), predicted by a latency model measured on the converting machine
+(:mod:`.latency`, given as :attr:`Goal.latency`): the same MACs run at different speeds on CPUs with and without fast
+int8 dot products, and fewer blocks buy time that int4 cannot.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,12 +49,24 @@ class Goal:
     nonorm: bool = False  # the model has (or will have) no LayerNorm: int4-tune can keep it on the grid
     start_macs: int = 0
     applied: list[str] = field(default_factory=list)
+    max_latency_ms: float | None = None  # at batch 1 × sequence 128, as ``latency`` predicts it
+    #: ``shape -> ms`` of its int4 file on this machine (a :class:`.latency.LatencyModel`); None: no latency figures
+    latency: Callable[[Shape], float] | None = None
+    latency_where: str = "predicted"  # how the target line says where and how the milliseconds come
+
+    def __post_init__(self):
+        if self.max_latency_ms is not None and self.latency is None:
+            raise ValueError("a latency target needs a latency model to predict it (levers.latency)")
 
     def small_enough(self, shape: Shape) -> bool:
         return self.max_bytes is None or file_bytes(shape, self.buckets) <= self.max_bytes
 
     def fast_enough(self, shape: Shape) -> bool:
-        return self.max_macs is None or macs(shape) <= self.max_macs * self.start_macs
+        return ((self.max_macs is None or macs(shape) <= self.max_macs * self.start_macs)
+                and (self.max_latency_ms is None or self.ms(shape) <= self.max_latency_ms))
+
+    def ms(self, shape: Shape) -> float | None:
+        return self.latency(shape) if self.latency is not None else None
 
     def reached(self, shape: Shape) -> bool:
         return self.small_enough(shape) and self.fast_enough(shape)
@@ -64,6 +79,7 @@ class PlannedStep:
     bytes: int  # the int4 file after this step
     macs: int
     budget: object = None  # its share of the budget (training steps)
+    ms: float | None = None  # the int4 file's predicted latency after this step (with a latency model)
 
     def describe(self) -> str:
         unit = self.lever.setting
@@ -94,9 +110,18 @@ class LeverPlan:
         return self.steps[-1].macs if self.steps else self.goal.start_macs
 
     @property
+    def start_ms(self) -> float | None:
+        return self.goal.ms(self.shape)
+
+    @property
+    def final_ms(self) -> float | None:
+        return self.steps[-1].ms if self.steps else self.start_ms
+
+    @property
     def reached(self) -> bool:
         return ((self.goal.max_bytes is None or self.final_bytes <= self.goal.max_bytes)
-                and (self.goal.max_macs is None or self.final_macs <= self.goal.max_macs * self.goal.start_macs))
+                and (self.goal.max_macs is None or self.final_macs <= self.goal.max_macs * self.goal.start_macs)
+                and (self.goal.max_latency_ms is None or self.final_ms <= self.goal.max_latency_ms))
 
     @property
     def levers(self) -> list[str]:
@@ -104,20 +129,24 @@ class LeverPlan:
 
     def lines(self, keep: str | None = None) -> list[str]:
         """The plan as the one command prints it before any work."""
+        start_ms = f", {self.start_ms:.1f} ms predicted" if self.start_ms is not None else ""
         out = [f"plan from the shapes ({self.shape.describe()}): int4 file {self.start_bytes / MB:.2f} MB, "
-               f"{self.goal.start_macs / 1e6:,.0f} M multiply-adds at sequence {SEQUENCE}", "target: " + self._target()]
+               f"{self.goal.start_macs / 1e6:,.0f} M multiply-adds at sequence {SEQUENCE}{start_ms}",
+               "target: " + self._target()]
         for index, step in enumerate(self.steps, 1):
             time = f"{duration(step.budget)} of training" if step.budget is not None else "no training"
+            ms = f"{step.ms:6.1f} ms  " if step.ms is not None else ""
             out.append(f"  {index}. {step.describe():<28} {step.bytes / MB:6.2f} MB  "
-                       f"{step.macs / 1e6:7,.0f} M MACs  {time}")
+                       f"{step.macs / 1e6:7,.0f} M MACs  {ms}{time}")
         if not self.steps:
             out.append("  no lever needed: the checkpoint converts as it is")
         elif not self.goal.nonorm:
             out.append("  no int4 tuning: the model keeps LayerNorm (add --opt nonorm,relu to recover without it), so "
                        "the int4 file may keep some Linears in int8 and come out larger than planned")
         if not self.reached:
+            ms = f", {self.final_ms:.1f} ms predicted" if self.final_ms is not None else ""
             out.append(f"  the levers cannot reach the target: {self.final_bytes / MB:.2f} MB, "
-                       f"{self.final_macs / self.goal.start_macs:.0%} of the MACs at most")
+                       f"{self.final_macs / self.goal.start_macs:.0%} of the MACs{ms} at most")
         if keep:
             out.append(f"dev score to keep: {keep}")
         return out
@@ -128,6 +157,8 @@ class LeverPlan:
             parts.append(f"≤ {self.goal.max_bytes / MB:.2f} MB")
         if self.goal.max_macs is not None:
             parts.append(f"≤ {self.goal.max_macs:.0%} of the checkpoint's multiply-adds (a MAC count, not a timing)")
+        if self.goal.max_latency_ms is not None:
+            parts.append(f"≤ {self.goal.max_latency_ms:g} ms {self.goal.latency_where}")
         return ", ".join(parts) or "none"
 
 
@@ -142,12 +173,12 @@ def make(shape: Shape, goal: Goal, budget=None) -> LeverPlan:
             continue
         shape = lever.reshape(shape, setting)
         goal.applied.append(lever.name)
-        chosen.append((lever, setting, file_bytes(shape, goal.buckets), macs(shape)))
+        chosen.append((lever, setting, file_bytes(shape, goal.buckets), macs(shape), goal.ms(shape)))
     budget = budget if budget is not None else default_budget([lever for lever, *_ in chosen])
     weights = sum(lever.budget_weight for lever, *_ in chosen if lever.trains)
-    steps = [PlannedStep(lever, setting, bytes=size, macs=count,
+    steps = [PlannedStep(lever, setting, bytes=size, macs=count, ms=ms,
                          budget=budget.scaled(lever.budget_weight / weights) if lever.trains and budget else None)
-             for lever, setting, size, count in chosen]
+             for lever, setting, size, count, ms in chosen]
     return LeverPlan(start, goal, steps, budget if weights else None)
 
 
