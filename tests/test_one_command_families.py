@@ -137,11 +137,9 @@ def test_each_step_makes_the_shapes_it_planned(run):
 
 def test_every_step_scores_on_the_dev_file(run):
     """Each lever's own record is scored on the dev file the command was given, not on the training file: the
-    score it records is the one the command printed after it (int4-tune and pack read the task alone)."""
+    score it records is the one the command printed after it."""
     metric = "f1" if run.combo.head == "ner" else "pearson" if len(run.combo.labels) == 1 else "accuracy"
     for step in run.steps():
-        if step["lever"] in ("int4-tune", "pack"):
-            continue
         record = json.loads((run.work / step["out"] / "training.json").read_text(encoding="utf-8"))
         scores = record["dev_scores"]
         recorded = next((scores[key][metric] for key in ("shipped", "recovered") if key in scores), scores.get(metric))

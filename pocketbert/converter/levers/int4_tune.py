@@ -31,25 +31,21 @@ LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, fr
 
 
 @dataclass
-class Int4Options:
+class Int4Options(job.CheckpointJobOptions):
     teacher: str | None = None  # the float model to match; None: the checkpoint itself
     budget: Budget = field(default_factory=lambda: parse_budget("10m"))
     lr: float = 5e-5
     pack: bool = False  # store the int4 weights two to a byte and every other weight in float16
-    threads: int | None = None
-    train_limit: int | None = None
-    data_dir: str | None = None
-    overwrite: bool = False
-    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
-    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
-def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print) -> tuple[Path, dict]:
+def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print,
+                        dev: str | None = None) -> tuple[Path, dict]:
     """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
-    (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint)."""
+    (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint).  ``dev``: the dev file
+    beside a training file ``task``."""
     refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
-    train_split, dev = job.splits(task, options.data_dir, options.train_limit)
+    train_split, dev = job.splits(task, options.data_dir, options.train_limit, dev)
     student = loading.load(checkpoint)
     _check_student(student)
     tunes = options.budget.steps != 0
@@ -124,7 +120,7 @@ def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLo
 def _run_lever(step) -> Path:
     options = Int4Options(teacher=step.teacher, allow_accuracy_loss=True, budget=step.budget, threads=step.threads,
                           train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log)
+    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
     return path
 
 
