@@ -317,12 +317,13 @@ def check_latency(out: Path, manifest: dict, log=print) -> bool | None:
     timing = shipped[-1].get("latency_ms") if shipped else None
     if not timing or timing.get("sequence") != shapes.SEQUENCE:
         why = "was not timed (--no-latency)" if not timing else f"was timed at sequence {timing['sequence']}"
-        log(f"latency: target {target:g} ms, predicted {predicted:.1f} ms at sequence {shapes.SEQUENCE}; the file "
-            f"{why}")
+        log(f"latency: target {target:g} ms, predicted {latency.milliseconds(predicted)} at sequence "
+            f"{shapes.SEQUENCE}; the file {why}")
         return None
     measured, slack = timing["median"], planned["tolerance"]
-    words = (f"latency of {shipped[-1]['file']} at sequence {shapes.SEQUENCE}, batch 1, {timing['threads']} threads on "
-             f"{planned['cpu']}: measured {measured:.1f} ms, predicted {predicted:.1f} ms, target {target:g} ms")
+    words = (f"latency of {shipped[-1]['file']} at sequence {shapes.SEQUENCE}, batch 1, "
+             f"{latency.threads_words(timing['threads'])} on {planned['cpu']}: measured "
+             f"{latency.milliseconds(measured)}, predicted {latency.milliseconds(predicted)}, target {target:g} ms")
     if measured <= target * (1 + slack):
         log(words + (f" (over by less than the timing's noise, ±{slack:.0%})" if measured > target else ""))
         return True

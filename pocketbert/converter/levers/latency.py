@@ -63,7 +63,7 @@ class LatencyModel:
         return self.predict(shape)
 
     def describe(self) -> str:
-        return (f"latency model ({self.cpu}, {self.threads} thread{'s' if self.threads > 1 else ''}, batch 1 × "
+        return (f"latency model ({self.cpu}, {threads_words(self.threads)}, batch 1 × "
                 f"{SEQUENCE}, int4 file): {self.constant_ms:.2f} ms + {self.block_ms:.3f} ms a block + "
                 f"{self.unit_ms * 1000:.3f} ms per 1,000 feed-forward units of a block; fitted on "
                 f"{len(self.probes)} probe files ("
@@ -84,6 +84,15 @@ class LatencyModel:
     @classmethod
     def from_json(cls, raw: dict) -> LatencyModel:
         return cls(**raw)
+
+
+def threads_words(threads: int) -> str:
+    return f"{threads} thread" + ("s" if threads != 1 else "")
+
+
+def milliseconds(ms: float) -> str:
+    """A time as the one command prints it: two decimals below 10 ms, where a tenth is a large share."""
+    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms"
 
 
 def _units(shape: Shape) -> int:
@@ -186,9 +195,9 @@ def measure(raw: dict, opts: tuple[str, ...], threads: int, probes: list[tuple[i
                 files.append(build_probe(probe_config(raw, blocks, width), opts,
                                          Path(folder) / f"probe-{blocks}-{width}.tflite", threads))
         backend = backends.get("tflite")
-        with silenced():
+        with silenced():  # and the runtime says which delegate it made at the first call
             runners = [backend.load(path, names, "int4-dynamic", threads=threads) for path in files]
-        return alternating_rounds_ms(runners, feeds(names), rounds=ROUNDS, runs=RUNS)
+            return alternating_rounds_ms(runners, feeds(names), rounds=ROUNDS, runs=RUNS)
 
 
 def fit(raw: dict, probes: list[tuple[int, int]], rounds: list[list[float]], threads: int) -> LatencyModel:
@@ -244,7 +253,7 @@ def measured_model(raw: dict, opts: tuple[str, ...], threads: int, work: Path,
         model = LatencyModel.from_json(cache["models"][key])
         log(model.describe() + f" [measured {model.measured}, cached in {path}]")
         return model, True
-    log(f"measuring the int4 file's latency on this CPU ({_cpu()}, {threads} threads) with "
+    log(f"measuring the int4 file's latency on this CPU ({_cpu()}, {threads_words(threads)}) with "
         f"{len(layouts(raw))} probe files built from the checkpoint's config")
     probes = layouts(raw)
     model = fit(raw, probes, measure(raw, opts, threads, probes, log=log), threads)
