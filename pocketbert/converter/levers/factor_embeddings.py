@@ -36,19 +36,13 @@ LOSS = ("logit KL (T=1) + every layer's hidden-state MSE at every real token, fr
 
 
 @dataclass
-class FactorOptions:
+class FactorOptions(job.CheckpointJobOptions):
     rank: int
     vocab_size: int | None = None  # trim the vocabulary to this many pieces first
     retune: str | None = "10m"  # distillation budget for the factors; None or "0steps": the SVD alone
     lr: float = 1e-3  # the factors start from an SVD and are new parameters: a larger step than fine-tuning's
     share_body: bool = False  # store the factors only; the loader takes the rest from the checkpoint
     fp16: bool = False
-    threads: int | None = None
-    train_limit: int | None = None
-    data_dir: str | None = None
-    overwrite: bool = False
-    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
-    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print,

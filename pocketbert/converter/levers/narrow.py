@@ -39,18 +39,12 @@ LOSS = "logit KL (T=1) + every layer's hidden-state MSE at every real token, fro
 
 
 @dataclass
-class NarrowOptions:
+class NarrowOptions(job.CheckpointJobOptions):
     width: int  # hidden units kept in every feed-forward block
     texts: int = 1024  # training texts the unit scores and the refit read
     teacher: str | None = None  # what --budget distils from; None: the input checkpoint as it was
     budget: Budget = field(default_factory=lambda: parse_budget("0steps"))
     lr: float = 5e-5
-    threads: int | None = None
-    train_limit: int | None = None
-    data_dir: str | None = None
-    overwrite: bool = False
-    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
-    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print,

@@ -8,15 +8,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from .. import accuracy_gate
 from ..data import load_task
 from ..loading import SAVED_TRANSFORMS_KEY
 from .card import model_card
 from .evaluate import evaluate
 from .save import check_output, save_trained
+
+
+@dataclass(kw_only=True)
+class CheckpointJobOptions:
+    """The settings every checkpoint -> checkpoint lever's options share (keyword-only, so that a lever's own
+    fields, with or without defaults, may come first)."""
+    threads: int | None = None
+    train_limit: int | None = None
+    data_dir: str | None = None
+    overwrite: bool = False
+    allow_accuracy_loss: bool = False  # write a result that loses more than max_accuracy_drop against the input
+    max_accuracy_drop: float = accuracy_gate.MAX_DROP
 
 
 def begin(out: Path, overwrite: bool, threads: int | None) -> None:
