@@ -8,7 +8,8 @@ TRAIN`` runs what it plans (:mod:`converter.lever_run`).
     levers.get("narrow")       # one, by its checkpoint command's name
 
 Support modules register nothing: :mod:`.shapes` (the shapes and their costs), :mod:`.size_fit` (``--max-size``'s
-choice among the TFLite recipes, whose constants the shapes reuse) and :mod:`.plan`.  The modules a checkpoint
+choice among the TFLite recipes, whose constants the shapes reuse), :mod:`.latency` (``--max-latency``'s model of the
+int4 file's time, measured on this machine) and :mod:`.plan`.  The modules a checkpoint
 written by a lever needs at load time (``factored_table``, ``int4_grid``, ``int4_packing``, ``shared_body``,
 ``shared_table``) stay in ``converter/``: the loader, the training code and the exporters import them, and nothing
 there may import this folder, which imports them.
