@@ -83,7 +83,11 @@ def test_an_unreachable_latency_target_is_refused_before_any_work_and_the_fit_is
         assert ("latency probe" in text) == (attempt == 1) and ("cached in" in text) == (attempt == 2)
         assert "ms predicted" in text and "≤ 0.001 ms at sequence 128" in text
         assert "against --max-latency 0.001 ms" in str(refused.value) and "nothing was trained" in str(refused.value)
-        assert "raise --max-latency to at least" in refused.value.fix
+        # the fastest the levers make, by the measured model: one block at half the width (no width reached it)
+        cache = json.loads((work_folder(tmp_path / "bundle") / latency.CACHE).read_text())
+        (model,) = [latency.LatencyModel.from_json(m) for m in cache["models"].values()]
+        fastest = model(shapes.read(checkpoints["bert"]["classification"]).narrowed(32).keeping(1))
+        assert f"raise --max-latency to at least {latency.milliseconds(fastest)}" in refused.value.fix
     assert sorted(p.name for p in work_folder(tmp_path / "bundle").iterdir()) == ["latency.json", "steps.json"]
 
 

@@ -138,11 +138,13 @@ def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError
             goal.max_macs is not None and made.final_macs > goal.max_macs * goal.start_macs):
         fixes.append("raise --max-size (or --max-macs)")
     if goal.max_latency_ms is not None:
-        best += f", {made.final_ms:.1f} ms predicted against --max-latency {goal.max_latency_ms:g} ms"
+        best += f", {latency.milliseconds(made.final_ms)} predicted against --max-latency {goal.max_latency_ms:g} ms"
         if made.final_ms > goal.max_latency_ms:
-            fixes.append(f"raise --max-latency to at least {made.final_ms:.1f} ms: the levers keep one block at "
-                         f"least, and this machine takes {goal.latency.constant_ms:.2f} ms for the embeddings and "
-                         f"the head, {goal.latency.block_ms:.2f} ms for a block's attention")
+            fastest = goal.ms(made.final_shape.keeping(1))  # what shrink reaches at the plan's width
+            fixes.append(f"raise --max-latency to at least {latency.milliseconds(fastest)}: the levers keep one "
+                         f"block at least, and this machine takes {latency.milliseconds(goal.latency.constant_ms)} "
+                         f"for the embeddings and the head, {latency.milliseconds(goal.latency.block_ms)} for a "
+                         "block's attention")
     return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {best} (the plan above); "
                                "nothing was trained", "; ".join(fixes) or "raise --max-size (or --max-macs)")
 

@@ -110,6 +110,13 @@ class LeverPlan:
         return self.steps[-1].macs if self.steps else self.goal.start_macs
 
     @property
+    def final_shape(self) -> Shape:
+        shape = self.shape
+        for step in self.steps:
+            shape = step.lever.reshape(shape, step.setting)
+        return shape
+
+    @property
     def start_ms(self) -> float | None:
         return self.goal.ms(self.shape)
 
