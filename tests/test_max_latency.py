@@ -69,6 +69,12 @@ def test_a_latency_target_between_plans_narrower_then_fewer_blocks_with_the_ms_o
     assert speed["factor-embeddings"] > speed["narrow"] > speed["shrink"] == speed["pack"]
 
 
+def test_a_target_below_one_block_is_not_reached_and_the_plan_says_what_one_block_takes():
+    made = _sst2_plan(0.5)
+    assert not made.reached
+    assert "one block, the fewest shrink keeps, 1.55 ms" in "\n".join(made.lines())  # 0.08 + 1.043 + 768 × 0.000555
+
+
 def test_an_unreachable_latency_target_is_refused_before_any_work_and_the_fit_is_reused(checkpoints, tmp_path):
     """0.001 ms: the probes are measured (once: the rerun reads them from the work folder), the plan printed, and
     the run refused with the numbers and a fix before any step; nothing but the cache is written."""

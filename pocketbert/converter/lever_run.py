@@ -141,6 +141,7 @@ def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError
         best += f", {latency.milliseconds(made.final_ms)} predicted against --max-latency {goal.max_latency_ms:g} ms"
         if made.final_ms > goal.max_latency_ms:
             fastest = goal.ms(made.final_shape.keeping(1))  # what shrink reaches at the plan's width
+            best += f"; one block, the fewest the levers keep, would take {latency.milliseconds(fastest)}"
             fixes.append(f"raise --max-latency to at least {latency.milliseconds(fastest)}: the levers keep one "
                          f"block at least, and this machine takes {latency.milliseconds(goal.latency.constant_ms)} "
                          f"for the embeddings and the head, {latency.milliseconds(goal.latency.block_ms)} for a "

@@ -152,8 +152,11 @@ class LeverPlan:
                        "the int4 file may keep some Linears in int8 and come out larger than planned")
         if not self.reached:
             ms = f", {self.final_ms:.1f} ms predicted" if self.final_ms is not None else ""
+            fewest = ""
+            if self.goal.max_latency_ms is not None and self.final_ms > self.goal.max_latency_ms:
+                fewest = f"; one block, the fewest shrink keeps, {self.goal.ms(self.final_shape.keeping(1)):.2f} ms"
             out.append(f"  the levers cannot reach the target: {self.final_bytes / MB:.2f} MB, "
-                       f"{self.final_macs / self.goal.start_macs:.0%} of the MACs{ms} at most")
+                       f"{self.final_macs / self.goal.start_macs:.0%} of the MACs{ms} at most{fewest}")
         if keep:
             out.append(f"dev score to keep: {keep}")
         return out
