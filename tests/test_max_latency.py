@@ -115,7 +115,7 @@ def test_the_written_file_is_checked_against_the_target(tmp_path):
     assert check_latency(tmp_path / "bundle", manifest(8.4), log=printed.append) is True
     assert "less than the timing's noise, ±11%" in printed[-1]
     assert check_latency(tmp_path / "bundle", manifest(10.0), log=printed.append) is False
-    assert "measured 10.0 ms, predicted 7.60 ms, target 8 ms: 25% over" in printed[-1]
+    assert "measured 10.0 ms, predicted 7.60 ms, target 8 ms: 25.0% over" in printed[-1]
     assert "--max-latency 6.4" in printed[-1] and "the bundle is written" in printed[-1]
     assert check_latency(tmp_path / "bundle", manifest(3.0, sequence=32), log=printed.append) is None
     assert check_latency(tmp_path / "elsewhere", manifest(10.0), log=printed.append) is None

@@ -330,7 +330,7 @@ def check_latency(out: Path, manifest: dict, log=print) -> bool | None:
     if measured <= target * (1 + slack):
         log(words + (f" (over by less than the timing's noise, ±{slack:.0%})" if measured > target else ""))
         return True
-    log(f"warning: {words}: {measured / target - 1:.0%} over the target, more than the timing's noise (±{slack:.0%}); "
+    log(f"warning: {words}: {measured / target - 1:.1%} over the target, more than the timing's noise (±{slack:.0%}); "
         f"the bundle is written. fix: plan for less, e.g. --max-latency {target * target / measured:.1f} (or a lower "
         "--max-macs), on a quieter machine; the steps already done are reused")
     return False
