@@ -124,6 +124,10 @@ def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
     then read from the work folder)."""
     from .opts import structural_names
 
+    positions = shapes.read(path).positions
+    if positions < shapes.SEQUENCE:
+        raise ConverterInputError(f"--max-latency is a time at sequence {shapes.SEQUENCE}, and {run.checkpoint} takes "
+                                  f"at most {positions} tokens", "plan its speed with --max-macs FRACTION instead")
     raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     ordered = tuple(name for name in structural_names() if name in opts)
     return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, _open_work(run.out), log=log)
