@@ -27,7 +27,9 @@ IGNORE = -100
 @dataclass
 class TaskData:
     """Labelled examples of one split.  ``labels`` are ids into ``label_names`` (class tasks), floats
-    (regression) or per-word IOB2 tag lists (NER); ``texts`` are strings, pairs or word lists (NER)."""
+    (regression) or per-word IOB2 tag lists (NER); ``texts`` are strings, pairs or word lists (NER).
+    ``named_labels``: the file's label column held names, numbered here in sorted order; a model's own ids for them
+    come from its label names (:func:`encode`), never from that order."""
 
     name: str
     kind: str
@@ -38,6 +40,7 @@ class TaskData:
     label_names: list[str]
     metric: str = ""
     details: dict = field(default_factory=dict)
+    named_labels: bool = False
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -55,7 +58,7 @@ class TaskData:
             return self
         return TaskData(self.name, self.kind, self.split, self.path, texts=self.texts[:count],
                         labels=None if self.labels is None else self.labels[:count], label_names=self.label_names,
-                        metric=self.metric, details=dict(self.details, subset=count))
+                        metric=self.metric, details=dict(self.details, subset=count), named_labels=self.named_labels)
 
 
 @dataclass
@@ -117,15 +120,46 @@ def encode(task: TaskData, tokenizer, max_length: int = 128, label_names: list[s
             if task.kind == "regression":
                 labels = [float(v) for v in task.labels]
             else:
-                if len(model_labels) != len(task.label_names):
-                    raise ConverterInputError(f"the data has {len(task.label_names)} labels {task.label_names} but the "
-                                              f"model has {len(model_labels)} {model_labels}",
-                                              "fine-tune a head for this task first (pocketbert-convert finetune)")
-                labels = [int(v) for v in task.labels]
+                labels = class_ids(task, model_labels)
         truncated = sum(1 for ids in enc["input_ids"] if len(ids) >= max_length)
     token_types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]
     return Features(task, enc["input_ids"], token_types, labels, word_ids=word_ids, truncated=truncated,
                     pad_id=tokenizer.pad_token_id or 0, label_names=model_labels)
+
+
+def class_ids(task: TaskData, model_labels: list[str]) -> list[int]:
+    """``task``'s class labels as the model's ids: a label id is the model's id; a label name is the model's id
+    for that name (its config.json id2label), whatever the order the file's names were numbered in."""
+    if not task.named_labels:
+        if len(model_labels) != len(task.label_names):
+            raise ConverterInputError(f"the data has {len(task.label_names)} labels {task.label_names} but the "
+                                      f"model has {len(model_labels)} {model_labels}",
+                                      "fine-tune a head for this task first (pocketbert-convert finetune)")
+        return [int(v) for v in task.labels]
+    index = label_index(task.label_names, model_labels)
+    missing = [name for name in task.label_names if name not in index]
+    if missing:
+        raise ConverterInputError(f"the data's label(s) {missing} are not among the model's labels {model_labels} "
+                                  "(config.json id2label)",
+                                  "write the labels as the model names them, or as its label ids (0 = "
+                                  f"{model_labels[0]!r}, …), or fine-tune a head for these labels "
+                                  "(pocketbert-convert finetune)")
+    return [index[task.label_names[v]] for v in task.labels]
+
+
+def label_index(names: list[str], model_labels: list[str]) -> dict[str, int]:
+    """Each data label name's id among the model's labels: the same name, else the one name equal but for case
+    (``positive`` for ``POSITIVE``); a name the model does not have is left out."""
+    exact = {label: i for i, label in enumerate(model_labels)}
+    folded: dict[str, list[int]] = {}
+    for i, label in enumerate(model_labels):
+        folded.setdefault(label.casefold(), []).append(i)
+    index = {}
+    for name in names:
+        matches = [exact[name]] if name in exact else folded.get(name.casefold(), [])
+        if len(matches) == 1:
+            index[name] = matches[0]
+    return index
 
 
 class Batches:

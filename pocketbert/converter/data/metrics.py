@@ -63,6 +63,12 @@ def predictions(features: Features, logits: list[np.ndarray]):
     return out
 
 
+def references(features: Features) -> list:
+    """The gold labels the predictions are compared with: NER's tags, else the labels in the model's label space
+    (a class is the model's id for it, which for names in a file is not the file's sorted numbering)."""
+    return features.task.labels if features.task.kind == "ner" else features.labels
+
+
 def score(features: Features, logits: list[np.ndarray]) -> dict[str, float]:
     """All of the task's metrics for per-example model outputs; the headline is ``features.task.metric``."""
     task = features.task
@@ -70,8 +76,8 @@ def score(features: Features, logits: list[np.ndarray]) -> dict[str, float]:
         raise ValueError(f"{task.path} has no labels to score against")
     predicted = predictions(features, logits)
     if task.kind == "ner":
-        return ner_scores(predicted, task.labels)
-    return glue_scores(task.metric, predicted, task.labels)
+        return ner_scores(predicted, references(features))
+    return glue_scores(task.metric, predicted, references(features))
 
 
-__all__ = ["IGNORE", "glue_scores", "ner_scores", "predictions", "score"]
+__all__ = ["IGNORE", "glue_scores", "ner_scores", "predictions", "references", "score"]

@@ -65,7 +65,8 @@ def resolve_task(spec: str, split: str, data_dir: str | os.PathLike | None = Non
     return None, Path(spec)
 
 
-def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tuple[list, list[str], str]:
+def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tuple[list, list[str], str, bool]:
+    """The labels as ids, their names, the task kind, and whether the file held names rather than ids."""
     raw = rows.labels or []
     try:
         values = [float(v) for v in raw]
@@ -75,7 +76,7 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         if values is None:
             raise ConverterInputError(f"{str(path)!r}: non-numeric scores",
                                       "a regression task needs numbers in its score column")
-        return values, list(names), "regression"
+        return values, list(names), "regression", False
     if values is not None and all(v.is_integer() for v in values):
         ids = [int(v) for v in values]
         count = len(names) if names else max(ids) + 1
@@ -83,12 +84,13 @@ def _label_ids(rows: glue.Rows, path: Path, names: tuple[str, ...] | None) -> tu
         if bad:
             raise ConverterInputError(f"{str(path)!r}: label id(s) {sorted(bad)} outside 0..{count - 1}",
                                       "fix the labels, or give a file of the right task")
-        return ids, list(names) if names else [str(i) for i in range(count)], "classification"
+        return ids, list(names) if names else [str(i) for i in range(count)], "classification", False
     if values is not None:  # fractional scores without a declared task: regression
-        return values, ["score"], "regression"
-    # label names in the file (e.g. MNLI's entailment/neutral/contradiction): ids in sorted order
+        return values, ["score"], "regression", False
+    # label names in the file (e.g. MNLI's entailment/neutral/contradiction): ids in sorted order, which only a new
+    # head takes as its own; a model's ids for the names come from its labels (features.class_ids)
     found = sorted(set(raw))
-    return [found.index(v) for v in raw], found, "classification"
+    return [found.index(v) for v in raw], found, "classification", True
 
 
 def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | None = None, *,
@@ -109,11 +111,12 @@ def load_task(spec: str, split: str = "train", data_dir: str | os.PathLike | Non
         rows = glue.read_tsv(path, what=f"{split} data")
         if rows.labels is None:
             labels, names, kind = None, list(task.label_names) if task else [], task.kind if task else "classification"
+            named = False
         else:
-            labels, names, kind = _label_ids(rows, path, task.label_names if task else None)
+            labels, names, kind, named = _label_ids(rows, path, task.label_names if task else None)
         metric = task.metric if task else ("pearson" if kind == "regression" else "accuracy")
         data = TaskData(task.name if task else str(path), kind, split, path, texts=rows.texts, labels=labels,
-                        label_names=names, metric=metric)
+                        label_names=names, metric=metric, named_labels=named)
     return data.subset(limit)
 
 

@@ -28,15 +28,15 @@ def counts(features: Features, logits: list[np.ndarray]) -> tuple[np.ndarray, Ca
     """Per-example counts ``[examples, k]`` of the model's outputs, and the function of their sums (``[..., k]``)
     that is the task's headline metric on the 0–100 scale, as :func:`converter.data.metrics.score` gives it."""
     task = features.task
-    predicted = metrics.predictions(features, logits)
+    predicted, gold = metrics.predictions(features, logits), metrics.references(features)
     if task.kind == "ner":
-        return _ner_counts(predicted, task.labels), _f1
+        return _ner_counts(predicted, gold), _f1
     if task.kind == "regression" or task.metric in ("pearson", "spearman"):
         if task.metric == "spearman":
             raise ValueError("the bootstrap covers the headline metrics; Spearman is not one")
-        x, y = np.asarray(predicted, float), np.asarray(task.labels, float)
+        x, y = np.asarray(predicted, float), np.asarray(gold, float)
         return np.stack([x, y, x * x, y * y, x * y, np.ones_like(x)], axis=1), _pearson
-    p, r = np.asarray(predicted), np.asarray(task.labels)
+    p, r = np.asarray(predicted), np.asarray(gold)
     if task.metric == "f1":
         cells = np.stack([(p == 1) & (r == 1), (p == 1) & (r != 1), (p != 1) & (r == 1)], axis=1)
         return cells.astype(float), _f1_binary

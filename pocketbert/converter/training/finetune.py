@@ -8,12 +8,14 @@ Face checkpoint with a training record and a model card.  Deterministic for a se
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import loading
 from ..data import TaskData, load_task
+from ..data.features import label_index
 from ..errors import ConverterInputError
 from ..factored_table import whole_table
 from . import chance, loop
@@ -74,12 +76,32 @@ def load_splits(task: str, dev: str | None, data_dir, train_limit=None, dev_limi
 
 
 def load_for_task(checkpoint: str, data: TaskData, seed: int) -> loading.Loaded:
-    loaded = loading.load(checkpoint, task=model_task(data), labels=list(data.label_names), seed=seed)
+    loaded = loading.load(checkpoint, task=model_task(data), labels=head_labels(checkpoint, data), seed=seed)
     if data.kind == "regression":
         loaded.model.config.problem_type = "regression"
     elif data.kind == "classification":
         loaded.model.config.problem_type = "single_label_classification"
     return loaded
+
+
+def head_labels(checkpoint: str, data: TaskData) -> list[str]:
+    """The labels the fine-tuned head gets, in id order, as config.json will record them.  Label names in the file
+    keep the order the checkpoint's id2label already gives every one of them: numbering them in sorted order would
+    swap what a trained head has learnt.  Otherwise the data's own order (for names, sorted: no order exists yet)."""
+    if data.named_labels:
+        saved = _saved_labels(checkpoint)
+        if len(label_index(data.label_names, saved)) == len(data.label_names):
+            return saved
+    return list(data.label_names)
+
+
+def _saved_labels(checkpoint: str) -> list[str]:
+    config = loading.resolve(checkpoint)[0] / "config.json"
+    try:
+        id2label = json.loads(config.read_text(encoding="utf-8")).get("id2label") or {}
+        return [id2label[k] for k in sorted(id2label, key=int)]
+    except (OSError, ValueError, AttributeError):  # no readable config: loading says what is wrong with it
+        return []
 
 
 def eval_length(loaded: loading.Loaded) -> int:

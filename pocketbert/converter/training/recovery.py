@@ -95,10 +95,10 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     if data_task != task_kind:
         raise ConverterInputError(f"--recover {options.task} is {train.kind} data but the model is a {task_kind} model",
                                   "give the task the model was trained on")
-    if train.kind != "ner" and len(train.label_names) != len(labels):
+    if train.kind != "ner" and not train.named_labels and len(train.label_names) != len(labels):
         raise ConverterInputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the "
                                   f"model {len(labels)} {labels}", "recover on the task the model was fine-tuned for")
-    features = train.encode(tokenizer, options.max_length, labels)  # NER: tags the model lacks fail here
+    features = train.encode(tokenizer, options.max_length, labels)  # tags or label names the model lacks fail here
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
     options.budget.check(len(batches))
