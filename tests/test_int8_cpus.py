@@ -1,8 +1,9 @@
 """int8 artifacts compute the same on every x86 CPU class, checked on emulated CPUs (QEMU user mode).
 
 ONNX Runtime and XNNPACK pick int8 kernels from CPUID; under QEMU the same wheels take the emulated
-CPU's kernels.  Haswell is the case that used to break: AVX2 without VNNI adds uint8 x int8 pairs in
-16 bits (VPMADDUBSW) and saturated on full-range int8 weights.  SandyBridge (no AVX2) takes the
+CPU's kernels.  Haswell is the case that used to break: ONNX Runtime's AVX2 kernel without VNNI adds uint8 x int8
+pairs in 16 bits (VPMADDUBSW) and saturated on full-range int8 weights (XNNPACK's sign-extends int8 to 16 bits and
+adds pairs in 32: VPMOVSXBW + VPMADDWD).  SandyBridge (no AVX2) takes the
 16-bit widening kernels.  The machine running the tests adds its own class (VNNI, AMX or AVX2).
 """
 
@@ -96,7 +97,8 @@ def test_every_artifact_agrees_across_cpu_classes(qemu, int8_bundle):
     assert recipes == {"onnx:fp32", "onnx:int8-dynamic", "onnx:int8-static", "tflite:fp32", "tflite:int8-dynamic"}
     assert {r["cpu"] for r in results} == set(CPUS)
     assert {r["int8_kernels"] for r in results if r["cpu"] == "haswell"} == {
-        "x86 AVX2/AVX-512 without VNNI (uint8 x int8 pairs summed in 16 bits)"}
+        "x86 AVX2/AVX-512 without VNNI (16-bit multiply-adds: ONNX Runtime sums uint8 x int8 pairs in 16 bits, "
+        "XNNPACK sign-extends int8 to 16 bits)"}
     for r in results:
         where = f"{r['recipe']} on {r['cpu']}"
         if r["recipe"].endswith(":fp32"):

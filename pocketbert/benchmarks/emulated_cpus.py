@@ -1,8 +1,9 @@
 """Run a bundle's artifacts on other x86 CPUs, under QEMU user-mode emulation, and compare.
 
-ONNX Runtime (MLAS) and XNNPACK choose their int8 kernels from CPUID: AVX2 without VNNI multiplies
-uint8 x int8 with VPMADDUBSW (pairs summed in 16 bits, saturating), VNNI and AMX accumulate in 32
-bits, CPUs without AVX2 widen to 16 bits first.  An int8 model verified on one of them can compute
+ONNX Runtime (MLAS) and XNNPACK choose their int8 kernels from CPUID: on AVX2 without VNNI, ONNX Runtime
+multiplies uint8 x int8 with VPMADDUBSW (pairs summed in 16 bits, saturating) and XNNPACK sign-extends int8 to
+16 bits (VPMOVSXBW + VPMADDWD, pairs summed in 32 bits); VNNI and AMX accumulate in 32 bits, CPUs without AVX2
+widen to 16 bits first.  An int8 model verified on one of them can compute
 something else on another.  QEMU's emulated CPU answers CPUID as the chosen model would, so the same
 wheels take that CPU's kernels: this checks what the kernels compute, never how fast they are
 (emulated time says nothing about a real CPU).

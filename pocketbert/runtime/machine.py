@@ -74,7 +74,11 @@ def int8_kernels(flags: set[str] | list[str]) -> str:
     if flags & {"avx512_vnni", "avx_vnni"}:
         return "x86 VNNI dot products (32-bit accumulation)"
     if "avx2" in flags:
-        return "x86 AVX2/AVX-512 without VNNI (uint8 x int8 pairs summed in 16 bits)"
+        # two kernels, one class: MLAS (QgemmU8X8KernelAvx2) adds uint8 x int8 products pairwise in 16 bits
+        # (VPMADDUBSW, which can saturate), XNNPACK's int8 GEMM (qd8/qc8w ...c8__avx2) widens both operands to 16
+        # bits and adds pairs in 32 (VPMOVSXBW + VPMADDWD), which cannot
+        return ("x86 AVX2/AVX-512 without VNNI (16-bit multiply-adds: ONNX Runtime sums uint8 x int8 pairs in "
+                "16 bits, XNNPACK sign-extends int8 to 16 bits)")
     if flags & {"sse4_1", "avx"}:
         return "x86 SSE4.1/AVX without AVX2 (16-bit widening multiplies)"
     if "asimddp" in flags:
