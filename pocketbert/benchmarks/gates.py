@@ -28,12 +28,30 @@ MAX_DROP = 1.0
 INT8_EXTRA = 0.5
 
 
+#: what a lever (pocketbert-convert trim-vocab, factor-embeddings, narrow, int4-tune and pack) adds to the training
+#: record it carries on from its input: a record with one describes a model changed after any recovery in it
+LEVER_SECTIONS = ("vocab_trim", "factored_embeddings", "narrow", "int4_grid")
+
+
 def recovery_record(manifest: dict) -> dict | None:
     """The record holding teacher scores: ``recovery`` (convert --recover) or the checkpoint's training."""
     for record in (manifest.get("recovery"), (manifest.get("source") or {}).get("training")):
         if record and "teacher" in (record.get("dev_scores") or {}):
             return record
     return None
+
+
+def without_recovery(manifest: dict, record: dict, metric: str) -> float | None:
+    """The teacher with nonorm/relu and no recovery, when ``record`` is the recovery of the model the bundle ships:
+    ``convert --recover``'s own, or a checkpoint ``recover`` wrote that nothing changed since.  A lever's record
+    (or shrink's) carries an earlier recovery's figure, which says nothing of the model it describes."""
+    scores = (record.get("dev_scores") or {}).get("without_recovery") or {}
+    if metric not in scores:
+        return None
+    if record is not manifest.get("recovery") and (
+            record.get("kind") != "recover" or any(record.get(section) for section in LEVER_SECTIONS)):
+        return None
+    return scores[metric]
 
 
 def dev_data(record: dict, dev: str | Path | None = None) -> str:
@@ -75,6 +93,7 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
                             "convert a checkpoint written by `pocketbert-convert recover`, or use --recover")
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
+    before_recovery = without_recovery(manifest, record, metric)
     scored = dev_data(record, dev)
     if dev is not None:  # a user's file: it must be this task's, or its score means nothing
         dev_file.check(dev, record, labels=list(manifest.get("labels") or []),
@@ -88,8 +107,9 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
         precision = r["runner"].split(":")[1]
         row = {"bundle": str(bundle), "task": task, "metric": metric, "runner": r["runner"], "score": r["score"],
                "teacher": teacher, "delta_vs_teacher": r["score"] - teacher, "examples": r["examples"],
-               "without_recovery": record["dev_scores"]["without_recovery"][metric],
                "dev_data": f"{task} dev" if scored == task else scored}
+        if before_recovery is not None:
+            row["without_recovery"] = before_recovery
         if reference is not None and precision.startswith(("int8", "int4")):
             row["delta_vs_float"] = r["score"] - reference
         if precision.startswith("int8") and reference is not None:
@@ -102,11 +122,14 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| bundle | task | scored on | artifact | dev score | teacher | Δ vs teacher | without recovery | gate | "
-             "result |", "|---|---|---|---|---|---|---|---|---|---|"]
+    """The gates as a Markdown table; "without recovery" only when some bundle's record is a recovery's own."""
+    recovery = any("without_recovery" in r for r in rows)
+    lines = ["| bundle | task | scored on | artifact | dev score | teacher | Δ vs teacher | "
+             + ("without recovery | " if recovery else "") + "gate | result |",
+             "|---|---|---|---|---|---|---|" + ("---|" if recovery else "") + "---|---|"]
     for r in rows:
+        before = (f"{r['without_recovery']:.2f} | " if "without_recovery" in r else "— | ") if recovery else ""
         lines.append(f"| {Path(r['bundle']).name} | {r['task']} ({r['metric']}) | {r['dev_data']} | {r['runner']} | "
-                     f"{r['score']:.2f} | "
-                     f"{r['teacher']:.2f} | {r['delta_vs_teacher']:+.2f} | {r['without_recovery']:.2f} | {r['gate']} | "
+                     f"{r['score']:.2f} | {r['teacher']:.2f} | {r['delta_vs_teacher']:+.2f} | {before}{r['gate']} | "
                      f"{'pass' if r['passed'] else '**FAIL**'} |")
     return "\n".join(lines)
