@@ -58,3 +58,17 @@ def _decode(value):
     if isinstance(value, list):
         return [_decode(v) for v in value]
     return value
+
+
+def tiny_bench_bundle(tmp_path_factory) -> Path:
+    """The benchmarks' fast-mode bundle (tiny random BERT: onnx and tflite, fp32 and int8-dynamic, bucket 32), built
+    once for the session in the work directory the benchmark commands under test reuse."""
+    from pocketbert.benchmarks import models
+
+    root = once(tmp_path_factory, "bench", lambda work: work)
+
+    def build(_):
+        [bundle] = models.build_bundles(["tiny-bert"], ["plain-int8"], root, [32], log=lambda m: None,
+                                        verify_samples=32)
+        return bundle
+    return once(tmp_path_factory, "bench-tiny", build)

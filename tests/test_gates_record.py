@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from pocketbert.benchmarks import gates, models
+from pocketbert.benchmarks import gates
 from pocketbert.benchmarks.cli import cli
 from pocketbert.converter.levers import int4_tune
 
-from .shared import once
+from .shared import tiny_bench_bundle
 
 SST2_DEV = "sentence\tlabel\na charming and often affecting journey .\t1\nunflinchingly bleak and desperate\t0\n" \
            "the acting is superb .\t1\na dull , lifeless film .\t0\n"
@@ -77,14 +77,7 @@ def test_shrink_is_not_a_recovery_of_nonorm_relu():
 
 @pytest.fixture(scope="module")
 def tiny_bundle(tmp_path_factory):
-    """The benchmarks' fast-mode bundle (tiny random BERT), shared with the other tests that build it."""
-    root = once(tmp_path_factory, "bench", lambda work: work)
-
-    def build(_):
-        [bundle] = models.build_bundles(["tiny-bert"], ["plain-int8"], root, [32], log=lambda m: None,
-                                        verify_samples=32)
-        return bundle
-    return once(tmp_path_factory, "bench-tiny", build)
+    return tiny_bench_bundle(tmp_path_factory)
 
 
 def _gates(tiny_bundle, tmp_path, record: dict) -> str:

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pocketbert.benchmarks import models
 from pocketbert.benchmarks.cli import cli
 
 from .conftest import NER_LABELS
-from .shared import once
+from .shared import tiny_bench_bundle
 
 SST2_DEV = "sentence\tlabel\na charming and often affecting journey .\t1\nunflinchingly bleak and desperate\t0\n" \
            "the acting is superb .\t1\na dull , lifeless film .\t0\n"
@@ -30,13 +29,7 @@ COLA_DEV = "gj04\t1\t\tThe sailors rode the breeze clear of the rocks.\ngj04\t0\
 def tiny_bundle(tmp_path_factory):
     """The benchmarks' fast-mode bundle (tiny random BERT: onnx and tflite, fp32 and int8-dynamic), shared with
     tests/benchmarks when both run in one session."""
-    root = once(tmp_path_factory, "bench", lambda work: work)
-
-    def build(_):
-        [bundle] = models.build_bundles(["tiny-bert"], ["plain-int8"], root, [32], log=lambda m: None,
-                                        verify_samples=32)
-        return bundle
-    return once(tmp_path_factory, "bench-tiny", build)
+    return tiny_bench_bundle(tmp_path_factory)
 
 
 @pytest.fixture

@@ -3,9 +3,7 @@ for the session (every xdist worker), in the work directory the benchmark comman
 
 import pytest
 
-from pocketbert.benchmarks import models
-
-from ..shared import once
+from ..shared import once, tiny_bench_bundle
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +13,4 @@ def bench_root(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_bundle(bench_root, tmp_path_factory):
-    def build(_):
-        [bundle] = models.build_bundles(["tiny-bert"], ["plain-int8"], bench_root, [32], log=lambda m: None,
-                                        verify_samples=32)
-        return bundle
-    return once(tmp_path_factory, "bench-tiny", build)
+    return tiny_bench_bundle(tmp_path_factory)
