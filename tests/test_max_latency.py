@@ -37,7 +37,7 @@ def test_the_probe_fit_predicts_a_held_out_probe(tokenizer, tmp_path):
     model = latency.fit(raw, probes, rounds[:4], threads=1)
     assert model.block_ms > 0 and model.unit_ms > 0 and model.constant_ms >= 0
     held_out = shapes.from_config(latency.probe_config(raw, 3, 1536))
-    measured = float(sorted(rounds[4])[len(rounds[4]) // 2])
+    measured = min(rounds[4])  # its quickest round, as the fit reads the probes'
     assert abs(model.predict(held_out) - measured) / measured < 0.35, (model.describe(), rounds[4])
     assert "ms a block" in model.describe() and "4 probe files" in model.describe()
 
@@ -66,7 +66,7 @@ def test_a_latency_target_between_plans_narrower_then_fewer_blocks_with_the_ms_o
     lines = [line for line in made.lines() if line.startswith("  ") and ". " in line]
     assert len(lines) == len(made.steps) and all(f"{s.ms:6.1f} ms" in line for s, line in zip(made.steps, lines))
     speed = {s.lever.name: s.ms for s in made.steps}
-    assert speed["factor-embeddings"] > speed["narrow"] > speed["shrink"] == speed["pack"]
+    assert made.steps[0].ms > speed["narrow"] > speed["shrink"] == speed["pack"]
 
 
 def test_a_target_below_one_block_is_not_reached_and_the_plan_says_what_one_block_takes():

@@ -104,8 +104,9 @@ def test_budget_and_max_macs_need_the_training_text(user_files, tmp_path):
 
 
 def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints, tmp_path):
-    """``--recover conll2003``: the task's own splits; NER keeps its vocabulary, so the table is factored instead; a
-    model that keeps LayerNorm gets no int4 tuning, and the plan says so."""
+    """``--recover conll2003``: the task's own splits; NER keeps its vocabulary, so the table is factored instead (at
+    the largest rank that fits, up to 3/4 of its width); a model that keeps LayerNorm gets no int4 tuning, and the
+    plan says so."""
     from pocketbert.converter.lever_run import LeverRun, run_levers
     from pocketbert.converter.levers.shapes import file_bytes, read
     from pocketbert.converter.training.loop import Budget
@@ -117,7 +118,7 @@ def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints
                    buckets=(32, 64, 128), max_drop=100, data_dir=str(DATA), threads=1, train_limit=32)
     final = run_levers(run, log=printed.append)
     assert final == tmp_path / "bundle.levers" / "1-factor-embeddings"
-    assert json.loads((final / "config.json").read_text())["pocketbert"]["word_embedding_rank"] == 8
+    assert json.loads((final / "config.json").read_text())["pocketbert"]["word_embedding_rank"] == 16
     text = "\n".join(printed)
-    assert "1. factor-embeddings rank 8" in text and "trim-vocab" not in text and "no int4 tuning" in text
+    assert "1. factor-embeddings rank 16" in text and "trim-vocab" not in text and "no int4 tuning" in text
     assert text.index("plan from the shapes") < text.index("step 1 of 1: factor-embeddings")

@@ -19,18 +19,17 @@ from the shapes and refuses before any export when it cannot fit, naming the one
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import loading
-from .errors import AccuracyLossRefused, ConverterInputError, OutputError
+from .errors import AccuracyLossRefused, ConverterInputError
 from .levers import Step, latency, shapes
+from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
 from .levers import plan as planning
 from .opts import parse_opts
 
-STATE = "steps.json"
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
 #: the threads a latency is measured with when the run names none: the convert command's default
@@ -55,10 +54,6 @@ class LeverRun:
     train_limit: int | None = None
 
 
-def work_folder(out: Path) -> Path:
-    return Path(out).with_name(Path(out).name + ".levers")
-
-
 def run_levers(run: LeverRun, log=print) -> Path:
     """Plan, print the plan, run its steps (skipping those done), gate; returns the checkpoint to convert."""
     path, _ = loading.resolve(run.checkpoint)
@@ -73,9 +68,9 @@ def run_levers(run: LeverRun, log=print) -> Path:
         raise _unreachable(run, made)
     if not made.steps:
         return path
-    work = _open_work(run.out)
+    work = open_work(run.out)
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
-    source, score = _run_steps(run, made, work, start=(str(path), _digest_inputs(path, run)), dev=dev, log=log)
+    source, score = _run_steps(run, made, work, start=(str(path), digest_inputs(path, run.task, run.train_limit, run.opts)), dev=dev, log=log)
     gate = teacher - run.max_drop
     if score < gate:
         raise AccuracyLossRefused(
@@ -108,8 +103,9 @@ def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
     pieces = None
     if train.kind != "ner":
         pieces = needed_pieces(_tokenizer(path), train.texts)
+    nonorm = "nonorm" in (*done, *recover, *shape.built_in)  # MobileBERT has NoNorm by construction
     goal = planning.Goal(max_bytes=run.max_bytes, max_macs=run.max_macs, buckets=_buckets(run, shape),
-                         pieces_needed=pieces, recover=recover, nonorm="nonorm" in done or "nonorm" in recover)
+                         pieces_needed=pieces, recover=recover, nonorm=nonorm)
     if run.max_latency_ms is None:
         return planning.make(shape, goal, run.budget)
     model, cached = _latency_model(run, path, (*done, *recover), log)
@@ -130,7 +126,7 @@ def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
                                   f"at most {positions} tokens", "plan its speed with --max-macs FRACTION instead")
     raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     ordered = tuple(name for name in structural_names() if name in opts)
-    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, _open_work(run.out), log=log)
+    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, open_work(run.out), log=log)
 
 
 def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError:
@@ -177,36 +173,14 @@ def _recorded_teacher(path: Path, train) -> tuple[str, float] | None:
     return planning.teacher_score(path)
 
 
-def _open_work(out: Path) -> Path:
-    """The work folder beside ``out``: created here, or one an earlier run created (it holds steps.json)."""
-    work = work_folder(out)
-    if work.exists() and not (work / STATE).is_file():
-        raise OutputError(f"{work} exists and was not made by this command (it has no {STATE})",
-                          "move it away, or give another --out")
-    work.mkdir(parents=True, exist_ok=True)
-    if not (work / STATE).is_file():
-        _save_state(work, {})
-    return work
-
-
-def _load_state(work: Path) -> dict:
-    return json.loads((work / STATE).read_text(encoding="utf-8"))
-
-
-def _save_state(work: Path, state: dict) -> None:
-    partial = work / (STATE + ".partial")
-    partial.write_text(json.dumps(state, indent=1), encoding="utf-8")
-    partial.replace(work / STATE)
-
-
 def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tuple[str, str], dev, log):
     """Each planned step in order, skipping or continuing those done; returns (last checkpoint, its dev score)."""
     source, key = start
     teacher, recover = run.checkpoint, made.goal.recover
     score = None
     for index, planned in enumerate(made.steps, 1):
-        key = _digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
-        state = _load_state(work)
+        key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
+        state = load_state(work)
         done = state.get(key)
         step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
                     dev=run.dev,
@@ -215,10 +189,10 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
         done = _step(planned, step, done, work=work, dev=dev, log=log)
         state[key] = done
-        _save_state(work, state)
+        save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
         teacher = source if planned.lever.new_teacher else teacher
-        key = _digest(key, json.dumps(done["budget"]))
+        key = digest(key, json.dumps(done["budget"]))
     return source, score
 
 
@@ -235,19 +209,23 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
         step = replace(step, source=str(work / done["out"]), budget=more,
                        out=step.out.with_name(f"{step.out.name}-more{continued}"))
         log(f"  continued from {work / done['out']} for {more.describe()} more")
-    path = Path(planned.lever.run(replace(step, out=_fresh(step.out))))
+    path = Path(planned.lever.run(replace(step, out=fresh(step.out))))
+    what = f"after {planned.lever.name}"
+    score = _recorded_score(path, dev, what, log) if planned.lever.records_score else None
     return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
             "budget": planned.budget.to_json() if planned.budget is not None else None,
-            "score": _score(str(path), dev, f"after {planned.lever.name}", log), "continued": continued}
+            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
 
 
-def _fresh(out: Path) -> Path:
-    """``out``, or ``out-2``, ``out-3``…: a step run again (its inputs changed) never replaces an earlier one."""
-    candidate, number = out, 1
-    while candidate.exists():
-        number += 1
-        candidate = out.with_name(f"{out.name}-{number}")
-    return candidate
+def _recorded_score(path: Path, dev, what: str, log) -> float | None:
+    """The dev score the lever recorded for its output (``checkpoint_job.record_shipped``), scored on this dev set."""
+    record = json.loads((path / "training.json").read_text(encoding="utf-8"))
+    scores = record.get("dev_scores") or {}
+    scores = scores.get("shipped", {}) if "recovered" in scores else scores
+    if dev.metric not in scores:
+        return None
+    log(f"  dev {dev.metric} {what}: {scores[dev.metric]:.2f}")
+    return scores[dev.metric]
 
 
 def _more(planned, done: dict):
@@ -271,22 +249,6 @@ def _score(checkpoint: str, dev, what: str, log) -> float:
     value = job.score(loaded, dev, eval_length(loaded))[dev.metric]
     log(f"  dev {dev.metric} {what}: {value:.2f}")
     return value
-
-
-def _digest_inputs(path: Path, run: LeverRun) -> str:
-    """The checkpoint's files, the task (a file by its content), the options the steps read."""
-    hasher = hashlib.sha256()
-    for file in sorted(p for p in path.iterdir() if p.is_file()):
-        hasher.update(file.name.encode())
-        hasher.update(hashlib.sha256(file.read_bytes()).digest())
-    task = Path(run.task)
-    hasher.update(hashlib.sha256(task.read_bytes()).digest() if task.is_file() else run.task.encode())
-    hasher.update(json.dumps([run.train_limit, run.opts]).encode())
-    return hasher.hexdigest()
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _budget_words(made: planning.LeverPlan) -> str:

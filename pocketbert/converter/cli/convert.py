@@ -200,7 +200,7 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
 
 def _point_at_work_folder(out: Path) -> None:
     """The levers' checkpoints outlive the bundle on purpose (another --max-size reuses them): say where they are."""
-    from ..lever_run import work_folder
+    from ..lever_work import work_folder
 
     work = work_folder(out)
     if work.is_dir():

@@ -46,6 +46,9 @@ class Lever:
     budget_weight: float = 0.0
     #: the steps after it distil from its output, not from the teacher (whose blocks no longer pair with theirs)
     new_teacher: bool = False
+    #: its training.json's shipped dev scores (``checkpoint_job.record_shipped``) are its output's, scored on the
+    #: plan's dev file: the plan reads them instead of scoring the dev set again
+    records_score: bool = False
     #: can train further from its own output (a longer --budget continues it instead of starting again)
     continues: bool = False
     #: ``(shape, setting) -> shape`` after the lever; the identity for levers that keep the shapes
@@ -53,7 +56,10 @@ class Lever:
     #: ``(shape, goal) -> setting``: what this lever does for a plan at ``shape`` towards ``goal``
     #: (:class:`.plan.Goal`); None: not needed; True: applied, for a lever without a setting
     choose: Callable = field(default=lambda shape, goal: None, compare=False)
-    #: ``(step) -> Path``: apply it to ``step.source`` and write ``step.out`` (:class:`converter.lever_run.Step`)
+    #: ``(shape, goal, setting) -> settings``: gentler settings than ``setting`` at ``shape``, gentlest first (None:
+    #: not applied), which the plan takes instead when the levers after it still reach the goal without a new lever
+    gentler: Callable = field(default=lambda shape, goal, setting: (), compare=False)
+    #: ``(step) -> Path``: apply it to ``step.source`` and write ``step.out`` (:class:`Step`)
     run: Callable | None = field(default=None, compare=False)
 
     def saves(self, shape, setting=None, buckets: tuple[int, ...] = (32, 64, 128, 256)) -> Saving:

@@ -132,4 +132,4 @@ def _choose(shape, goal):
 
 register(Lever("int4-tune", "every weight, trained through the int4 file's rounding from the teacher and put on "
                "its grid: every Linear then stays int4", order=50, trains=True, budget_weight=15, continues=True,
-               choose=_choose, run=_run_lever))
+               records_score=True, choose=_choose, run=_run_lever))

@@ -201,11 +201,12 @@ def measure(raw: dict, opts: tuple[str, ...], threads: int, probes: list[tuple[i
 
 
 def fit(raw: dict, probes: list[tuple[int, int]], rounds: list[list[float]], threads: int) -> LatencyModel:
-    """The latency model through the probes' median times, every term kept ≥ 0 (noise can tip a small one below)."""
+    """The latency model through each probe's time in its quickest round (other work on the machine only ever adds
+    time, and on a loaded machine the median round is the load's), every term kept ≥ 0."""
     from scipy.optimize import nnls
 
     probe_shapes = [from_config(probe_config(raw, blocks, width)) for blocks, width in probes]
-    times = np.array([float(np.median(r)) for r in rounds])
+    times = np.array([float(np.min(r)) for r in rounds])
     features = np.array([[1.0, s.layers, _units(s)] for s in probe_shapes])
     scale = features.max(axis=0)  # columns of one magnitude: units run to thousands
     coefficients, _ = nnls(features / scale, times)

@@ -74,7 +74,7 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
     log(f"{len(blocks)} feed-forward blocks {before} -> {options.width} units wide, output projections refitted "
         f"on {texts} texts: dev {metric} {scores['dev_before'][metric]:.2f} -> {scores['dev_narrowed'][metric]:.2f}")
     run = _distil(loaded, teacher, train_split, options) if teacher is not None else None
-    scores["dev_after"] = job.score(loaded, dev, length)
+    scores["dev_after"] = job.score(loaded, dev, length) if run else scores["dev_narrowed"]
     if run:
         log(f"distilled ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {scores['dev_after'][metric]:.2f}")
     accuracy_gate.check("narrow", metric, scores["dev_before"], scores["dev_after"],
@@ -206,5 +206,5 @@ def _choose(shape, goal):
 
 
 register(Lever("narrow", "every feed-forward block's hidden units, each output projection refitted by least squares",
-               order=30, trains=False, setting="units", reshape=lambda shape, width: shape.narrowed(width),
-               choose=_choose, run=_run_lever))
+               order=30, trains=False, records_score=True, setting="units",
+               reshape=lambda shape, width: shape.narrowed(width), choose=_choose, run=_run_lever))

@@ -18,5 +18,5 @@ def _run_lever(step) -> Path:
 
 
 register(Lever("pack", "the checkpoint's storage: int4 weights two to a byte, the rest float16 (the file is the same)",
-               order=60, trains=False, choose=lambda shape, goal: True if "int4-tune" in goal.applied else None,
-               run=_run_lever))
+               order=60, trains=False, records_score=True,
+               choose=lambda shape, goal: True if "int4-tune" in goal.applied else None, run=_run_lever))

@@ -175,21 +175,55 @@ class LeverPlan:
 def make(shape: Shape, goal: Goal, budget=None) -> LeverPlan:
     """The plan for ``shape`` towards ``goal``; ``budget`` (a Budget, or None for the demos' minutes) is split
     across the training steps by their levers' weights."""
-    start, goal.start_macs, goal.applied = shape, goal.start_macs or macs(shape), []
-    chosen = []
-    for lever in all_levers():
-        setting = lever.choose(shape, goal)
-        if setting is None:
-            continue
-        shape = lever.reshape(shape, setting)
-        goal.applied.append(lever.name)
-        chosen.append((lever, setting, file_bytes(shape, goal.buckets), macs(shape), goal.ms(shape)))
+    start, goal.start_macs = shape, goal.start_macs or macs(shape)
+    chosen = _gentlest(start, goal, _choose_all(start, goal, {}))
+    chosen = [(lever, setting, file_bytes(after, goal.buckets), macs(after), goal.ms(after))
+              for lever, setting, _, after in chosen]
     budget = budget if budget is not None else default_budget([lever for lever, *_ in chosen])
     weights = sum(lever.budget_weight for lever, *_ in chosen if lever.trains)
     steps = [PlannedStep(lever, setting, bytes=size, macs=count, ms=ms,
                          budget=budget.scaled(lever.budget_weight / weights) if lever.trains and budget else None)
              for lever, setting, size, count, ms in chosen]
     return LeverPlan(start, goal, steps, budget if weights else None)
+
+
+def _choose_all(shape: Shape, goal: Goal, overrides: dict) -> list[tuple]:
+    """Each lever in order asked what it does at the shapes the ones before it left (``overrides``: a lever's
+    setting given instead); ``(lever, setting, shape before, shape after)`` for those applied."""
+    goal.applied, chosen = [], []
+    for lever in all_levers():
+        setting = overrides[lever.name] if lever.name in overrides else lever.choose(shape, goal)
+        if setting is None:
+            continue
+        before, shape = shape, lever.reshape(shape, setting)
+        goal.applied.append(lever.name)
+        chosen.append((lever, setting, before, shape))
+    return chosen
+
+
+def _gentlest(start: Shape, goal: Goal, chosen: list[tuple]) -> list[tuple]:
+    """Each lever's gentlest setting with which the whole plan still reaches the goal with no lever it did not have:
+    a lever chooses before the ones after it have freed any room, so alone it would cut deeper than needed."""
+    if not goal.reached(chosen[-1][3] if chosen else start):
+        return chosen
+    overrides = {}
+    for lever in [lever for lever, *_ in chosen]:
+        current = {entry[0].name: entry for entry in _choose_all(start, goal, overrides)}
+        if lever.name not in current:
+            continue
+        _, setting, before, _ = current[lever.name]
+        others = _settings(current.values(), but=lever.name)
+        for gentler in lever.gentler(before, goal, setting):
+            trial = _choose_all(start, goal, {**overrides, lever.name: gentler})
+            # the others exactly as they were: a gentler table must not buy narrower blocks or fewer of them
+            if _settings(trial, but=lever.name) == others and goal.reached(trial[-1][3] if trial else start):
+                overrides[lever.name] = gentler
+                break
+    return _choose_all(start, goal, overrides)
+
+
+def _settings(chosen, but: str) -> list[tuple[str, object]]:
+    return [(lever.name, setting) for lever, setting, *_ in chosen if lever.name != but]
 
 
 def default_budget(chosen: list[Lever]):

@@ -244,5 +244,5 @@ def _choose(shape, goal):
 
 
 register(Lever("trim-vocab", "the word table's rows: every piece the training text uses is kept, then the "
-               "vocabulary's own order", order=10, trains=False, setting="pieces",
+               "vocabulary's own order", order=10, trains=False, records_score=True, setting="pieces",
                reshape=lambda shape, pieces: shape.trimmed(pieces), choose=_choose, run=_run_lever))

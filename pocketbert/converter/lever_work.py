@@ -1,0 +1,63 @@
+"""The one command's work folder beside ``--out`` (``OUT.levers``): each step's checkpoint, and ``steps.json``
+recording every step done under a digest of its inputs, so that a rerun skips or continues them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .errors import OutputError
+
+STATE = "steps.json"
+
+
+def work_folder(out: Path) -> Path:
+    return Path(out).with_name(Path(out).name + ".levers")
+
+
+def open_work(out: Path) -> Path:
+    """The work folder beside ``out``: created here, or one an earlier run created (it holds steps.json)."""
+    work = work_folder(out)
+    if work.exists() and not (work / STATE).is_file():
+        raise OutputError(f"{work} exists and was not made by this command (it has no {STATE})",
+                          "move it away, or give another --out")
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / STATE).is_file():
+        save_state(work, {})
+    return work
+
+
+def load_state(work: Path) -> dict:
+    return json.loads((work / STATE).read_text(encoding="utf-8"))
+
+
+def save_state(work: Path, state: dict) -> None:
+    partial = work / (STATE + ".partial")
+    partial.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    partial.replace(work / STATE)
+
+
+def fresh(out: Path) -> Path:
+    """``out``, or ``out-2``, ``out-3``…: a step run again (its inputs changed) never replaces an earlier one."""
+    candidate, number = out, 1
+    while candidate.exists():
+        number += 1
+        candidate = out.with_name(f"{out.name}-{number}")
+    return candidate
+
+
+def digest_inputs(path: Path, task: str, train_limit: int | None, opts: str | None) -> str:
+    """The checkpoint's files, the task (a file by its content), the options the steps read."""
+    hasher = hashlib.sha256()
+    for file in sorted(p for p in path.iterdir() if p.is_file()):
+        hasher.update(file.name.encode())
+        hasher.update(hashlib.sha256(file.read_bytes()).digest())
+    task_file = Path(task)
+    hasher.update(hashlib.sha256(task_file.read_bytes()).digest() if task_file.is_file() else task.encode())
+    hasher.update(json.dumps([train_limit, opts]).encode())
+    return hasher.hexdigest()
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
