@@ -25,7 +25,7 @@ def check(command: str, metric: str, before: dict[str, float], after: dict[str, 
         raise AccuracyLossRefused(message + "; refusing to write a silently degraded checkpoint (nothing was "
                                   "written)", f"{_lever(command)}, or pass --allow-accuracy-loss to accept it "
                                   "(or raise --max-accuracy-drop)")
-    log(f"warning: {message} (accepted: --allow-accuracy-loss)")
+    log(f"warning: {message} (accepted: --allow-accuracy-loss, or a step of the one command, which gates its end)")
     return loss
 
 
