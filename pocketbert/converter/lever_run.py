@@ -70,7 +70,8 @@ def run_levers(run: LeverRun, log=print) -> Path:
         return path
     work = open_work(run.out)
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
-    source, score = _run_steps(run, made, work, start=(str(path), digest_inputs(path, run.task, run.train_limit, run.opts)), dev=dev, log=log)
+    inputs = digest_inputs(path, run.task, run.train_limit, run.opts)
+    source, score = _run_steps(run, made, work, start=(str(path), inputs), dev=dev, log=log)
     gate = teacher - run.max_drop
     if score < gate:
         raise AccuracyLossRefused(
