@@ -29,38 +29,26 @@ build() {
       --fp16 --out "pocketbert/demo_models/$demo-minilm-nonorm-relu" --overwrite
 }
 
-# The phone-sized SST-2 model, from the shipped SST-2 demo (after it, when both are rebuilt): 16,000 pieces (every
-# piece SST-2's training text uses, then the vocabulary's own order), the table factored at rank 160 and the two
-# factors re-tuned by distillation for 8 minutes; then every feed-forward block narrowed from 1,536 to 768 units (the
-# output projections refitted by least squares), every weight trained for 15 minutes through the int4 rounding of its
-# TFLite file, from the SST-2 demo (whose vocabulary the 16,000 pieces come from), and put on that grid; shipped
-# packed: the int4 weights two to a byte, the rest float16. Converted with --max-size 8MB.
+# The phone-sized models: the one command, from the shipped demos (after them, when both are rebuilt). It plans the
+# levers from the demo's shapes (docs/phone-size.md), trains them with the demo as the frozen teacher inside its
+# default budget (20 minutes), gates the result on the dev set and converts it; --save-checkpoint ships the packed
+# checkpoint the file was converted from (int4 weights two to a byte, the rest float16). The levers' own
+# checkpoints stay in models/*-phone.levers (a rerun with a longer --budget resumes them).
+# SST-2 at 8 MB: 16,000 pieces (every piece SST-2's training text uses and a third more), the word table factored at
+# rank 160 and re-tuned, feed-forward blocks narrowed from 1,536 to 768 units (the default 70% of the multiply-adds),
+# every weight tuned through int4 and put on the grid.
 phone() {
-  $PY -m converter factor-embeddings sst2-demo --task glue:sst2 --vocab-size 16000 --rank 160 --retune 8m \
-      --fp16 --out models/sst2-f160 --overwrite
-  $PY -m converter narrow models/sst2-f160 --task glue:sst2 --ffn-width 768 --out models/sst2-f160-w768 --overwrite
-  $PY -m converter int4-tune models/sst2-f160-w768 --teacher sst2-demo --task glue:sst2 --budget 15m \
-      --out models/sst2-f160-w768-int4 --overwrite
-  $PY -m converter int4-tune models/sst2-f160-w768-int4 --task glue:sst2 --budget 0steps --pack \
-      --out pocketbert/demo_models/sst2-minilm-phone --overwrite
+  $PY -m converter sst2-demo --opt nonorm,relu,fold --format tflite --max-size 8MB --buckets 32,64,128 \
+      --recover glue:sst2 --threads 1 --out models/sst2-phone-bundle \
+      --save-checkpoint pocketbert/demo_models/sst2-minilm-phone --overwrite
 }
 
-# The phone-sized NER model, from the shipped CoNLL-2003 demo (after it, when both are rebuilt): the table factored
-# at its full vocabulary (trimming costs NER names) at rank 128 and the factors re-tuned for 8 minutes; every weight
-# trained for 12 minutes through the int4 rounding of its TFLite file, from the unfactored demo; then every
-# feed-forward block narrowed from 1,536 to 768 units (the output projections refitted by least squares) and tuned
-# through int4 again for 15 minutes, and put on that grid (models/ keeps it in float32); shipped packed: the int4
-# weights two to a byte, the rest float16. Converted with --max-size 10MB: every Linear stays int4, and the int4 file
-# holds these weights exactly.
+# CoNLL-2003 at 10 MB: the full vocabulary (a cut costs NER names), the table factored at rank 160, blocks narrowed to
+# 768 units, every weight tuned through int4.
 ner_phone() {
-  $PY -m converter factor-embeddings ner-demo --task conll2003 --rank 128 --retune 8m --out models/ner-f128 --overwrite
-  $PY -m converter int4-tune models/ner-f128 --teacher ner-demo --task conll2003 --budget 12m \
-      --out models/ner-f128-int4 --overwrite
-  $PY -m converter narrow models/ner-f128-int4 --task conll2003 --ffn-width 768 --out models/ner-w768 --overwrite
-  $PY -m converter int4-tune models/ner-w768 --teacher ner-demo --task conll2003 --budget 15m \
-      --out models/ner-w768-int4 --overwrite
-  $PY -m converter int4-tune models/ner-w768-int4 --task conll2003 --budget 0steps --pack \
-      --out pocketbert/demo_models/conll2003-minilm-phone --overwrite
+  $PY -m converter ner-demo --opt nonorm,relu,fold --format tflite --max-size 10MB --buckets 32,64,128 \
+      --recover conll2003 --threads 1 --out models/ner-phone-bundle \
+      --save-checkpoint pocketbert/demo_models/conll2003-minilm-phone --overwrite
 }
 
 tasks=("$@")
