@@ -79,6 +79,14 @@ def test_a_missed_gate_keeps_the_checkpoints_and_a_longer_budget_resumes(user_fi
     assert all((root / "phone" / p).read_bytes() == (last / p).read_bytes() for p in saved)
 
 
+def test_save_checkpoint_needs_the_one_command(user_files, tmp_path):
+    result = CliRunner().invoke(cli, [str(user_files / "teacher"), "--recover", str(user_files / "train.tsv"),
+                                      "--dev", str(user_files / "dev.tsv"), "--save-checkpoint",
+                                      str(tmp_path / "c"), "-o", str(tmp_path / "b")])
+    assert result.exit_code == 2 and "--save-checkpoint only applies with --max-size" in result.output
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
 def test_save_checkpoint_never_replaces_the_teacher(user_files, capsys):
     code, out = _convert(user_files, capsys, "--save-checkpoint", str(user_files / "teacher"), "--overwrite")
     assert code == 6, out

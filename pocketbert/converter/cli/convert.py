@@ -133,6 +133,8 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     if not flags["recover"]:
         _refuse_recovery_flags()
     out = out or default_out(checkpoint, flags["opts"])
+    if save_checkpoint and not flags["max_size"]:
+        raise click.UsageError("--save-checkpoint only applies with --max-size and --recover (the one command)")
     if save_checkpoint:  # an unusable DIR fails now, not after the training
         from ..loading import resolve
         from ..staging import refuse_overlap
