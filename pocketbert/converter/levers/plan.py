@@ -202,8 +202,8 @@ def _choose_all(shape: Shape, goal: Goal, overrides: dict) -> list[tuple]:
 
 
 def _gentlest(start: Shape, goal: Goal, chosen: list[tuple]) -> list[tuple]:
-    """Each lever's gentlest setting with which the whole plan still reaches the goal with no lever it did not have:
-    a lever chooses before the ones after it have freed any room, so alone it would cut deeper than needed."""
+    """Each lever's gentlest setting with which the whole plan still reaches the goal with every other lever as it
+    was: a lever chooses before the ones after it have freed any room, so alone it would cut deeper than needed."""
     if not goal.reached(chosen[-1][3] if chosen else start):
         return chosen
     overrides = {}
