@@ -102,7 +102,6 @@ def test_gates_refuse_another_tasks_dev_file(sst2_bundle, data_dir, tmp_path):
 @pytest.mark.parametrize("labels, problem", [
     (["2", "0"], "label id(s) ['2']"),
     (["acceptable", "unacceptable"], "labels ['acceptable', 'unacceptable'] that the bundle"),
-    (["LABEL_1"], "would be scored against the wrong outputs"),  # read as id 0, the bundle's LABEL_0
 ])
 def test_gates_refuse_a_dev_file_whose_labels_the_bundle_lacks(sst2_bundle, data_dir, tmp_path, labels, problem):
     dev = tmp_path / "dev.tsv"
@@ -110,6 +109,20 @@ def test_gates_refuse_a_dev_file_whose_labels_the_bundle_lacks(sst2_bundle, data
     result = _run(["gates", sst2_bundle, "--dev", dev, "--data-dir", data_dir])
     assert result.exit_code == 3, result.output
     assert problem in " ".join(result.output.split())
+
+
+def test_gates_score_label_names_through_the_bundles_order(sst2_bundle, data_dir, tmp_path):
+    """A file naming only LABEL_1 numbers it 0 when read; scoring maps the name to the bundle's id 1, so every
+    artifact scores exactly as with the id written out (7 sentences: read as id 0, the score would be 100 minus it)."""
+    from pocketbert.benchmarks import gates
+
+    scores = {}
+    for name, label in (("names", "LABEL_1"), ("ids", "1")):
+        dev = tmp_path / f"{name}.tsv"
+        dev.write_text("sentence\tlabel\n" + "".join(f"some sentence {i} .\t{label}\n" for i in range(7)))
+        rows = gates.check(Path(sst2_bundle), dev=dev, data_dir=data_dir, progress=lambda *a: None)
+        scores[name] = {r["runner"]: r["score"] for r in rows}
+    assert scores["names"] == scores["ids"] and len(scores["ids"]) >= 2
 
 
 def test_gates_score_a_dev_file_of_the_bundles_own_task(sst2_bundle, data_dir, tmp_path):

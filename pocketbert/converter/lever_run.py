@@ -29,6 +29,7 @@ from .levers import Step, latency, shapes
 from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
 from .levers import plan as planning
 from .opts import parse_opts
+from .training_record import shipped_scores
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
@@ -220,9 +221,7 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
 
 def _recorded_score(path: Path, dev, what: str, log) -> float | None:
     """The dev score the lever recorded for its output (``checkpoint_job.record_shipped``), scored on this dev set."""
-    record = json.loads((path / "training.json").read_text(encoding="utf-8"))
-    scores = record.get("dev_scores") or {}
-    scores = scores.get("shipped", {}) if "recovered" in scores else scores
+    scores = shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
     if dev.metric not in scores:
         return None
     log(f"  dev {dev.metric} {what}: {scores[dev.metric]:.2f}")

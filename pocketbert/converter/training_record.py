@@ -21,6 +21,13 @@ def training_record(checkpoint: Path) -> dict | None:
     return record
 
 
+def shipped_scores(record: dict) -> dict[str, float]:
+    """The dev scores of the model a record describes: its shipped row, else its recovered row (a recovery record
+    holds teacher / without / recovered rows), else the record's own scores."""
+    scores = record.get("dev_scores") or {}
+    return scores.get("shipped", scores.get("recovered", scores))
+
+
 def task_file(checkpoint: Path, split: str, data_dir=None) -> Path | None:
     """The ``split`` ("train" or "dev") file of the task ``checkpoint`` was trained on, when it is known
     and readable.  A short task name resolves against the data directory first (the recorded path may be

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..training_record import shipped_scores
+
 DATA_NOTES = {
     "glue:sst2": ("SST-2 (GLUE)", "Stanford Sentiment Treebank, movie-review phrases; GLUE distribution"),
     "glue:mrpc": ("MRPC (GLUE)", "Microsoft Research Paraphrase Corpus; GLUE distribution"),
@@ -13,9 +15,7 @@ DATA_NOTES = {
 
 
 def model_card(record: dict) -> str:
-    dev = record["dev_scores"]
-    # a recovery record holds teacher / without / recovered (/ shipped, after trim-vocab) scores
-    dev = dev.get("shipped", dev.get("recovered", dev))
+    dev = shipped_scores(record)
     scores = ", ".join(f"{k} {v:.2f}" for k, v in dev.items())
     lines = _summary(record, scores) + _shipped_check(record)
     if record.get("vocab_trim"):
