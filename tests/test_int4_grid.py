@@ -69,8 +69,14 @@ def test_simulation_rounds_every_linear_and_the_word_table_and_leaves_the_weight
         assert not torch.equal(plain, simulated)
         torch.testing.assert_close(loaded.model(**inputs).logits, plain, rtol=0, atol=0)  # detached again
         assert all(torch.equal(v, before[k]) for k, v in loaded.model.state_dict().items())
+        assert not int4_grid.is_snapped(loaded.model)
         int4_grid.snap(loaded.model)
         torch.testing.assert_close(loaded.model(**inputs).logits, simulated, rtol=1e-5, atol=1e-6)
+        # once snapped, rounding changes nothing, bit for bit: the simulation is the model
+        assert int4_grid.is_snapped(loaded.model)
+        snapped = loaded.model(**inputs).logits
+        with int4_grid.simulated(loaded.model):
+            assert torch.equal(loaded.model(**inputs).logits, snapped)
 
 
 def test_tuned_checkpoint_is_on_the_grid_and_records_what_was_done(tuned):
@@ -159,6 +165,20 @@ def packed(tuned, tmp_path_factory):
     options = Int4Options(budget=parse_budget("0steps"), pack=True, data_dir=DATA)
     out = tmp_path_factory.mktemp("packed") / "model"
     return int4_tune_checkpoint(str(path), "glue:sst2", out, options, log=lambda *_: None)
+
+
+def test_packing_a_tuned_checkpoint_scores_it_on_the_grid_only_when_its_scores_are_not_given(tuned, packed, tmp_path):
+    """The tuned weights are on the grid: packing scores them once (float, which is the on-grid score), exactly the
+    tuned checkpoint's recorded score; given that score (as the one command passes the step before's), none."""
+    _, path, tuned_record = tuned
+    grid = packed[1]["int4_grid"]
+    assert grid["dev_float"] == grid["dev_int4_before"] == tuned_record["int4_grid"]["dev_after"]
+    given = {"accuracy": 12.34}  # no share of 872 dev sentences: taken as it is, never scored again
+    options = Int4Options(budget=parse_budget("0steps"), pack=True, data_dir=DATA)
+    _, record = int4_tune_checkpoint(str(path), "glue:sst2", tmp_path / "model", options, log=lambda *_: None,
+                                     source_scores=given)
+    assert record["int4_grid"]["dev_float"] == record["int4_grid"]["dev_int4_before"] == given
+    assert record["int4_grid"]["dev_after"] == grid["dev_after"]
 
 
 def test_packing_stores_two_values_a_byte_low_nibble_first():

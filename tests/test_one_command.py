@@ -130,3 +130,27 @@ def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints
     text = "\n".join(printed)
     assert "1. factor-embeddings rank 16" in text and "trim-vocab" not in text and "no int4 tuning" in text
     assert text.index("plan from the shapes") < text.index("step 1 of 1: factor-embeddings")
+
+
+def test_a_step_given_its_sources_scores_does_not_score_its_source_again(tokenizer, tmp_path):
+    """The one command hands each step the dev scores the step before recorded (the same dev file): trim-vocab,
+    factor-embeddings and narrow record those as their "before" scores instead of scoring the source again
+    (12.34: no share of 872 dev sentences, so a re-scored source would show)."""
+    from pocketbert.converter.levers.factor_embeddings import FactorOptions, factor_checkpoint
+    from pocketbert.converter.levers.narrow import NarrowOptions, narrow_checkpoint
+    from pocketbert.converter.levers.vocab_trim import trim_checkpoint
+
+    source = str(build_checkpoint(tmp_path / "source", "bert", tokenizer, labels=("negative", "positive")))
+    given, quiet = {"accuracy": 12.34}, (lambda *_: None)
+    _, trimmed = trim_checkpoint(source, "glue:sst2", 2500, tmp_path / "trim", data_dir=DATA, train_limit=16,
+                                 log=quiet, source_scores=given)
+    _, factored = factor_checkpoint(source, "glue:sst2", tmp_path / "factor",
+                                    FactorOptions(rank=8, retune=None, train_limit=16, data_dir=DATA), log=quiet,
+                                    source_scores=given)
+    _, narrowed = narrow_checkpoint(source, "glue:sst2", tmp_path / "narrow",
+                                    NarrowOptions(width=32, texts=16, train_limit=16, data_dir=DATA), log=quiet,
+                                    source_scores=given)
+    befores = [record[key]["dev_before"] for record, key in
+               ((trimmed, "vocab_trim"), (factored, "factored_embeddings"), (narrowed, "narrow"))]
+    assert befores == [given] * 3
+    assert all(record["dev_scores"]["accuracy"] != 12.34 for record in (trimmed, factored, narrowed))  # scored after

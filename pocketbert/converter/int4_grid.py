@@ -72,6 +72,13 @@ def snap(model: nn.Module) -> int:
     return len(modules)
 
 
+def is_snapped(model: nn.Module) -> bool:
+    """Whether every :func:`quantised` weight is on its grid already (as :func:`snap` leaves it, bit for bit): then
+    :func:`simulated` computes exactly what the model computes."""
+    with torch.no_grad():
+        return all(torch.equal(rounded(module.weight), module.weight) for _, module in quantised(model))
+
+
 def on_grid(weight: np.ndarray, tolerance: float = 1e-3) -> bool:
     """Whether every row of ``weight`` ([out, in]) is a multiple of its own ``max|w| / 7`` (float rounding
     allowed): what :func:`snap` leaves and min-max clipping reproduces."""

@@ -179,7 +179,7 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
     """Each planned step in order, skipping or continuing those done; returns (last checkpoint, its dev score)."""
     source, key = start
     teacher, recover = run.checkpoint, made.goal.recover
-    score = None
+    score = recorded = None
     for index, planned in enumerate(made.steps, 1):
         key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
         state = load_state(work)
@@ -187,12 +187,13 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
         step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
                     dev=run.dev,
                     setting=planned.setting, budget=planned.budget, opts=recover, data_dir=run.data_dir,
-                    threads=run.threads, train_limit=run.train_limit, log=log)
+                    threads=run.threads, train_limit=run.train_limit, log=log, source_scores=recorded)
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
         done = _step(planned, step, done, work=work, dev=dev, log=log)
         state[key] = done
         save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
+        recorded = _recorded_scores(work / done["out"]) if planned.lever.records_score else None
         teacher = source if planned.lever.new_teacher else teacher
         key = digest(key, json.dumps(done["budget"]))
     return source, score
@@ -208,8 +209,9 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
             log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
             return done
         continued = done.get("continued", 0) + 1
-        step = replace(step, source=str(work / done["out"]), budget=more,
-                       out=step.out.with_name(f"{step.out.name}-more{continued}"))
+        mine = work / done["out"]
+        step = replace(step, source=str(mine), budget=more, out=step.out.with_name(f"{step.out.name}-more{continued}"),
+                       source_scores=_recorded_scores(mine) if planned.lever.records_score else None)
         log(f"  continued from {work / done['out']} for {more.describe()} more")
     path = Path(planned.lever.run(replace(step, out=fresh(step.out))))
     what = f"after {planned.lever.name}"
@@ -219,9 +221,15 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
             "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
 
 
+def _recorded_scores(path: Path) -> dict[str, float]:
+    """The dev scores a lever recorded for its output (``checkpoint_job.record_shipped``), taken on this run's dev
+    set: every step is given the same one."""
+    return shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
+
+
 def _recorded_score(path: Path, dev, what: str, log) -> float | None:
-    """The dev score the lever recorded for its output (``checkpoint_job.record_shipped``), scored on this dev set."""
-    scores = shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
+    """The dev score the lever recorded for its output, or None when it recorded none in the dev set's metric."""
+    scores = _recorded_scores(path)
     if dev.metric not in scores:
         return None
     log(f"  dev {dev.metric} {what}: {scores[dev.metric]:.2f}")

@@ -87,6 +87,8 @@ class Step:
     threads: int | None = None
     train_limit: int | None = None
     log: Callable = print
+    #: the source's dev scores on this dev set, recorded by the step before (None: the lever scores its source)
+    source_scores: dict | None = None
 
 
 LEVERS: Registry[Lever] = Registry("lever", __name__)

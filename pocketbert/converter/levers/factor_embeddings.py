@@ -46,9 +46,9 @@ class FactorOptions(job.CheckpointJobOptions):
 
 
 def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOptions, log=print,
-                      dev: str | None = None) -> tuple[Path, dict]:
+                      dev: str | None = None, source_scores: dict | None = None) -> tuple[Path, dict]:
     """Trim (optionally), factor and re-tune ``checkpoint``'s word embeddings; write the checkpoint.  ``dev``: the dev
-    file, when ``task`` is a training file."""
+    file, when ``task`` is a training file; ``source_scores``: the checkpoint's dev scores on it, when known."""
     refuse_as_output(out, source=checkpoint)
     if options.vocab_size:
         check_vocab_size(checkpoint, options.vocab_size)
@@ -59,7 +59,7 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
     train, dev = job.splits(task, options.data_dir, options.train_limit, dev)
     student = loading.load(checkpoint)
     metric, length = train.metric, eval_length(student)
-    scores = {"dev_before": _score(student, student.tokenizer, dev, length)}
+    scores = {"dev_before": source_scores or _score(student, student.tokenizer, dev, length)}
     report, tokenizer = {}, student.tokenizer
     if options.vocab_size:
         tokenizer, report["vocab_trim"] = trim(student.model, student.tokenizer, train.texts, options.vocab_size,
@@ -142,7 +142,8 @@ def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
 def _run_lever(step) -> Path:
     options = FactorOptions(rank=step.setting, allow_accuracy_loss=True, retune=budget_text(step.budget),
                             threads=step.threads, train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
+    path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
+                                source_scores=step.source_scores)
     return path
 
 

@@ -39,10 +39,10 @@ class Int4Options(job.CheckpointJobOptions):
 
 
 def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Options, log=print,
-                        dev: str | None = None) -> tuple[Path, dict]:
+                        dev: str | None = None, source_scores: dict | None = None) -> tuple[Path, dict]:
     """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
     (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint).  ``dev``: the dev file
-    beside a training file ``task``."""
+    beside a training file ``task``; ``source_scores``: the checkpoint's dev scores on it, when they are known."""
     refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit, dev)
@@ -51,9 +51,8 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     tunes = options.budget.steps != 0
     teacher = frozen_teacher(options.teacher or str(student.checkpoint), student, train_split) if tunes else None
     metric, length = train_split.metric, eval_length(student)
-    scores = {"dev_float": job.score(student, dev, length)}
-    with int4_grid.simulated(student.model):
-        scores["dev_int4_before"] = job.score(student, dev, length)
+    scores = {"dev_float": source_scores or job.score(student, dev, length)}
+    scores["dev_int4_before"] = _grid_scores(student, dev, length, scores["dev_float"])
     log(f"dev {metric}: float {scores['dev_float'][metric]:.2f}, its weights on the int4 grid "
         f"{scores['dev_int4_before'][metric]:.2f}")
     run = _tune(student, teacher, train_split, options) if teacher is not None else None
@@ -71,6 +70,15 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     path = job.write(student.model, student.tokenizer, out, overwrite=options.overwrite, record=record,
                      transforms=job.saved_transforms(student.model.config), int4=options.pack, fp16=options.pack)
     return path, record
+
+
+def _grid_scores(student, dev, length: int, float_scores: dict) -> dict:
+    """The dev scores with every weight rounded to its int4 grid: the float scores when the weights are on it
+    already (a tuned checkpoint being packed), since rounding then changes nothing."""
+    if int4_grid.is_snapped(student.model):
+        return float_scores
+    with int4_grid.simulated(student.model):
+        return job.score(student, dev, length)
 
 
 def _snap(model, pack: bool) -> int:
@@ -120,7 +128,8 @@ def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLo
 def _run_lever(step) -> Path:
     options = Int4Options(teacher=step.teacher, allow_accuracy_loss=True, budget=step.budget, threads=step.threads,
                           train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
+    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
+                                   source_scores=step.source_scores)
     return path
 
 

@@ -48,10 +48,10 @@ class NarrowOptions(job.CheckpointJobOptions):
 
 
 def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOptions, log=print,
-                      dev: str | None = None) -> tuple[Path, dict]:
+                      dev: str | None = None, source_scores: dict | None = None) -> tuple[Path, dict]:
     """Keep ``options.width`` units of every feed-forward block of ``checkpoint``, refit each block's output
     projection on ``task``'s training text, optionally distil, and write the result with its record.  ``dev``: the
-    dev file, when ``task`` is a training file."""
+    dev file, when ``task`` is a training file; ``source_scores``: the checkpoint's dev scores on it, when known."""
     refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit, dev)
@@ -62,7 +62,7 @@ def narrow_checkpoint(checkpoint: str, task: str, out: Path, options: NarrowOpti
     distils = options.budget.steps != 0
     teacher = frozen_teacher(options.teacher or checkpoint, loaded, train_split) if distils else None
     metric, length = train_split.metric, eval_length(loaded)
-    scores = {"dev_before": job.score(loaded, dev, length)}
+    scores = {"dev_before": source_scores or job.score(loaded, dev, length)}
     batches = _texts(loaded, train_split, options.texts)
     texts = sum(len(batch["input_ids"]) for batch in batches)
     model.eval()
@@ -188,7 +188,8 @@ def _run_lever(step) -> Path:
     # a step of a plan may lose accuracy that a later step wins back: the plan gates its end against the teacher
     options = NarrowOptions(width=step.setting, allow_accuracy_loss=True, threads=step.threads,
                             train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = narrow_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
+    path, _ = narrow_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
+                                source_scores=step.source_scores)
     return path
 
 

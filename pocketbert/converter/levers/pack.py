@@ -13,7 +13,8 @@ from .int4_tune import Int4Options, int4_tune_checkpoint
 def _run_lever(step) -> Path:
     options = Int4Options(budget=parse_budget("0steps"), allow_accuracy_loss=True, pack=True, threads=step.threads,
                           train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev)
+    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
+                                   source_scores=step.source_scores)
     return path
 
 

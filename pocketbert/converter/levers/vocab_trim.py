@@ -160,20 +160,21 @@ def trim(model, tokenizer, texts, size: int, check_texts=None):
 def trim_checkpoint(checkpoint: str, task: str, size: int, out: Path, *, data_dir=None, fp16: bool = False,
                     retune: str | None = None, retune_lr: float = 3e-5, threads: int | None = None,
                     train_limit: int | None = None, overwrite: bool = False, log=print,
-                    dev: str | None = None) -> tuple[Path, dict]:
+                    dev: str | None = None, source_scores: dict | None = None) -> tuple[Path, dict]:
     """``pocketbert-convert trim-vocab``: trim a checkpoint to ``task``'s text and write it, with the dev
     score before and after in training.json and the model card.
 
     ``retune`` (a budget such as ``15m``): then distil the trimmed model from the untrimmed one on the
     task's training text (:mod:`.distill.retokenized`), which wins back what the new segmentation of
-    rare words costs (names in NER above all).  ``dev``: the dev file, when ``task`` is a training file."""
+    rare words costs (names in NER above all).  ``dev``: the dev file, when ``task`` is a training file;
+    ``source_scores``: the checkpoint's dev scores on it, when known."""
     job.begin(out, overwrite, threads)
     budget = parse_budget(retune) if retune else None
     train, dev = job.splits(task, data_dir, train_limit, dev)
     loaded = loading.load(checkpoint)
     teacher = loading.load(checkpoint).model if budget else None  # the untrimmed model, to distil from
     trimmed = _Trimmed(loaded, dev)
-    before = trimmed.score(loaded.tokenizer)
+    before = source_scores or trimmed.score(loaded.tokenizer)
     tokenizer, report = trim(loaded.model, loaded.tokenizer, train.texts, size, check_texts=dev.texts)
     after = trimmed.score(tokenizer)
     metric = train.metric
@@ -228,7 +229,7 @@ def _retune(teacher, loaded, tokenizer, train, trimmed: _Trimmed, budget, lr: fl
 def _run_lever(step) -> Path:
     path, _ = trim_checkpoint(step.source, step.task, step.setting, step.out, data_dir=step.data_dir,
                               threads=step.threads, train_limit=step.train_limit, overwrite=True, log=step.log,
-                              dev=step.dev)
+                              dev=step.dev, source_scores=step.source_scores)
     return path
 
 
