@@ -193,7 +193,7 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
         state[key] = done
         save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
-        recorded = _recorded_scores(work / done["out"]) if planned.lever.records_score else None
+        recorded = _recorded_scores(work / done["out"], dev.metric) if planned.lever.records_score else None
         teacher = source if planned.lever.new_teacher else teacher
         key = digest(key, json.dumps(done["budget"]))
     return source, score
@@ -211,7 +211,7 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
         continued = done.get("continued", 0) + 1
         mine = work / done["out"]
         step = replace(step, source=str(mine), budget=more, out=step.out.with_name(f"{step.out.name}-more{continued}"),
-                       source_scores=_recorded_scores(mine) if planned.lever.records_score else None)
+                       source_scores=_recorded_scores(mine, dev.metric) if planned.lever.records_score else None)
         log(f"  continued from {work / done['out']} for {more.describe()} more")
     path = Path(planned.lever.run(replace(step, out=fresh(step.out))))
     what = f"after {planned.lever.name}"
@@ -221,16 +221,17 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
             "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
 
 
-def _recorded_scores(path: Path) -> dict[str, float]:
+def _recorded_scores(path: Path, metric: str | None = None) -> dict[str, float] | None:
     """The dev scores a lever recorded for its output (``checkpoint_job.record_shipped``), taken on this run's dev
-    set: every step is given the same one."""
-    return shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
+    set: every step is given the same one.  None when they lack ``metric``: the next step then scores its source."""
+    scores = shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
+    return scores if metric is None or metric in scores else None
 
 
 def _recorded_score(path: Path, dev, what: str, log) -> float | None:
     """The dev score the lever recorded for its output, or None when it recorded none in the dev set's metric."""
-    scores = _recorded_scores(path)
-    if dev.metric not in scores:
+    scores = _recorded_scores(path, dev.metric)
+    if scores is None:
         return None
     log(f"  dev {dev.metric} {what}: {scores[dev.metric]:.2f}")
     return scores[dev.metric]
