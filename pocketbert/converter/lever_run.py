@@ -29,7 +29,7 @@ from .levers import Step, latency, shapes
 from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
 from .levers import plan as planning
 from .opts import parse_opts
-from .training_record import shipped_scores
+from .training_record import shipped_scores, training_record
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
@@ -224,7 +224,7 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
 def _recorded_scores(path: Path, metric: str | None = None) -> dict[str, float] | None:
     """The dev scores a lever recorded for its output (``checkpoint_job.record_shipped``), taken on this run's dev
     set: every step is given the same one.  None when they lack ``metric``: the next step then scores its source."""
-    scores = shipped_scores(json.loads((path / "training.json").read_text(encoding="utf-8")))
+    scores = shipped_scores(training_record(path) or {})
     return scores if metric is None or metric in scores else None
 
 
