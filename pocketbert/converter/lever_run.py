@@ -221,11 +221,11 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
             "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
 
 
-def _recorded_scores(path: Path, metric: str | None = None) -> dict[str, float] | None:
+def _recorded_scores(path: Path, metric: str) -> dict[str, float] | None:
     """The dev scores a lever recorded for its output (``checkpoint_job.record_shipped``), taken on this run's dev
     set: every step is given the same one.  None when they lack ``metric``: the next step then scores its source."""
     scores = shipped_scores(training_record(path) or {})
-    return scores if metric is None or metric in scores else None
+    return scores if metric in scores else None
 
 
 def _recorded_score(path: Path, dev, what: str, log) -> float | None:
