@@ -53,13 +53,13 @@ def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_s
     examples = _examples(spec, (16, 32))
     assert not signatures.two_processes_pay(spec.model, 2, threads=2)  # a tiny model: one process is quicker
     assert signatures.export_in_two_processes(spec.model, examples, tmp_path / "two.tflite")
+    one = signatures.converted(spec.model, examples)
+    assert signatures.same_outputs((tmp_path / "two.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
     monkeypatch.setattr(signatures.sys, "executable", "/bin/false")  # the second process fails
     assert not signatures.export_in_two_processes(spec.model, examples, tmp_path / "failed.tflite")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["two.tflite"]  # nothing half-written, no work left
     monkeypatch.setattr(signatures, "MIN_PARAMETERS", 0)
     spec.threads = 2
     get("tflite").export(spec, tmp_path / "fallback.tflite")  # the backend then exports in one process
+    assert signatures.same_outputs((tmp_path / "fallback.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
     assert np.all([p.name != ".fallback.tflite.second-process" for p in tmp_path.iterdir()])
-    # the one-process export (the fallback, which is the one conversion) is the reference for the two processes'
-    one = (tmp_path / "fallback.tflite").read_bytes()
-    assert signatures.same_outputs((tmp_path / "two.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
