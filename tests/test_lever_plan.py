@@ -15,9 +15,9 @@ DEMO = Path(__file__).resolve().parents[1] / "pocketbert" / "demo_models"
 PHONE_BUCKETS = (32, 64, 128)
 
 
-@pytest.mark.parametrize("name, measured", [("sst2-minilm-phone", 6_005_779), ("conll2003-minilm-phone", 6_884_884)])
+@pytest.mark.parametrize("name, measured", [("sst2-minilm-phone", 6_005_779), ("conll2003-minilm-phone", 9_971_764)])
 def test_the_shapes_predict_the_shipped_phone_files(name, measured):
-    """The int4 files set-up command 1 writes from the shipped phone checkpoints (2026-11-28), within 1%."""
+    """The int4 files set-up command 1 writes from the shipped phone checkpoints (2026-11-28, -29), within 1%."""
     predicted = shapes.file_bytes(shapes.read(DEMO / name), PHONE_BUCKETS)
     assert abs(predicted - measured) / measured < 0.01
 

@@ -55,8 +55,9 @@ BUILTIN = {model.name: model for model in [
         default_task="classification", directory="sst2-minilm-nonorm-relu"),
     BuiltinModel(
         name="sst2-phone",
-        description="demo: the SST-2 demo for phones: 16,000 word pieces, word embeddings factored at rank 160 "
-                    "(stores the factors only, the rest is sst2-demo's; demo_models/sst2-minilm-phone of a checkout)",
+        description="demo: the SST-2 demo for phones: 16,000 word pieces, word embeddings factored at rank 160, "
+                    "feed-forward blocks narrowed to 768 units, every weight tuned through int4 and stored as int4 "
+                    "(demo_models/sst2-minilm-phone of a checkout)",
         default_task="classification", directory="sst2-minilm-phone"),
     BuiltinModel(
         name="ner-demo",
@@ -65,8 +66,9 @@ BUILTIN = {model.name: model for model in [
         default_task="ner", directory="conll2003-minilm-nonorm-relu"),
     BuiltinModel(
         name="ner-phone",
-        description="demo: the CoNLL-2003 NER demo for phones: word embeddings factored at rank 128, every weight "
-                    "tuned through int4 and stored as int4 (demo_models/conll2003-minilm-phone of a checkout)",
+        description="demo: the CoNLL-2003 NER demo for phones: word embeddings factored at rank 288, feed-forward "
+                    "blocks narrowed to 1,024 units, every weight tuned through int4 and stored as int4 "
+                    "(demo_models/conll2003-minilm-phone of a checkout)",
         default_task="ner", directory="conll2003-minilm-phone"),
     BuiltinModel(
         name="minilm",
