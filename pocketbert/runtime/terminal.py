@@ -32,8 +32,8 @@ def styled(markup: str, *values: object) -> Text:
 
 
 def command_name() -> str:
-    """How this command line was started: ``python -m pocketbert.converter`` (or, in a checkout, the
-    forwarding ``python -m converter``) as typed, else the console script's name (``pocketbert-convert``)."""
+    """How this command line was started: ``python -m`` and the module as typed (``pocketbert.converter``, or in a
+    checkout its forwarding module ``converter``), else the console script's name (``pocketbert-convert``)."""
     argv = getattr(sys, "orig_argv", sys.argv)
     if Path(sys.argv[0]).name == "__main__.py" and "-m" in argv[1:]:
         module = argv[argv.index("-m", 1) + 1:][:1]
