@@ -171,6 +171,8 @@ LONGEST_FIRST = (
     "tests/test_new_task.py",
     "tests/test_distill.py",
     "tests/test_fake_quant.py",
+    # after the modules above, so that the browser bundles it shares with test_web_demo.py are built by then
+    "tests/test_android_apk.py",
     # single tests of one to two minutes (the README's quick start, real-MiniLM conversions and training):
     # late in file order, they would end the run alone
     "tests/test_readme.py",

@@ -69,6 +69,6 @@ await build({ entryPoints: [join(HERE, 'src', 'main.js')], bundle: true, format:
 // import.meta, empty in a classic script) is never used there
 await build({ entryPoints: [join(HERE, 'src', 'measure-worker.js')], bundle: true, format: 'iife', target: 'es2022',
   outfile: join(opts.out, 'measure-worker.js'), logLevel: 'warning', logOverride: { 'empty-import-meta': 'silent' } });
-for (const name of ['index.html', 'style.css']) copyFileSync(join(HERE, name), join(opts.out, name));
+for (const name of ['index.html', 'boot.js', 'style.css']) copyFileSync(join(HERE, name), join(opts.out, name));
 for (const task of ['ner', 'classification']) if (opts[task]) copyBundle(opts[task], task, opts.out);
 console.log(`built ${opts.out}`);

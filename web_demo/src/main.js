@@ -59,9 +59,11 @@ function bundleName(manifest) {
 function describe(p) {
   const a = p.bundle.artifact;
   status(`ready: ${p.task}`);
+  const lite = p.info.runtime;
   $('bundle').textContent = `${bundleName(p.bundle.manifest)} (${p.task}), ${a.recipe}: ${a.file}, `
     + `${(p.bundle.model.length / 1e6).toFixed(1)} MB, every file SHA-256 checked; `
-    + `buckets ${p.model.buckets.join(', ')}; from ${p.bundle.where}; pin sha256 ${p.bundle.pin}`;
+    + `buckets ${p.model.buckets.join(', ')}; from ${p.bundle.where}; pin sha256 ${p.bundle.pin}; `
+    + `LiteRT.js ${lite.file} (${lite.simd}, ${lite.threads} thread${lite.threads === 1 ? '' : 's'})`;
   $('bundle').hidden = false;
 }
 
@@ -288,5 +290,22 @@ drop.addEventListener('drop', async (e) => {
   drop.classList.remove('over');
   loadFiles(await filesOfDrop(e.dataTransfer.items));
 });
+/** Measure as the URL asks (?measure=1&warmup=N&runs=N: the Android app's intent extras), handing the record, or
+ * what went wrong, to the app's shell when there is one. */
+async function measureFromUrl() {
+  for (const name of ['warmup', 'runs']) if (params.has(name)) $(name).value = params.get(name);
+  document.querySelector('details.measure').open = true;
+  const record = await measure();
+  const report = record ?? { error: $('error').hidden ? 'the measurement did not finish' : $('error').textContent };
+  window.PocketBertShell?.measured(JSON.stringify(report));
+  return record;
+}
+
+// the Android app's WebView: no drag and drop or file picker there, a layout for the phone's screen
+if (params.get('shell') === 'android') {
+  document.body.classList.add('app');
+  document.querySelector('h1').textContent = 'PocketBERT on this phone';
+}
 setTask(task);
 demo.ready = params.get('autorun') === '0' ? Promise.resolve(null) : run();
+if (params.get('measure') === '1') demo.measuredFromUrl = demo.ready.then(measureFromUrl);
