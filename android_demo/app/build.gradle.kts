@@ -9,7 +9,7 @@ android {
 
     defaultConfig {
         applicationId = "pocketbert.demo"
-        minSdk = 23
+        minSdk = 24  // the core uses String.chars(), codePoints() and streams: API 24
         targetSdk = 35
         versionCode = 1
         versionName = "0.1.0"

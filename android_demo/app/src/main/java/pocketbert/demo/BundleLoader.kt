@@ -31,7 +31,7 @@ class BundleLoader(private val assets: AssetManager, private val threads: Int) {
         if (manifest.task() != task) {
             throw BundleException(
                 "assets/$dir holds a ${manifest.task()} bundle, not $task",
-                "copy bundles with android_demo/copy_bundle.sh, which puts each in the folder of its task",
+                "copy bundles with android_demo/copy_bundle.sh, which puts each in the folder of its task"
             )
         }
         val artifact = manifest.chooseArtifact("tflite", files, null)
@@ -50,7 +50,7 @@ class BundleLoader(private val assets: AssetManager, private val threads: Int) {
             return when (manifest.task()) {
                 "ner" -> LoadedBundle.Ner(manifest, artifact, runner, Pipelines.ner(manifest, artifact, tokenizer, runner))
                 else -> LoadedBundle.Classifier(
-                    manifest, artifact, runner, Pipelines.classifier(manifest, artifact, tokenizer, runner),
+                    manifest, artifact, runner, Pipelines.classifier(manifest, artifact, tokenizer, runner)
                 )
             }
         } catch (e: RuntimeException) {

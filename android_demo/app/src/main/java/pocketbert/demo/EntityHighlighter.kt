@@ -11,7 +11,7 @@ object EntityHighlighter {
         "PER" to 0xFFFFCDD2.toInt(),
         "ORG" to 0xFFBBDEFB.toInt(),
         "LOC" to 0xFFC8E6C9.toInt(),
-        "MISC" to 0xFFFFF59D.toInt(),
+        "MISC" to 0xFFFFF59D.toInt()
     )
     private val palette = intArrayOf(0xFFE1BEE7.toInt(), 0xFFFFE0B2.toInt(), 0xFFB2EBF2.toInt(), 0xFFD7CCC8.toInt())
 

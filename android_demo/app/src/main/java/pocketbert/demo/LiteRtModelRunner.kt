@@ -30,7 +30,7 @@ class LiteRtModelRunner(model: ByteBuffer, threads: Int) : ModelRunner {
                 throw ModelException(
                     "input $name of $signatureKey is ${expected.dataType()} ${expected.shape().contentToString()}, " +
                         "not INT32 ${tensor.shape().contentToString()}",
-                    "convert the model again with pocketbert (TFLite inputs are int32 [1, length])",
+                    "convert the model again with pocketbert (TFLite inputs are int32 [1, length])"
                 )
             }
             val buffer = ByteBuffer.allocateDirect(4 * tensor.data().size).order(ByteOrder.nativeOrder())
@@ -45,7 +45,7 @@ class LiteRtModelRunner(model: ByteBuffer, threads: Int) : ModelRunner {
                 .order(ByteOrder.nativeOrder())
         }
         interpreter.runSignature(feeds, outputs, signatureKey)
-        return names.associateWith { name -> read(signatureKey, name, outputs.getValue(name) as ByteBuffer) }
+        return names.asList().associateWith { name -> read(signatureKey, name, outputs.getValue(name) as ByteBuffer) }
     }
 
     private fun read(signatureKey: String, name: String, buffer: ByteBuffer): OutputTensor {
@@ -75,7 +75,7 @@ class LiteRtModelRunner(model: ByteBuffer, threads: Int) : ModelRunner {
 
     private fun unsupported(type: DataType, name: String) = ModelException(
         "output $name is $type; the pipelines read float32 or int8 logits",
-        "convert the model again with pocketbert",
+        "convert the model again with pocketbert"
     )
 
     override fun close() = interpreter.close()

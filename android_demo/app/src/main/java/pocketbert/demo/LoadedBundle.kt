@@ -17,7 +17,7 @@ sealed class LoadedBundle(val manifest: Manifest, val artifact: Artifact, privat
         manifest: Manifest,
         artifact: Artifact,
         runner: ModelRunner,
-        val pipeline: TextClassificationPipeline,
+        val pipeline: TextClassificationPipeline
     ) : LoadedBundle(manifest, artifact, runner)
 
     /** One line for the status area: what runs, and the manifest's notes (e.g. an untrained head). */

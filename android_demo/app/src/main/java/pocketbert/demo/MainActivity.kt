@@ -85,7 +85,7 @@ class MainActivity : Activity() {
                     Runnable { showEntities(text, entities) }
                 } else {
                     val bundle = classifier ?: throw IllegalStateException(
-                        getString(R.string.missing_bundle, "classification", CLASSIFICATION_DIR),
+                        getString(R.string.missing_bundle, "classification", CLASSIFICATION_DIR)
                     )
                     val classification = bundle.pipeline.classify(text)
                     Runnable { showLabels(text, classification) }
