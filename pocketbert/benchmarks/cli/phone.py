@@ -28,6 +28,7 @@ from .group import cli
 @results_file_option(help=f"results file (default {RESULTS}/device-SERIAL.json)")
 def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len, runs, warmup, use_gpu, use_nnapi,
            fast, dry_run, out):
+    from .. import adb as adb_calls
     from .. import device as dev
     from .. import schema
 
@@ -44,7 +45,7 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
     settings.seq_lens = ints(seq_len, "--seq-len") if seq_len else settings.seq_lens
     settings.runs = runs or settings.runs
     settings.warmup = settings.warmup if warmup is None else warmup
-    runner = dev.run_process
+    runner = adb_calls.run_process
     if dry_run:
         settings.adb = adb or "adb"
 
@@ -53,9 +54,9 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
             return 0, "dry-run" if "getprop" in argv else "", ""
     try:
         if not dry_run:
-            settings.adb = dev.find_adb(adb)
+            settings.adb = adb_calls.find_adb(adb)
         data = dev.run(list(bundle_dirs), settings, runner, progress=log)
-    except dev.DeviceError as exc:
+    except adb_calls.DeviceError as exc:
         fail(exc.problem, exc.fix)
     if dry_run:
         return
