@@ -1,7 +1,8 @@
 """What every phone measurement shares: finding adb, running one adb call, and the error a failed one raises.
 
 Every adb call goes through a ``runner(argv) -> (returncode, stdout, stderr)``; the default runs the process,
-tests pass a stand-in (no phone here).
+tests pass a stand-in (no phone here). ``device`` (benchmark_model) and ``device_webview`` (the demo APK)
+both use it.
 """
 
 from __future__ import annotations

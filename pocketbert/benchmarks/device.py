@@ -14,6 +14,9 @@ benchmark_model refuses a multi-signature file without it), and ``--input_layer`
 inside the vocabulary, attention mask 1, token types 0: benchmark_model's random ids past the vocabulary
 would make the embedding GATHER fail).
 
+With ``apk`` set, the demo APK's page is measured too (:mod:`benchmarks.device_webview`): LiteRT.js,
+WebAssembly, in the phone's System WebView, its rows beside benchmark_model's.
+
 Every adb call goes through a ``runner(argv) -> (returncode, stdout, stderr)`` (:mod:`benchmarks.adb`); the
 default runs the process, tests pass a fake one (no phone here).
 """
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import schema
+from . import device_webview, schema
 from .adb import DeviceError, Runner, run_process
 from .adb import check as _check
 from .benchmark_model_output import BenchmarkOutputError, parse
@@ -47,6 +50,10 @@ class DeviceSettings:
     use_gpu: bool = False
     use_nnapi: bool = False
     fast: bool = False
+    apk: Path | None = None  # the demo APK (android_demo/build_apk.sh): its page measured in the System WebView
+    apk_tasks: list[str] = field(default_factory=lambda: list(device_webview.TASKS))
+    apk_timeout: float = 600.0  # seconds one task's page may take to write files/measure.json
+    apk_poll: float = 2.0  # seconds between two reads of files/measure.json
 
 
 def delegates(settings: DeviceSettings) -> list[str]:
@@ -101,13 +108,24 @@ def device_info(settings: DeviceSettings, runner: Runner) -> dict:
 
 
 def run(bundle_paths: list[Path], settings: DeviceSettings, runner: Runner = run_process,
-        progress: Callable[[str], None] = print) -> dict:
-    """benchmark_model on each bundle's .tflite files: one record per file × delegate × threads × bucket."""
+        progress: Callable[[str], None] = print, dry_run: bool = False) -> dict:
+    """benchmark_model on each bundle's .tflite files, then (``settings.apk``) the demo APK's page.
+
+    ``dry_run``: the runner prints the commands instead of running them (the page's file is not awaited).
+    """
+    if settings.apk:
+        device_webview.check_apk(settings.apk)
     data = schema.new_file("device", fast=settings.fast, machine=None, device=device_info(settings, runner),
                            settings={k: str(v) if isinstance(v, Path) else v for k, v in settings.__dict__.items()})
-    _prepare(settings, runner)
+    if bundle_paths:
+        _prepare(settings, runner)
     for path in bundle_paths:
         data["results"] += _bundle_records(path, settings, runner, progress)
+    if settings.apk:
+        apk_run = device_webview.ApkRun(adb=[settings.adb, "-s", settings.serial], apk=Path(settings.apk),
+                                        tasks=settings.apk_tasks, warmup=settings.warmup, runs=settings.runs,
+                                        timeout=settings.apk_timeout, poll=settings.apk_poll)
+        data["results"] += device_webview.measure(apk_run, runner, progress, dry_run=dry_run)
     from .latency import add_ratios
 
     add_ratios(data["results"])
