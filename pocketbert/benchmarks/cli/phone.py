@@ -21,8 +21,10 @@ from .group import cli
 @click.option("--taskset", default=None, help="hex CPU mask to pin to (big cores), e.g. f0 or c0")
 @click.option("--threads", default=None, help="comma-separated (default 1,4; fast: 1)")
 @click.option("--seq-len", default=None, help="comma-separated buckets (default 128; fast: 32)")
-@click.option("--runs", type=click.IntRange(min=1), default=None, help="--num_runs (default 50)")
-@click.option("--warmup", type=click.IntRange(min=0), default=None, help="--warmup_runs (default 10)")
+@click.option("--runs", type=click.IntRange(min=1), default=None,
+              help="timed runs: --num_runs, and the page's with --apk (default 50)")
+@click.option("--warmup", type=click.IntRange(min=0), default=None,
+              help="untimed runs first: --warmup_runs, and the page's with --apk (default 10)")
 @click.option("--use-gpu", is_flag=True, help="also run with the GPU delegate")
 @click.option("--use-nnapi", is_flag=True, help="also run with the NNAPI delegate")
 @click.option("--apk", type=click.Path(path_type=Path), default=None,
