@@ -14,31 +14,27 @@ benchmark_model refuses a multi-signature file without it), and ``--input_layer`
 inside the vocabulary, attention mask 1, token types 0: benchmark_model's random ids past the vocabulary
 would make the embedding GATHER fail).
 
-Every adb call goes through a ``runner(argv) -> (returncode, stdout, stderr)``; the default runs the
-process, tests pass a fake one (no phone here).
+With ``apk`` set, the demo APK's page is measured too (:mod:`benchmarks.device_webview`): LiteRT.js,
+WebAssembly, in the phone's System WebView, its rows beside benchmark_model's.
+
+Every adb call goes through a ``runner(argv) -> (returncode, stdout, stderr)`` (:mod:`benchmarks.adb`); the
+default runs the process, tests pass a fake one (no phone here).
 """
 
 from __future__ import annotations
 
 import shlex
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import schema
+from . import device_webview, schema
+from .adb import DeviceError, Runner, run_process
+from .adb import check as _check
 from .benchmark_model_output import BenchmarkOutputError, parse
 from .models import describe_bundle
 
 REMOTE_DIR = "/data/local/tmp/pocketbert"
-Runner = Callable[[list[str]], tuple[int, str, str]]
-
-
-class DeviceError(Exception):
-    def __init__(self, problem: str, fix: str):
-        super().__init__(f"{problem}; {fix}")
-        self.problem, self.fix = problem, fix
 
 
 @dataclass
@@ -54,20 +50,10 @@ class DeviceSettings:
     use_gpu: bool = False
     use_nnapi: bool = False
     fast: bool = False
-
-
-def find_adb(explicit: str | None = None) -> str:
-    path = shutil.which(explicit or "adb")
-    if not path:
-        raise DeviceError(f"no {'adb at ' + explicit if explicit else 'adb on PATH'}",
-                          "install Android platform-tools and put adb on PATH (or pass --adb PATH), "
-                          "then check the phone is listed by `adb devices`")
-    return path
-
-
-def run_process(argv: list[str]) -> tuple[int, str, str]:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    return proc.returncode, proc.stdout, proc.stderr
+    apk: Path | None = None  # the demo APK (android_demo/build_apk.sh): its page measured in the System WebView
+    apk_tasks: list[str] = field(default_factory=lambda: list(device_webview.TASKS))
+    apk_timeout: float = 600.0  # seconds one task's page may take to write files/measure.json
+    apk_poll: float = 2.0  # seconds between two reads of files/measure.json
 
 
 def delegates(settings: DeviceSettings) -> list[str]:
@@ -112,15 +98,6 @@ def benchmark_command(settings: DeviceSettings, remote_model: str, threads: int,
     return [settings.adb, "-s", settings.serial, "shell", " ".join(shlex.quote(c) for c in command)]
 
 
-def _check(runner: Runner, argv: list[str], what: str) -> str:
-    code, out, err = runner(argv)
-    if code != 0:
-        detail = (err or out).strip().splitlines()[-1:] or ["no output"]
-        raise DeviceError(f"{what} failed (exit {code}): {detail[0]}",
-                          "check `adb devices` lists the phone as 'device' (not 'unauthorized'), and the serial")
-    return out
-
-
 def device_info(settings: DeviceSettings, runner: Runner) -> dict:
     info = {"serial": settings.serial}
     for key, prop in (("model", "ro.product.model"), ("soc", "ro.soc.model"), ("android", "ro.build.version.release"),
@@ -131,12 +108,32 @@ def device_info(settings: DeviceSettings, runner: Runner) -> dict:
 
 
 def run(bundle_paths: list[Path], settings: DeviceSettings, runner: Runner = run_process,
-        progress: Callable[[str], None] = print) -> dict:
-    from pocketbert import runtime
-    from pocketbert.runtime.errors import BundleError
+        progress: Callable[[str], None] = print, dry_run: bool = False) -> dict:
+    """benchmark_model on each bundle's .tflite files, then (``settings.apk``) the demo APK's page.
 
+    ``dry_run``: the runner prints the commands instead of running them (the page's file is not awaited).
+    """
+    if settings.apk:
+        device_webview.check_apk(settings.apk)
     data = schema.new_file("device", fast=settings.fast, machine=None, device=device_info(settings, runner),
                            settings={k: str(v) if isinstance(v, Path) else v for k, v in settings.__dict__.items()})
+    if bundle_paths:
+        _prepare(settings, runner)
+    for path in bundle_paths:
+        data["results"] += _bundle_records(path, settings, runner, progress)
+    if settings.apk:
+        apk_run = device_webview.ApkRun(adb=[settings.adb, "-s", settings.serial], apk=Path(settings.apk),
+                                        tasks=settings.apk_tasks, warmup=settings.warmup, runs=settings.runs,
+                                        timeout=settings.apk_timeout, poll=settings.apk_poll)
+        data["results"] += device_webview.measure(apk_run, runner, progress, dry_run=dry_run)
+    from .latency import add_ratios
+
+    add_ratios(data["results"])
+    return data
+
+
+def _prepare(settings: DeviceSettings, runner: Runner) -> None:
+    """The folder the models go to, and benchmark_model in it when a binary is given."""
     _check(runner, [settings.adb, "-s", settings.serial, "shell", "mkdir", "-p", REMOTE_DIR], "creating " + REMOTE_DIR)
     if settings.binary:
         if not Path(settings.binary).is_file():
@@ -148,43 +145,47 @@ def run(bundle_paths: list[Path], settings: DeviceSettings, runner: Runner = run
                         f"{REMOTE_DIR}/benchmark_model"], "pushing benchmark_model")
         _check(runner, [settings.adb, "-s", settings.serial, "shell", "chmod", "755", f"{REMOTE_DIR}/benchmark_model"],
                "making benchmark_model executable")
-    for path in bundle_paths:
-        try:
-            bundle = runtime.Bundle.open(path)
-        except BundleError as exc:
-            raise DeviceError(exc.problem, exc.fix) from exc
-        info = describe_bundle(bundle.path, bundle.manifest)
-        tflite = [a for a in bundle.artifacts if a.backend == "tflite" and a.passed]
-        if not tflite:
-            raise DeviceError(f"{path} has no .tflite artifact", "convert with --format tflite (or the default)")
-        vocab = int(bundle.manifest.get("model_vocab_size") or bundle.manifest["tokenizer"]["vocab_size"])
-        opts = ",".join(o for o in bundle.manifest.get("opts") or [] if o != "int8")
-        for art in tflite:
-            remote = f"{REMOTE_DIR}/{bundle.path.name}--{art.file}"
-            _check(runner, [settings.adb, "-s", settings.serial, "push", str(art.path), remote], f"pushing {art.file}")
-            for delegate in delegates(settings):
-                for threads in settings.threads:
-                    for seq in settings.seq_lens:
-                        record = _record(info, bundle, art, opts, threads=threads, seq=seq, delegate=delegate,
-                                         settings=settings)
-                        if seq not in (art.details.get("buckets") or []):
-                            record["skipped"] = f"no seq_{seq} signature (buckets {art.details.get('buckets')})"
-                        else:
-                            argv = benchmark_command(settings, remote, threads, seq, delegate=delegate,
-                                                     tensors=signature_tensors(art.path, seq), vocab=vocab)
-                            code, out, err = runner(argv)
-                            try:
-                                _fill(record, parse(out + "\n" + err))
-                            except BenchmarkOutputError as exc:
-                                record["skipped"] = f"benchmark_model failed (exit {code}): {exc}"
-                            record["command"] = argv[-1]
-                        data["results"].append(record)
-                        progress(f"  {info['model']} {art.recipe} {delegate} t{threads} s{seq}: "
-                                 + (record["skipped"] or f"avg {record['timed']['mean_ms']:.2f} ms"))
-    from .latency import add_ratios
 
-    add_ratios(data["results"])
-    return data
+
+def _bundle_records(path: Path, settings: DeviceSettings, runner: Runner, progress: Callable[[str], None]) -> list:
+    """benchmark_model on every .tflite file of one bundle: one record per delegate × threads × bucket."""
+    from pocketbert import runtime
+    from pocketbert.runtime.errors import BundleError
+
+    try:
+        bundle = runtime.Bundle.open(path)
+    except BundleError as exc:
+        raise DeviceError(exc.problem, exc.fix) from exc
+    info = describe_bundle(bundle.path, bundle.manifest)
+    tflite = [a for a in bundle.artifacts if a.backend == "tflite" and a.passed]
+    if not tflite:
+        raise DeviceError(f"{path} has no .tflite artifact", "convert with --format tflite (or the default)")
+    vocab = int(bundle.manifest.get("model_vocab_size") or bundle.manifest["tokenizer"]["vocab_size"])
+    opts = ",".join(o for o in bundle.manifest.get("opts") or [] if o != "int8")
+    records = []
+    for art in tflite:
+        remote = f"{REMOTE_DIR}/{bundle.path.name}--{art.file}"
+        _check(runner, [settings.adb, "-s", settings.serial, "push", str(art.path), remote], f"pushing {art.file}")
+        for delegate in delegates(settings):
+            for threads in settings.threads:
+                for seq in settings.seq_lens:
+                    record = _record(info, bundle, art, opts, threads=threads, seq=seq, delegate=delegate,
+                                     settings=settings)
+                    if seq not in (art.details.get("buckets") or []):
+                        record["skipped"] = f"no seq_{seq} signature (buckets {art.details.get('buckets')})"
+                    else:
+                        argv = benchmark_command(settings, remote, threads, seq, delegate=delegate,
+                                                 tensors=signature_tensors(art.path, seq), vocab=vocab)
+                        code, out, err = runner(argv)
+                        try:
+                            _fill(record, parse(out + "\n" + err))
+                        except BenchmarkOutputError as exc:
+                            record["skipped"] = f"benchmark_model failed (exit {code}): {exc}"
+                        record["command"] = argv[-1]
+                    records.append(record)
+                    progress(f"  {info['model']} {art.recipe} {delegate} t{threads} s{seq}: "
+                             + (record["skipped"] or f"avg {record['timed']['mean_ms']:.2f} ms"))
+    return records
 
 
 def _record(info, bundle, art, opts, threads, seq, delegate, settings) -> dict:

@@ -86,9 +86,13 @@ def latency_sections(measured: list[dict], files: list[dict], plots: dict) -> li
 def device_sections(files: list[dict], device: list[dict]) -> list[str]:
     lines = []
     if device:
-        lines += ["## On the phone (benchmark_model)", "",
+        webview = any(r.get("where") == "android-webview" for r in device)
+        lines += ["## On the phone (benchmark_model" + ("; the demo APK's System WebView)" if webview else ")"), "",
                   "`benchmark_model` prints its mean and, in recent builds, p5/median/p95; p90/p99 are not printed "
-                  "and stay empty. Speed-ups are against the plain bundle's `tflite:fp32` on the same phone.", ""]
+                  "and stay empty. Speed-ups are against the plain bundle's `tflite:fp32` on the same phone."
+                  + (" `webview-litertjs-wasm:*` rows: the demo APK's page in the phone's System WebView (LiteRT.js, "
+                     "WebAssembly, 1 thread), timed by the page itself, model time per bucket, tokenization "
+                     "excluded; benchmark_model's rows are native." if webview else ""), ""]
         lines += latency_rows(sorted([r for r in device if not r.get("skipped")], key=row_order)) + [""]
     browser = [r for f in files if f["command"] == "browser" for r in f["results"]]
     if browser:
