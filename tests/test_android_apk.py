@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "android_demo" / "webview"
 DEV_SENTENCES = 60
 APP_CLASSES = {"AssetRoutes", "AssetRoutes$AssetSource", "AssetRoutes$Response", "MainActivity",
-               "MainActivity$Assets", "MainActivity$Client", "MainActivity$Shell"}
+               "MainActivity$Assets", "MainActivity$Client", "MainActivity$Shell", "PageQuery"}
 
 
 def _tool(name: str, package: str) -> str:
@@ -104,14 +104,27 @@ def test_the_dex_holds_the_apps_classes_and_nothing_else(built, tmp_path):
 def test_androguard_opens_it(built):
     _tool("androguard", "androguard")
     # Debian's androguard is a module of the system Python, not of the project's environment
-    script = ("import json, sys\nfrom androguard.core.bytecodes.apk import APK\na = APK(sys.argv[1])\n"
-              "print(json.dumps({'valid': a.is_valid_APK(), 'package': a.get_package(), 'main': a.get_main_activity(),"
-              " 'permissions': a.get_permissions(), 'min': a.get_min_sdk_version(), 'v2': a.is_signed_v2()}))")
-    done = _run("/usr/bin/python3", "-c", script, built["apk"])
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = _androguard(built["apk"])
+    pins = seen.pop("pins")
     assert seen == {"valid": True, "package": "pocketbert.webview", "main": "pocketbert.webview.MainActivity",
                     "permissions": [], "min": "24", "v2": True}, seen
+    # the pins the activity hands the page: each bundle's, as the cut inside the APK has it
+    with zipfile.ZipFile(built["apk"]) as z:
+        assert pins == {f"pocketbert.{task}_pin": _sha(z.read(f"assets/www/bundles/{task}/manifest.json"))
+                        for task in ("ner", "classification")}, pins
+
+
+def _androguard(apk: Path) -> dict:
+    """What Debian's androguard (a module of the system Python, not of the project's environment) reads."""
+    script = ("import json, sys\nfrom androguard.core.bytecodes.apk import APK\na = APK(sys.argv[1])\n"
+              "ns = '{http://schemas.android.com/apk/res/android}'\n"
+              "pins = {m.get(ns + 'name'): m.get(ns + 'value') for m in a.get_android_manifest_xml().iter('meta-data')}\n"
+              "print(json.dumps({'valid': a.is_valid_APK(), 'package': a.get_package(), 'main': a.get_main_activity(),"
+              " 'permissions': a.get_permissions(), 'min': a.get_min_sdk_version(), 'v2': a.is_signed_v2(),"
+              " 'pins': pins}))")
+    done = _run("/usr/bin/python3", "-c", script, apk)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _sha(data: bytes) -> str:
@@ -168,15 +181,20 @@ def page(built, junit, chromium, tmp_path_factory):  # noqa: F811  (fixture impo
     try:
         port = int(server.stdout.readline().split()[1])
         texts = {"ner": _texts() + _conll_dev(DEV_SENTENCES), "classification": _texts() + _sst2_dev(DEV_SENTENCES)}
+        pins = _androguard(built["apk"])["pins"]
+        # the query PageQuery builds from those pins (its JUnit tests hold the format)
+        query = "?shell=android" + "".join(f"&{task}_pin={pins[f'pocketbert.{task}_pin']}" for task in ("ner", "classification"))
         spec = {"chromium": chromium, "user_data_dir": str(work / "profile"), "origin": "https://appassets.androidplatform.net",
-                "server": f"http://127.0.0.1:{port}", "screenshot": str(work / "apk-ner.png"), "texts": texts}
+                "server": f"http://127.0.0.1:{port}", "screenshot": str(work / "apk-ner.png"), "texts": texts,
+                "query": query, "wrong_pin_query": f"?shell=android&ner_pin={'0' * 64}"}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         done = _run("node", APP / "tools" / "apk_page_check.mjs", work / "spec.json", work / "out.json")
         assert done.returncode == 0, f"the browser run failed:\n{done.stderr[-4000:]}"
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return {**json.loads((work / "out.json").read_text(encoding="utf-8")), "spec": spec, "work": work}
+    out = json.loads((work / "out.json").read_text(encoding="utf-8"))
+    return {**out, "classification_buckets": out["classification"]["buckets"], "spec": spec, "work": work}
 
 
 def test_the_page_runs_under_the_apps_origin_and_tags_the_seed_sentence(page):
@@ -189,11 +207,18 @@ def test_the_page_runs_under_the_apps_origin_and_tags_the_seed_sentence(page):
     # the page says which LiteRT.js build ran: the single-threaded relaxed-SIMD one, the app ships no threaded build
     assert "tflite:int4-dynamic" in seed["bundle"] and "LiteRT.js litert_wasm_internal.js (relaxed-simd, 1 thread)" \
         in seed["bundle"], seed["bundle"]
+    assert page["spec"]["query"].split("ner_pin=")[1][:64] in seed["bundle"]  # the pinned bundle is the one shown
     # laid out for the phone: nothing wider than the screen, no drop zone (the WebView has no drag and drop)
     assert seed["viewport_width"] == 412 and seed["page_width"] <= 412 and seed["text_box_width"] > 300, seed
     assert not seed["drop_shown"]
     shot = Path(page["spec"]["screenshot"])
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_a_bundle_that_is_not_the_pinned_one_is_refused_visibly(page):
+    wrong = page["wrong_pin"]
+    assert wrong["error"] and "0" * 64 in wrong["error"] and "Fix:" in wrong["error"], wrong
+    assert wrong["highlighted"] == "", "nothing may be shown from a refused bundle"
 
 
 def test_every_request_is_answered_by_the_app_with_its_headers(page):
@@ -223,7 +248,7 @@ def test_no_page_logs_a_console_error(page):
              or e == "Failed to load resource: the server responded with a status of 404 (Not Found)"]
     assert len(asked) == 4 and any("Content Security Policy" in e for e in asked), errors["main"]
     errors["main"] = [e for e in errors["main"] if e not in asked]
-    assert errors == {"main": [], "measure": []}, errors
+    assert errors == {"main": [], "measure": [], "wrong_pin": []}, errors
 
 
 def test_the_apps_ner_answers_equal_the_runtimes(page, built):
@@ -276,9 +301,12 @@ def test_measure_started_by_the_intent_hands_its_record_to_the_app(page):
     assert "error" not in record, record
     assert record["command"] == "browser" and record["device"]["kind"] == "browser", record
     rows = record["results"]
-    assert [r["seq_len"] for r in rows] == [32, 64], rows
-    assert all(r["runner"] == "tflite:int4-dynamic" and r["timed"]["p50_ms"] > 0 for r in rows), rows
-    assert page["measure"]["status"].startswith("measured buckets 32, 64 (1 warm-up and 2 timed runs each)"), page["measure"]
+    buckets = page["classification_buckets"]  # every bucket of the model, each timed
+    assert [r["seq_len"] for r in rows] == buckets and len(buckets) >= 2, rows
+    assert all(r["runner"] == "tflite:int4-dynamic" and r["timed"]["p50_ms"] > 0 and r["timed"]["runs"] == 2
+               for r in rows), rows
+    assert page["measure"]["status"].startswith(f"measured buckets {', '.join(map(str, buckets))} (1 warm-up and "
+                                                "2 timed runs each)"), page["measure"]
 
 
 def _build(tmp_path: Path, *args) -> subprocess.CompletedProcess:

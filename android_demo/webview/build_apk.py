@@ -152,8 +152,9 @@ def _check_prerequisites() -> None:
             raise BuildError(f"{tool} not found", f"install it (Debian: apt-get install -y {package})")
 
 
-def cut_bundles(bundles: dict[str, Path], work: Path) -> dict[str, Path]:
-    """Each bundle cut for the web into work/cut/<task>; a bundle the runtime would refuse is refused here."""
+def cut_bundles(bundles: dict[str, Path], work: Path) -> dict[str, tuple[Path, str]]:
+    """Each bundle cut for the web into work/cut/<task>, with its pin; a bundle the runtime would refuse is refused
+    here."""
     from pocketbert.converter.cut import cut
     from pocketbert.runtime.bundle import Bundle
     from pocketbert.runtime.errors import Error
@@ -170,7 +171,7 @@ def cut_bundles(bundles: dict[str, Path], work: Path) -> dict[str, Path]:
             raise BuildError(f"{source}: {err.problem}", err.fix or "convert the bundle again") from None
         _say(f"cut {source} for the web: {', '.join(a.recipe for a in result.kept)}, "
              f"{result.bytes_after / 1e6:.1f} MB, pin sha256 {result.pin}")
-        cuts[task] = result.path
+        cuts[task] = (result.path, result.pin)
     return cuts
 
 
@@ -186,11 +187,11 @@ def _npm_ready() -> None:
              cwd=REPO / "web")
 
 
-def build_page(cuts: dict[str, Path], assets: Path) -> Path:
+def build_page(cuts: dict[str, tuple[Path, str]], assets: Path) -> Path:
     """The web demo with both bundles in assets/www, LiteRT.js's threaded build left out."""
     _npm_ready()
     www = assets / "www"
-    args = [f"--{task}={path}" for task, path in cuts.items()]
+    args = [f"--{task}={path}" for task, (path, _) in cuts.items()]
     _run(["node", WEB_DEMO / "build.mjs", "--out", www, *[a for arg in args for a in arg.split("=", 1)]],
          "building the page (web_demo/build.mjs)", "run node web_demo/build.mjs by hand to see why")
     wasm = www / "pocketbert-wasm"
@@ -223,13 +224,26 @@ def compile_java(tools: Tools, work: Path) -> Path:
     return dex / "classes.dex"
 
 
-def link(tools: Tools, work: Path) -> Path:
+def pinned_manifest(pins: dict[str, str], work: Path) -> Path:
+    """The app's manifest with each bundle's pin as application meta-data, which the activity hands to the page."""
+    text = (HERE / "AndroidManifest.xml").read_text(encoding="utf-8")
+    entries = "".join(f'        <meta-data android:name="pocketbert.{task}_pin" android:value="{pin}" />\n'
+                      for task, pin in sorted(pins.items()))
+    if text.count("    </application>") != 1:
+        raise BuildError("webview/AndroidManifest.xml has no single </application> to add the pins before",
+                         "restore the manifest from the repository")
+    out = work / "AndroidManifest.xml"
+    out.write_text(text.replace("    </application>", entries + "    </application>"), encoding="utf-8")
+    return out
+
+
+def link(tools: Tools, work: Path, manifest: Path) -> Path:
     """The manifest and resources linked against the platform: an APK holding no code or assets yet."""
     res = work / "res.zip"
     _run([tools.aapt2, "compile", "--dir", HERE / "res", "-o", res], "compiling resources (aapt2 compile)",
          "fix the resource named above")
     linked = work / "linked.apk"
-    _run([tools.aapt2, "link", "-I", tools.link_base, "--manifest", HERE / "AndroidManifest.xml",
+    _run([tools.aapt2, "link", "-I", tools.link_base, "--manifest", manifest,
           "--min-sdk-version", MIN_SDK, "--target-sdk-version", TARGET_SDK, "--debug-mode", "-o", linked, res],
          "linking (aapt2 link)", "fix the manifest or resource named above")
     return linked
@@ -299,9 +313,10 @@ def build(bundles: dict[str, Path], out: Path, keystore: Path, overwrite: bool =
         work = Path(tmp)
         assets = work / "assets"
         assets.mkdir()
-        build_page(cut_bundles(bundles, work), assets)
+        cuts = cut_bundles(bundles, work)
+        build_page(cuts, assets)
         dex = compile_java(tools, work)
-        apk = link(tools, work)
+        apk = link(tools, work, pinned_manifest({task: pin for task, (_, pin) in cuts.items()}, work))
         add_code_and_assets(apk, dex, assets)
         signed = work / "signed.apk"
         sign(tools, apk, debug_keystore(keystore), signed)

@@ -40,7 +40,9 @@ async function load(source, expectedTask = null) {
   status(`loading ${source.describe()} …`);
   try {
     // one thread: the page is served without cross-origin isolation (docs/web.md)
-    const loaded = await pipeline(source, { precision, task: expectedTask, threads: 1 });
+    // a pin in the address (?ner_pin=…, as the Android app passes the pins its build recorded) pins that task's bundle
+    const expectedSha256 = expectedTask ? params.get(`${expectedTask}_pin`) : null;
+    const loaded = await pipeline(source, { precision, task: expectedTask, threads: 1, expectedSha256 });
     pipelines[loaded.task] = loaded;
     describe(loaded);
     return loaded;

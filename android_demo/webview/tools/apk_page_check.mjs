@@ -6,6 +6,7 @@
 //   node android_demo/webview/tools/apk_page_check.mjs SPEC.json OUT.json
 //
 // SPEC: {chromium, user_data_dir, origin, server (AssetServer's http://127.0.0.1:PORT), screenshot,
+//        query (what PageQuery gives for the pins the APK's manifest records), wrong_pin_query,
 //        texts: {ner: [...], classification: [...]}}
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -62,12 +63,13 @@ async function results(page, task, texts) {
       rows.push(task === 'ner' ? { rows: r.rows.map((row) => row.input_ids), entities: r.entities }
         : { input_ids: r.rows[0].input_ids, logits: r.logits[0], labels: r.labels });
     }
-    return { artifact: p.bundle.artifact.recipe, file: p.bundle.artifact.file, runtime: p.info.runtime, rows };
+    return { artifact: p.bundle.artifact.recipe, file: p.bundle.artifact.file, runtime: p.info.runtime,
+      buckets: p.model.buckets, rows };
   }, { task, texts });
 }
 
 try {
-  const page = await openPage('main', `${spec.origin}/index.html?shell=android`);
+  const page = await openPage('main', `${spec.origin}/index.html${spec.query}`);
   out.seed = await page.evaluate(async () => {
     const result = await window.demo.ready;
     const box = (id) => document.getElementById(id).getBoundingClientRect();
@@ -98,10 +100,15 @@ try {
   });
 
   // Measure started as the app's intent extras start it, its record handed to the app's shell
-  const measured = await openPage('measure', `${spec.origin}/index.html?shell=android&task=classification&measure=1&warmup=1&runs=2`, true);
+  const measured = await openPage('measure', `${spec.origin}/index.html${spec.query}&task=classification&measure=1&warmup=1&runs=2`, true);
   await measured.waitForFunction(() => window.shellGot !== undefined, null, { timeout: 180000 });
   out.measure = { shell: await measured.evaluate(() => window.shellGot),
     status: await measured.textContent('#status') };
+  // a bundle whose manifest is not the one the build pinned is refused, visibly
+  const wrong = await openPage('wrong_pin', `${spec.origin}/index.html${spec.wrong_pin_query}`);
+  await wrong.evaluate(() => window.demo.ready);
+  out.wrong_pin = { error: await wrong.evaluate(() => (document.getElementById('error').hidden ? null
+    : document.getElementById('error').textContent)), highlighted: await wrong.textContent('#highlighted') };
 } finally {
   await browser.close();
 }

@@ -3,6 +3,7 @@ package pocketbert.webview;
 import android.app.Activity;
 import android.content.Intent;
 import android.content.pm.ApplicationInfo;
+import android.content.pm.PackageManager;
 import android.content.res.AssetManager;
 import android.os.Bundle;
 import android.util.Log;
@@ -51,18 +52,19 @@ public final class MainActivity extends Activity {
         }
     }
 
-    /** The page's query: the phone layout, and the Measure run an intent asked for. */
-    static String query(Intent intent) {
-        StringBuilder q = new StringBuilder("?shell=android");
-        String task = intent.getStringExtra("task");
-        if ("ner".equals(task) || "classification".equals(task)) {
-            q.append("&task=").append(task);
+    /** The page's query: the phone layout, the bundles' pins, and the Measure run an intent asked for. */
+    private String query(Intent intent) {
+        String[] pins = new String[PageQuery.TASKS.length];
+        try {
+            Bundle meta = getPackageManager().getApplicationInfo(getPackageName(), PackageManager.GET_META_DATA).metaData;
+            for (int i = 0; i < pins.length; i++) {
+                pins[i] = meta == null ? null : meta.getString("pocketbert." + PageQuery.TASKS[i] + "_pin");
+            }
+        } catch (PackageManager.NameNotFoundException e) {
+            Log.e(TAG, "no application info for " + getPackageName() + ": the bundles are loaded unpinned");
         }
-        if (intent.getBooleanExtra("measure", false)) {
-            q.append("&measure=1&warmup=").append(Math.max(0, intent.getIntExtra("warmup", 5)))
-                    .append("&runs=").append(Math.max(1, intent.getIntExtra("runs", 30)));
-        }
-        return q.toString();
+        return PageQuery.of(intent.getStringExtra("task"), pins, intent.getBooleanExtra("measure", false),
+                intent.getIntExtra("warmup", 5), intent.getIntExtra("runs", 30));
     }
 
     private static final class Assets implements AssetRoutes.AssetSource {
