@@ -343,3 +343,33 @@ def test_unusable_inputs_are_refused_with_the_fix(built, tmp_path, case):
     assert done.returncode == 2 and expected in done.stderr and "Fix: " in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert (out.read_text(encoding="utf-8") == "mine") if case == "exists" else not out.exists()
+
+
+def _build_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_apk", APP / "build_apk.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["build_apk"] = module  # its dataclasses look their module up while they are made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_android_sdk_in_android_home_is_preferred_newest_first(tmp_path, monkeypatch):
+    """With ANDROID_HOME holding build-tools and a platform, the SDK's d8, aapt2, zipalign, apksigner and newest
+    android.jar are used (no SDK is installed here: the folder has the SDK's layout and empty tools)."""
+    build = _build_module()
+    for version in ("30.0.3", "34.0.0", "9.0.0"):
+        for tool in ("aapt2", "zipalign", "apksigner", "d8"):
+            (tmp_path / "build-tools" / version).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "build-tools" / version / tool).touch()
+    for level in ("android-9", "android-34", "android-28"):
+        (tmp_path / "platforms" / level).mkdir(parents=True)
+        (tmp_path / "platforms" / level / "android.jar").touch()
+    monkeypatch.setenv("ANDROID_HOME", str(tmp_path))
+    tools = build.find_tools()
+    assert tools.aapt2 == str(tmp_path / "build-tools" / "34.0.0" / "aapt2")
+    assert tools.platform_jar == tools.link_base == tmp_path / "platforms" / "android-34" / "android.jar"
+    assert tools.dex[:3] == [str(tmp_path / "build-tools" / "34.0.0" / "d8"), "--min-api", "24"]
+    (tmp_path / "build-tools" / "34.0.0" / "d8").unlink()  # an incomplete SDK is not used
+    assert build.find_tools().source.startswith("Debian's")
