@@ -31,8 +31,8 @@ import pytest
 from pocketbert import debian_packages
 from pocketbert.converter.cut import cut
 
-from .test_web_demo import (INT4_LOGIT_TOLERANCE, INT4_SCORE_TOLERANCE, SEED, _close, _conll_dev, _sst2_dev, _texts,
-                            chromium, demo_modules, web_bundles)  # noqa: F401  (fixtures)
+from .test_web_demo import (INT4_LOGIT_TOLERANCE, SEED, _conll_dev, _sst2_dev, _texts, chromium, demo_modules,
+                            int4_entities_agree, web_bundles)  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "android_demo" / "webview"
@@ -257,15 +257,7 @@ def test_the_apps_ner_answers_equal_the_runtimes(page, built):
     got = page["ner"]
     assert got["artifact"] == "tflite:int4-dynamic", got["artifact"]
     ner = runtime.load(built["bundles"]["ner"], "tflite", precision="int4-dynamic", threads=1)
-    texts, differing, entities = page["spec"]["texts"]["ner"], [], 0
-    for text, row in zip(texts, got["rows"], strict=True):
-        assert row["rows"] == [w.ids for w in ner.encoder.windows([text], ner.default_stride)[0]], text
-        expected = ner(text)
-        entities += len(expected)
-        if not _close(row["entities"], expected, INT4_SCORE_TOLERANCE):
-            differing.append((text, row["entities"], expected))
-    assert entities > len(texts), "the texts hold too few entities to say anything"
-    assert len(differing) <= len(texts) // 10, differing[:3]
+    int4_entities_agree(ner, page["spec"]["texts"]["ner"], got["rows"])
 
 
 def test_the_apps_labels_equal_the_runtimes(page, built):
