@@ -31,8 +31,8 @@ import pytest
 from pocketbert import debian_packages
 from pocketbert.converter.cut import cut
 
-from .test_web_demo import (INT4_LOGIT_TOLERANCE, SEED, _conll_dev, _sst2_dev, _texts, chromium, demo_modules,
-                            int4_entities_agree, web_bundles)  # noqa: F401  (fixtures)
+from .test_web_demo import INT4_LOGIT_TOLERANCE, SEED, _conll_dev, _sst2_dev, _texts, demo_modules, int4_entities_agree
+from .test_web_demo import chromium, web_bundles  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "android_demo" / "webview"
@@ -83,7 +83,8 @@ def test_badging_names_the_package_its_sdks_and_launcher_and_no_permission(built
     done = _run(_tool("aapt2", "aapt"), "dump", "badging", built["apk"])
     assert done.returncode == 0, done.stderr
     badging = done.stdout
-    assert re.search(r"^package: name='pocketbert\.webview' versionCode='1' versionName='0\.1\.0'", badging, re.M), badging
+    package = r"^package: name='pocketbert\.webview' versionCode='1' versionName='0\.1\.0'"
+    assert re.search(package, badging, re.M), badging
     assert "sdkVersion:'24'" in badging and "targetSdkVersion:'34'" in badging, badging
     assert "launchable-activity: name='pocketbert.webview.MainActivity'" in badging, badging
     assert "application-debuggable" in badging, badging  # run-as reads the Measure record of a debug build
@@ -118,7 +119,8 @@ def _androguard(apk: Path) -> dict:
     """What Debian's androguard (a module of the system Python, not of the project's environment) reads."""
     script = ("import json, sys\nfrom androguard.core.bytecodes.apk import APK\na = APK(sys.argv[1])\n"
               "ns = '{http://schemas.android.com/apk/res/android}'\n"
-              "pins = {m.get(ns + 'name'): m.get(ns + 'value') for m in a.get_android_manifest_xml().iter('meta-data')}\n"
+              "meta = a.get_android_manifest_xml().iter('meta-data')\n"
+              "pins = {m.get(ns + 'name'): m.get(ns + 'value') for m in meta}\n"
               "print(json.dumps({'valid': a.is_valid_APK(), 'package': a.get_package(), 'main': a.get_main_activity(),"
               " 'permissions': a.get_permissions(), 'min': a.get_min_sdk_version(), 'v2': a.is_signed_v2(),"
               " 'pins': pins}))")
@@ -176,15 +178,18 @@ def page(built, junit, chromium, tmp_path_factory):  # noqa: F811  (fixture impo
         z.extractall(work / "apk", [n for n in z.namelist() if n.startswith("assets/")])
     done, classes = junit
     assert done.returncode == 0, f"the app's Java did not compile or pass its tests:\n{done.stderr[-3000:]}"
-    server = subprocess.Popen(["java", "-cp", f"{classes / 'main'}:{classes / 'test'}", "pocketbert.webview.AssetServer",
-                               str(work / "apk" / "assets")], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(["java", "-cp", f"{classes / 'main'}:{classes / 'test'}",
+                               "pocketbert.webview.AssetServer", str(work / "apk" / "assets")],
+                              stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline().split()[1])
         texts = {"ner": _texts() + _conll_dev(DEV_SENTENCES), "classification": _texts() + _sst2_dev(DEV_SENTENCES)}
         pins = _androguard(built["apk"])["pins"]
         # the query PageQuery builds from those pins (its JUnit tests hold the format)
-        query = "?shell=android" + "".join(f"&{task}_pin={pins[f'pocketbert.{task}_pin']}" for task in ("ner", "classification"))
-        spec = {"chromium": chromium, "user_data_dir": str(work / "profile"), "origin": "https://appassets.androidplatform.net",
+        query = "?shell=android" + "".join(f"&{task}_pin={pins[f'pocketbert.{task}_pin']}"
+                                           for task in ("ner", "classification"))
+        spec = {"chromium": chromium, "user_data_dir": str(work / "profile"),
+                "origin": "https://appassets.androidplatform.net",
                 "server": f"http://127.0.0.1:{port}", "screenshot": str(work / "apk-ner.png"), "texts": texts,
                 "query": query, "wrong_pin_query": f"?shell=android&ner_pin={'0' * 64}"}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -316,7 +321,8 @@ def test_a_tampered_bundle_is_refused_before_anything_is_packaged(built, tmp_pat
     out = tmp_path / "demo.apk"
     done = _build(tmp_path, "--ner", tampered, "--classification", built["bundles"]["classification"], "--out", out)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert "Error: " in done.stderr and "model.int4-dynamic.tflite" in done.stderr and "Fix: " in done.stderr, done.stderr
+    assert "Error: " in done.stderr and "Fix: " in done.stderr, done.stderr
+    assert "model.int4-dynamic.tflite" in done.stderr, done.stderr
     assert not out.exists() and not (tmp_path / "k.keystore").exists()
 
 

@@ -280,8 +280,10 @@ def debug_keystore(path: Path) -> Path:
 def sign(tools: Tools, unsigned: Path, keystore: Path, out: Path) -> None:
     aligned = unsigned.with_name("aligned.apk")
     _run([tools.zipalign, "-p", "-f", "4", unsigned, aligned], "aligning (zipalign)", "fix the error above")
+    # no v4 signature: its .idsig file would be left beside the APK, and only incremental installs read it
     _run([tools.apksigner, "sign", "--ks", keystore, "--ks-pass", "pass:android", "--ks-key-alias",
-          "androiddebugkey", "--key-pass", "pass:android", "--v4-signing-enabled", "false", "--out", out, aligned], "signing (apksigner)",
+          "androiddebugkey", "--key-pass", "pass:android", "--v4-signing-enabled", "false", "--out", out, aligned],
+         "signing (apksigner)",
          f"check the debug key {keystore} (alias androiddebugkey, password android), or pass another --keystore")
     _run([tools.apksigner, "verify", out], "verifying the signature (apksigner verify)", "build again")
     _run([tools.zipalign, "-c", "-p", "4", out], "checking the alignment (zipalign -c)", "build again")
