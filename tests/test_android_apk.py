@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from pocketbert import debian_packages
-from pocketbert.converter.cut import cut
+from pocketbert.converter.output.cut import cut
 
 from .test_web_demo import INT4_LOGIT_TOLERANCE, SEED, _conll_dev, _sst2_dev, _texts, demo_modules, int4_entities_agree
 from .test_web_demo import chromium, web_bundles  # noqa: F401  (fixtures)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pocketbert.converter.cut import cut
+from pocketbert.converter.output.cut import cut
 
 from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
 

@@ -18,7 +18,7 @@ import pytest
 
 from pocketbert import runtime
 from pocketbert.converter import cli
-from pocketbert.converter.cut import cut
+from pocketbert.converter.output.cut import cut
 from pocketbert.converter.errors import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT, ConverterInputError
 from pocketbert.runtime.bundle import Bundle
 from pocketbert.runtime.contract import subset_manifest

@@ -88,7 +88,7 @@ def test_the_teacher_and_the_base_are_inputs_too(source, tmp_path, capsys):
 
 
 def test_cut_and_the_checkpoint_commands_share_one_overlap_rule():
-    from pocketbert.converter import cut, staging
+    from pocketbert.converter.output import cut, staging
 
     assert cut.refuse_overlap is staging.refuse_overlap
     assert not hasattr(cut, "_refuse_overlap")

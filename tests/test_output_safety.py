@@ -162,7 +162,7 @@ def test_overwrite_never_replaces_root_home_or_the_working_directory(checkpoint,
 
 
 def test_files_added_to_the_earlier_bundle_during_a_run_are_not_deleted(tmp_path):
-    from pocketbert.converter.staging import Staging
+    from pocketbert.converter.output.staging import Staging
 
     out = fake_bundle(tmp_path / "bundle")
     with pytest.raises(OutputError) as info:
@@ -294,7 +294,7 @@ def test_kill_after_the_exchange_leaves_the_new_bundle_and_the_next_run_cleans_u
 
 
 def test_stale_staging_of_dead_runs_is_removed_and_live_or_foreign_ones_kept(tmp_path):
-    from pocketbert.converter.staging import Staging
+    from pocketbert.converter.output.staging import Staging
 
     out = tmp_path / "bundle"
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -318,7 +318,7 @@ def test_stale_staging_of_dead_runs_is_removed_and_live_or_foreign_ones_kept(tmp
 
 
 def test_rename_exchange_swaps_two_directories(tmp_path):
-    from pocketbert.converter.staging import _exchange
+    from pocketbert.converter.output.staging import _exchange
 
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
@@ -387,7 +387,7 @@ def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_
 
 
 def test_no_space_inside_staging_names_the_estimate(small_disk):
-    from pocketbert.converter.staging import Staging
+    from pocketbert.converter.output.staging import Staging
 
     out = small_disk / "bundle"
     with pytest.raises(OutputError) as info:

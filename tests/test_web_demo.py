@@ -36,7 +36,7 @@ import pytest
 from filelock import FileLock
 
 from pocketbert.converter.backends.tflite_compact import table_count
-from pocketbert.converter.cut import cut
+from pocketbert.converter.output.cut import cut
 
 from .conftest import DATA
 from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)

@@ -155,7 +155,7 @@ def _check_prerequisites() -> None:
 def cut_bundles(bundles: dict[str, Path], work: Path) -> dict[str, tuple[Path, str]]:
     """Each bundle cut for the web into work/cut/<task>, with its pin; a bundle the runtime would refuse is refused
     here."""
-    from pocketbert.converter.cut import cut
+    from pocketbert.converter.output.cut import cut
     from pocketbert.runtime.bundle import Bundle
     from pocketbert.runtime.errors import Error
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import ConverterInputError
 from .loading import resolve
-from .staging import refuse_overlap
+from .output.staging import refuse_overlap
 
 
 def refuse_as_output(out: Path, **inputs: str | None) -> None:

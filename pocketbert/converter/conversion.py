@@ -24,7 +24,7 @@ from pocketbert.runtime.contract import input_length
 from .encoding import encode, word_starts
 from .events import Listener, Note, StageFinished, StageStarted
 from .options import ConvertOptions, Plan
-from .staging import Staging
+from .output.staging import Staging
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast

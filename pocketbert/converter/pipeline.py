@@ -18,7 +18,7 @@ from .events import Listener, ignore
 from .options import ConvertOptions, plan
 from .stages import STAGES, Stage
 from .stages.base import check_order, check_produced
-from .staging import Staging
+from .output.staging import Staging
 
 __all__ = ["ArtifactResult", "ConvertOptions", "ConvertResult", "convert"]
 

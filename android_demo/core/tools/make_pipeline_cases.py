@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from pocketbert import runtime  # noqa: E402
-from pocketbert.converter.cut import cut  # noqa: E402
+from pocketbert.converter.output.cut import cut  # noqa: E402
 from pocketbert.runtime.ner import AGGREGATIONS  # noqa: E402
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]

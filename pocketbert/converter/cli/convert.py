@@ -137,7 +137,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         raise click.UsageError("--save-checkpoint only applies with --max-size and --recover (the one command)")
     if save_checkpoint:  # an unusable DIR fails now, not after the training
         from ..loading import resolve
-        from ..staging import refuse_overlap
+        from ..output.staging import refuse_overlap
         from ..training.save import check_output
 
         refuse_overlap(resolve(checkpoint)[0], save_checkpoint, flag="--save-checkpoint")

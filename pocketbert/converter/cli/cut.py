@@ -8,7 +8,7 @@ import click
 
 from pocketbert.runtime.terminal import plain
 
-from ..cut import TARGETS, cut
+from ..output.cut import TARGETS, cut
 from .common import out_console
 from .group import cli
 

@@ -1,5 +1,5 @@
 """Stage 7, bundle: the manifest, a last check that the runtime opens the bundle as written, and the
-swap of the staging directory into place (converter.staging): nothing partial is ever visible."""
+swap of the staging directory into place (converter.output.staging): nothing partial is ever visible."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Write a trained model as a Hugging Face checkpoint directory, with its training record and model card.
 
-The directory is staged and renamed into place (converter.staging.Staging): an error or Ctrl-C leaves
+The directory is staged and renamed into place (converter.output.staging.Staging): an error or Ctrl-C leaves
 nothing half-written.  Models trained with NoNorm/ReLU record that in config.json (key
 ``pocketbert``) so that PocketBERT's loader rebuilds the same structure (see converter.loading).
 """
@@ -17,11 +17,11 @@ from ..factored_table import KEY as FACTORED_KEY
 from ..factored_table import rank_of
 from ..loading import SAVED_TRANSFORMS_KEY
 from ..opts import structural_names
-from ..owned import CHECKPOINT, TRAINING_RECORD, record_files
+from ..output.owned import CHECKPOINT, TRAINING_RECORD, record_files
 from ..shared_body import KEY as BASE_WEIGHTS_KEY
 from ..shared_body import is_own_key
 from ..shared_table import is_table_key
-from ..staging import Staging
+from ..output.staging import Staging
 
 
 def check_output(out: Path, overwrite: bool) -> None:

@@ -1,4 +1,4 @@
-"""SIGTERM unwinds like Ctrl-C while a staging directory exists (converter.staging), so that it is removed.
+"""SIGTERM unwinds like Ctrl-C while a staging directory exists (converter.output.staging), so that it is removed.
 
 Python's default for SIGTERM ends the process on the spot: no ``finally``, no ``__exit__``, and the
 ``.OUT.partial-PID-*`` directory of a conversion stays behind until the next run for that --out.

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OutputError, output_error_for_disk
+from ..errors import OutputError, output_error_for_disk
 from .owned import BUNDLE, why_not_replaceable
 from .termination import SigtermAsInterrupt
 

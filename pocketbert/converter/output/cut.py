@@ -23,8 +23,8 @@ from pocketbert.runtime.consistency import check_model_file
 from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha256, subset_manifest, write_manifest
 from pocketbert.runtime.errors import BundleError, ModelError
 
-from . import __version__
-from .errors import ConverterInputError
+from .. import __version__
+from ..errors import ConverterInputError
 from .staging import Staging, refuse_overlap
 
 
