@@ -13,7 +13,7 @@ from pathlib import Path
 
 CACHE_ENV = "POCKETBERT_CACHE"
 _REPOSITORY = Path(__file__).resolve().parents[1]
-#: the data directory's default, as --help states it (pocketbert.converter.texts.data_dir looks it up)
+#: the data directory's default, as --help states it (pocketbert.converter.inputs.texts.data_dir looks it up)
 DATA_DIR_DEFAULT = ("$POCKETBERT_DATA, else ../shared/data beside a checkout of the repository; "
                     "an installed package has no default")
 

@@ -17,7 +17,7 @@ import pytest
 
 from pocketbert import debian_packages
 from pocketbert.benchmarks import aarch64_env, arm64, schema
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from .conftest import DATA
 from .runtime.conftest import convert_bundle

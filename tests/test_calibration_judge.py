@@ -68,7 +68,7 @@ def test_the_judges_reference_runs_only_the_columns_a_batch_uses(checkpoints):
     """The float reference the judge compares with, computed on trimmed batches, equals the padded one (the model
     masks padding out) for sentence and token logits; a batch the same once trimmed runs once for all lengths."""
     from pocketbert.converter import loading
-    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel
 
     texts = ["a short one", "a somewhat longer sentence, with more pieces in it than the first"] * 8
@@ -102,7 +102,7 @@ def test_a_backend_with_dynamic_shapes_is_judged_unpadded_with_the_same_figures(
     import torch
 
     from pocketbert.converter import loading
-    from pocketbert.converter.encoding import encode, word_starts
+    from pocketbert.converter.inputs.encoding import encode, word_starts
     from pocketbert.converter.logits_model import LogitsModel
 
     from .conftest import NER_LABELS
@@ -139,7 +139,7 @@ def test_the_reference_runs_rows_sorted_by_length_and_puts_each_back(checkpoints
     """Rows of batches in text order run longest first, each group cut to its longest row; every row's logits
     come back to its batch and place (padding positions zero), equal to the padded batches' own."""
     from pocketbert.converter import loading
-    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel
 
     rng = np.random.default_rng(7)

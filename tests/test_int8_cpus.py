@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pocketbert.benchmarks import emulated_cpus
 from pocketbert.converter.backends.onnx import _quantize_dynamic, _quantize_static
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from .conftest import DATA
 from .runtime.conftest import convert_bundle

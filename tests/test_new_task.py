@@ -211,7 +211,7 @@ def test_entity_verification_sees_what_token_agreement_hides():
 
 
 def test_word_starts_mark_each_words_first_piece(tokenizer):
-    from pocketbert.converter.encoding import word_starts
+    from pocketbert.converter.inputs.encoding import word_starts
 
     starts = word_starts(tokenizer, ["alice saw unbelievably paris", "bob"], max_length=32)
     pieces = tokenizer(["alice saw unbelievably paris"])["input_ids"][0]

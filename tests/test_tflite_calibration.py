@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from pocketbert.converter.backends import get, tflite_calibration
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from .conftest import DATA, nonorm_model
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from pocketbert import runtime
-from pocketbert.converter.texts import data_dir as find_data_dir
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import data_dir as find_data_dir
+from pocketbert.converter.inputs.texts import read_texts
 from pocketbert.runtime import machine
 from pocketbert.runtime.corpus import job as streaming
 from pocketbert.runtime.corpus.predict import Predictor, Settings

@@ -80,8 +80,8 @@ def token_rows(bundle: Path, texts: list[str]) -> list[tuple[list[int], list[int
 def bundle_texts(bundle: Path, samples: int, data_dir=None) -> list:
     """The first ``samples`` sentences the converter verifies this bundle's task on."""
     from pocketbert import runtime
-    from pocketbert.converter.texts import data_dir as find_data_dir
-    from pocketbert.converter.texts import default_verify_texts
+    from pocketbert.converter.inputs.texts import data_dir as find_data_dir
+    from pocketbert.converter.inputs.texts import default_verify_texts
 
     texts, _ = default_verify_texts(runtime.Bundle.open(bundle).task, find_data_dir(data_dir))
     return texts[:samples]

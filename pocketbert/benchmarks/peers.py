@@ -88,7 +88,7 @@ def plain_onnx(checkpoint: Path, manifest: dict, dest: Path) -> None:
     user hands ORT's optimizer (the converter's own bundles hold fused graphs)."""
     from pocketbert.converter import loading
     from pocketbert.converter.backends.onnx import export_onnx
-    from pocketbert.converter.encoding import encode
+    from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoint), task=manifest["task"], labels=list(manifest["labels"]))

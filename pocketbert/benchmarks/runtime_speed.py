@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=100, help="sentences of 128 tokens timed per stage")
     args = parser.parse_args()
-    from pocketbert.converter.texts import data_dir, read_texts
+    from pocketbert.converter.inputs.texts import data_dir, read_texts
 
     data = data_dir()
     sst2 = read_texts(data / "glue" / "SST-2" / "dev.tsv")

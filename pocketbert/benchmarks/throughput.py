@@ -60,7 +60,7 @@ class _Timed:
 
 
 def texts_for(task: str, data: Path) -> tuple[str, list[str]]:
-    from pocketbert.converter.texts import read_texts
+    from pocketbert.converter.inputs.texts import read_texts
 
     name, parts = DATASETS[task]
     texts = read_texts(data.joinpath(*parts), what=name)

@@ -21,7 +21,7 @@ import numpy as np
 
 from pocketbert.runtime.contract import input_length
 
-from .encoding import encode, word_starts
+from .inputs.encoding import encode, word_starts
 from .events import Listener, Note, StageFinished, StageStarted
 from .options import ConvertOptions, Plan
 from .output.staging import Staging

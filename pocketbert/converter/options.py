@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import loading, verify
-from . import texts as textdata
+from .inputs import texts as textdata
 from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pocketbert.converter.pipeline import ConvertOptions, convert
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from ..conftest import DATA, build_checkpoint
 from ..shared import once

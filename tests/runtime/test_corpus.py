@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert import runtime
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 from pocketbert.runtime.cli import main
 from pocketbert.runtime.corpus.batch_predictor import BatchPredictor
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 from pocketbert.runtime.corpus import job as streaming
 from pocketbert.runtime.corpus.predict import Predictor, Settings
 

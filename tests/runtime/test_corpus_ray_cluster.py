@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from ..conftest import DATA
 

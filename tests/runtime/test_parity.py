@@ -12,7 +12,7 @@ from transformers import AutoModelForSequenceClassification, AutoModelForTokenCl
 
 from pocketbert import runtime
 from pocketbert.converter.loading import load as load_checkpoint
-from pocketbert.converter.texts import read_texts
+from pocketbert.converter.inputs.texts import read_texts
 
 from ..conftest import DATA
 

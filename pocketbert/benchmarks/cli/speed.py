@@ -110,7 +110,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
 @results_file_option(help="results file (default benchmarks/results/throughput.json)")
 def throughput(bundle_dirs, threads, rounds, limit, data_dir, out):
     from pocketbert.converter.errors import ConverterError
-    from pocketbert.converter.texts import data_dir as find_data
+    from pocketbert.converter.inputs.texts import data_dir as find_data
 
     from .. import schema
     from .. import throughput as job

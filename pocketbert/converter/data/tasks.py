@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConverterInputError
-from ..texts import data_dir as default_data_dir
+from ..inputs.texts import data_dir as default_data_dir
 from . import conll, formats, glue
 from .features import TaskData
 

@@ -9,7 +9,7 @@ from pocketbert.runtime.contract import LABELS_FILE
 from .. import backends
 from ..conversion import Built, Conversion, ExportResult
 from ..recipes import RecipeChoice
-from ..tokenizer_files import tokenizer_settings, write_tokenizer
+from ..inputs.tokenizer_files import tokenizer_settings, write_tokenizer
 from .base import Stage
 
 # Model file size relative to the float32 weights, per precision (int8 keeps some layers in float).

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .. import loading, verify
-from .. import texts as textdata
+from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
 from ..recipes import Recipe

@@ -9,7 +9,7 @@ from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
 from .. import backends, verify
 from ..levers import size_fit
-from .. import texts as textdata
+from ..inputs import texts as textdata
 from ..calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt

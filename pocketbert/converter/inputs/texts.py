@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..locations import checkout
-from .errors import ConverterInputError
+from pocketbert.locations import checkout
+from ..errors import ConverterInputError
 
 Text = str | tuple[str, str]
 
