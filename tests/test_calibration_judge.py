@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pocketbert.converter import verify
+from pocketbert.converter.checks import verify
 from pocketbert.converter.calibration_judge import SCREEN_TEXTS, CalibrationJudge, Judged
 
 

@@ -212,7 +212,7 @@ def test_entity_f1_is_what_the_runtime_reports_with_simple_aggregation(checkpoin
     the two models agree fully; the runtime's entities (simple aggregation) do not, and the figure says so."""
     from transformers import AutoTokenizer
 
-    from pocketbert.converter import verify
+    from pocketbert.converter.checks import verify
     from pocketbert.converter.conversion import Encoder
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoints["bert"]["ner"])

@@ -190,7 +190,7 @@ def test_new_task_end_to_end_convert_recover_dev_and_gates(kind, checkpoints, ne
 
 def test_entity_verification_sees_what_token_agreement_hides():
     """A model that keeps 98% of its token predictions but drops every entity fails the int8 bar."""
-    from pocketbert.converter import verify
+    from pocketbert.converter.checks import verify
 
     labels = ["O", "B-person", "I-person"]
     ref = np.full((4, 50, 3), [4.0, -2.0, -2.0])

@@ -11,7 +11,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from pocketbert.converter.backends import onnx as onnx_backend
 from pocketbert.converter.backends.onnx import _COMMON, PERCENTILE, _quantize_static, export_onnx
-from pocketbert.converter.verify import unpadded_batches
+from pocketbert.converter.checks.verify import unpadded_batches
 
 from .conftest import export_spec
 

@@ -17,7 +17,7 @@ from pocketbert.converter.backends.onnx_fusion import MICROSOFT, MIN_ORT_VERSION
 from pocketbert.converter.inputs.encoding import encode
 from pocketbert.converter.logits_model import LogitsModel
 from pocketbert.converter.transforms import fold, nonorm, relu
-from pocketbert.converter.verify import FP32_TOLERANCE
+from pocketbert.converter.checks.verify import FP32_TOLERANCE
 
 TEXTS = ["a charming and often affecting journey", "dull", "it is what it is, no more and no less than that, alas"]
 # family, transforms -> fused ops the graph must hold (MobileBERT: Q/K share a bottleneck input that V does

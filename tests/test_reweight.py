@@ -9,7 +9,8 @@ import onnx
 import pytest
 import torch
 
-from pocketbert.converter import reweight, verify
+from pocketbert.converter import reweight
+from pocketbert.converter.checks import verify
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite_weights import float_constants
 from pocketbert.converter.logits_model import LogitsModel

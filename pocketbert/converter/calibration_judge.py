@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import verify
+from .checks import verify
 
 
 @dataclass

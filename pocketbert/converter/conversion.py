@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .recipes import Recipe
     from .training.recovery import PreparedRecovery
     from .transforms import TransformReport
-    from .verify import Comparison, EntityView
+    from .checks.verify import Comparison, EntityView
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Encoder:
         """Token classification: how to read entities from :meth:`batches` of the same arguments."""
         if self.entity_labels is None:
             return None
-        from .verify import EntityView
+        from .checks.verify import EntityView
 
         return EntityView(self.word_starts(texts, batch_size, pad_to), list(self.entity_labels))
 

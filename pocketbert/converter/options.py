@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import loading, verify
+from . import loading
+from .checks import verify
 from .inputs import texts as textdata
 from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError, OutputError

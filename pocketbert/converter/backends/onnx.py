@@ -49,7 +49,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from .. import reweight
 from ..errors import VerificationError
-from ..verify import unpadded_batches
+from ..checks.verify import unpadded_batches
 from . import register
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
 from .onnx_fusion import MICROSOFT, fusable, fuse, is_fused

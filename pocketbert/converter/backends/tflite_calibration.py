@@ -133,7 +133,7 @@ def _widen_output_ranges(spec, float_path: Path, calibrated: dict, data: dict) -
     import torch
     from ai_edge_litert.interpreter import Interpreter
 
-    from .. import verify
+    from ..checks import verify
 
     interpreter = Interpreter(model_path=str(float_path))
     computed: dict = {}

@@ -137,7 +137,7 @@ def checkpoint_job_options(*, fp16: bool = True):
 def accuracy_gate_options(command):
     """--allow-accuracy-loss and --max-accuracy-drop, as the conversion spells them, for the commands that change a
     checkpoint's accuracy (narrow, shrink, factor-embeddings, int4-tune)."""
-    from ..accuracy_gate import MAX_DROP
+    from ..checks.accuracy_gate import MAX_DROP
 
     for option in reversed((
             click.option("--max-accuracy-drop", type=click.FloatRange(0), default=MAX_DROP, show_default=True,

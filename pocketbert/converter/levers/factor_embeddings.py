@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from .. import accuracy_gate, loading, shared_body
+from ..checks import accuracy_gate
+from .. import loading, shared_body
 from ..checkpoint_inputs import refuse_as_output, vocabulary_size
 from ..errors import ConverterInputError
 from ..factored_table import factor

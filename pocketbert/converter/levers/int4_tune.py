@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from .. import accuracy_gate, int4_grid, int4_packing, loading
+from ..checks import accuracy_gate
+from .. import int4_grid, int4_packing, loading
 from ..checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..training import checkpoint_job as job

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from .. import accuracy_gate, loading
+from ..checks import accuracy_gate
+from .. import loading
 from ..checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..families.base import FeedForward

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .. import loading, verify
+from .. import loading
+from ..checks import verify
 from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError

@@ -7,7 +7,8 @@ import time
 
 from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
-from .. import backends, verify
+from .. import backends
+from ..checks import verify
 from ..levers import size_fit
 from ..inputs import texts as textdata
 from ..calibration_judge import Judged

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import backends, verify
+from .. import backends
+from ..checks import verify
 from ..conversion import Conversion, Inputs, LoadResult, TransformResult
 from ..errors import AccuracyLossRefused, VerificationError
 from ..logits_model import LogitsModel

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from .. import backends, verify
+from .. import backends
+from ..checks import verify
 from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .. import accuracy_gate
+from ..checks import accuracy_gate
 from ..data import load_task
 from ..loading import SAVED_TRANSFORMS_KEY
 from .card import model_card

@@ -5,7 +5,7 @@ helpers the int8 stage uses (``equalize``, ``smoothquant``) register nothing.
 
 Every rewrite takes ``(model, family)``, edits the model in place and returns a
 :class:`TransformReport`.  Whether a transform changes what the model computes is reported, not
-assumed: the pipeline measures the effect on real sentences (see :mod:`converter.verify`).
+assumed: the pipeline measures the effect on real sentences (see :mod:`converter.checks.verify`).
 """
 
 from __future__ import annotations

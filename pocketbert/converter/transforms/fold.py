@@ -13,7 +13,7 @@ and each term is absorbed exactly:
 
 The NoNorm then becomes the identity and costs nothing at inference.  A NoNorm after a residual
 add (``NoNorm(dense(h) + r)``) would need ``γ ⊙ r`` at run time and is left in place.  The pipeline
-checks the folded model against the unfolded one (:func:`converter.verify.compare_models`).
+checks the folded model against the unfolded one (:func:`converter.checks.verify.compare_models`).
 """
 
 from __future__ import annotations

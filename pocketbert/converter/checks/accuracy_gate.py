@@ -6,7 +6,7 @@ chance-level model and exit 0."""
 
 from __future__ import annotations
 
-from .errors import AccuracyLossRefused
+from ..errors import AccuracyLossRefused
 
 #: points of the task metric a result may lose against its source (the conversion's --max-accuracy-drop default)
 MAX_DROP = 1.0

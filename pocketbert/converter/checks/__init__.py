@@ -1,0 +1,2 @@
+"""What a result is held to: each exported file computing what the PyTorch model computes (verify), and the
+accuracy gate of the commands that change a checkpoint's accuracy (accuracy_gate)."""
