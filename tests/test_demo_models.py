@@ -82,8 +82,8 @@ def test_a_phone_demo_is_narrow_on_the_int4_grid_and_stored_packed(name):
     teacher), every int4 weight on its grid as loaded, and the weights on real dev text."""
     from safetensors import safe_open
 
-    from pocketbert.converter import int4_grid
-    from pocketbert.converter.int4_packing import KEY, SCALE, VALUES
+    from pocketbert.converter.weights import int4_grid
+    from pocketbert.converter.weights.int4_packing import KEY, SCALE, VALUES
 
     task, metric, rank, pieces, units, teacher, tensors = PHONES[name]
     path = BUILTIN[name].path()

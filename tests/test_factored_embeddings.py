@@ -13,7 +13,7 @@ from safetensors import safe_open
 from pocketbert.converter import loading
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.levers.factor_embeddings import FactorOptions, factor_checkpoint
-from pocketbert.converter.factored_table import FactoredEmbedding, factor
+from pocketbert.converter.weights.factored_table import FactoredEmbedding, factor
 from pocketbert.converter.pipeline import convert
 
 from .conftest import DATA, build_checkpoint
@@ -159,7 +159,7 @@ def test_a_shared_body_checkpoint_stores_the_factors_and_loads_the_rest_from_its
 
 
 def test_a_shared_body_that_changed_is_refused_at_load_and_at_save(phone, tmp_path):
-    from pocketbert.converter import shared_body
+    from pocketbert.converter.weights import shared_body
 
     source, path, _ = phone
     copy = tmp_path / "copy"

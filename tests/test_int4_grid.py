@@ -10,10 +10,11 @@ import pytest
 import torch
 from torch import nn
 
-from pocketbert.converter import int4_grid, int4_packing, loading
+from pocketbert.converter.weights import int4_grid, int4_packing
+from pocketbert.converter import loading
 from pocketbert.converter.backends.tflite_graph import fully_connected_weights
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.factored_table import factor
+from pocketbert.converter.weights.factored_table import factor
 from pocketbert.converter.levers.int4_tune import Int4Options, int4_tune_checkpoint
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.training import checkpoint_job as job

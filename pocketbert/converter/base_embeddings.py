@@ -18,8 +18,8 @@ import torch
 
 from . import loading
 from .errors import ConverterInputError
-from .factored_table import whole_table
-from .shared_table import KEY, base_table, digest, is_table_key
+from .weights.factored_table import whole_table
+from .weights.shared_table import KEY, base_table, digest, is_table_key
 from .training import checkpoint_job as job
 from .training.distill.retokenized import LOSS, distill_retokenized
 from .training.evaluate import evaluate

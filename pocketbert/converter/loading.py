@@ -22,16 +22,17 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from . import builtin, factored_table, int4_packing, shared_body
+from . import builtin
+from .weights import factored_table, int4_packing, shared_body
 from .builtin import BUILTIN, PREFIX, hidden_builtin
 from .errors import ConverterInputError
-from .factored_table import KEY as FACTORED_KEY
+from .weights.factored_table import KEY as FACTORED_KEY
 from .families import Family, family_for, supported_summary
 from .opts import structural_names
 from .recipes import TASKS
-from .shared_body import KEY as BASE_WEIGHTS_KEY
-from .shared_table import KEY as SHARED_TABLE_KEY
-from .shared_table import is_table_key, restore
+from .weights.shared_body import KEY as BASE_WEIGHTS_KEY
+from .weights.shared_table import KEY as SHARED_TABLE_KEY
+from .weights.shared_table import is_table_key, restore
 from .transforms import OPTS
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
@@ -190,11 +191,11 @@ def load(spec: str, *, task: str | None = None, labels: list[str] | None = None,
     tokenizer = _tokenizer(path)
     model, info = _model(path, task, final_labels, seed)
     rank = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(FACTORED_KEY)
-    if rank:  # the word embeddings are two factors (converter.factored_table), not one table
+    if rank:  # the word embeddings are two factors (converter.weights.factored_table), not one table
         info["missing_keys"] = factored_table.rebuild(model, rank, path, info.get("missing_keys", []))
         notes.append(f"the word embeddings are factored at rank {rank} (config.json 'pocketbert')")
     packed = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(int4_packing.KEY)
-    if packed:  # weights on the int4 grid stored two to a byte (converter.int4_packing)
+    if packed:  # weights on the int4 grid stored two to a byte (converter.weights.int4_packing)
         info["missing_keys"] = int4_packing.restore(model, path, packed["tensors"], info.get("missing_keys", []))
         notes.append(f"{packed['tensors']} weights are stored as int4 (config.json 'pocketbert')")
     head_missing = _check_weights(model, info, raw, path, notes=notes)
@@ -303,12 +304,12 @@ def _model(path: Path, task: str, labels: list[str], seed: int) -> tuple[PreTrai
 def _check_weights(model, info: dict, raw: dict, path: Path, notes: list[str]) -> list[str]:
     """Restore shared word embeddings; refuse missing or misshapen encoder tensors; the head keys missing."""
     shared = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get("base_embeddings")
-    if shared:  # the word embeddings come from a base model (converter.shared_table), checked by sha256
+    if shared:  # the word embeddings come from a base model (converter.weights.shared_table), checked by sha256
         info["missing_keys"] = [k for k in info.get("missing_keys", []) if not is_table_key(k)]
         restore(model, shared)
         notes.append(f"the word embeddings come from the base model {shared['model']!r} (sha256 checked)")
     body = (raw.get(SAVED_TRANSFORMS_KEY) or {}).get(BASE_WEIGHTS_KEY)
-    if body:  # every tensor but the word embeddings comes from another model (converter.shared_body)
+    if body:  # every tensor but the word embeddings comes from another model (converter.weights.shared_body)
         info["missing_keys"] = shared_body.restore(model, body, info.get("missing_keys", []))
         notes.append(f"the weights other than the word embeddings come from {body['model']!r} (sha256 checked)")
     missing = [k for k in info.get("missing_keys", []) if not _is_head_key(k)]

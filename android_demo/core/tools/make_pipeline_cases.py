@@ -68,7 +68,7 @@ def build_checkpoints(work: Path) -> dict[str, Path]:
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
     from pocketbert.converter.builtin import BUILTIN
-    from pocketbert.converter.factored_table import KEY, factor
+    from pocketbert.converter.weights.factored_table import KEY, factor
     from pocketbert.converter.families import families
 
     tokenizer = AutoTokenizer.from_pretrained(BUILTIN["minilm"].path())

@@ -98,7 +98,7 @@ def quantize_file(float_path: Path, dest: Path, precision: str, float_scopes: li
 
 def on_int4_grid(float_path: Path) -> bool:
     """Whether every Linear's weight in ``float_path`` already sits on its int4 grid (``int4-tune`` put it there)."""
-    from ..int4_grid import on_grid
+    from ..weights.int4_grid import on_grid
     from .tflite_graph import fully_connected_weights
 
     weights = fully_connected_weights(float_path)

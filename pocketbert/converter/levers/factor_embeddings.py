@@ -1,13 +1,13 @@
 """``factor-embeddings``: a checkpoint whose word-embedding table is a narrow table and a projection.
 
-The table of a small BERT is the bulk of a phone-sized file (converter.factored_table).  This command
+The table of a small BERT is the bulk of a phone-sized file (converter.weights.factored_table).  This command
 optionally trims the vocabulary first (``--vocab-size``: levers.vocab_trim, exact on text made of kept pieces),
 factors the table at ``--rank`` from the row-weighted SVD (each row weighted by how often the task's training
 text uses its piece), then distils the factored model on that text from the same model with its table whole
 (trimmed, if asked: trimming is exact on text made of kept pieces, so teacher and student read the same pieces),
 matching the logits and every layer's hidden states at every real token, and training only the two factors.
 Every other weight stays exactly the checkpoint's, so ``--share-body`` can store the factors alone and take the
-rest from the checkpoint at load (converter.shared_body).
+rest from the checkpoint at load (converter.weights.shared_body).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pathlib import Path
 import torch
 
 from ..checks import accuracy_gate
-from .. import loading, shared_body
+from .. import loading
+from ..weights import shared_body
 from ..checkpoint_inputs import refuse_as_output, vocabulary_size
 from ..errors import ConverterInputError
-from ..factored_table import factor
+from ..weights.factored_table import factor
 from ..training import checkpoint_job as job
 from ..training.evaluate import evaluate
 from ..training.finetune import eval_length

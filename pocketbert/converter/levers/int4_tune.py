@@ -3,7 +3,7 @@
 An int4 file's accuracy ladder keeps in int8 the Linears whose int4 rounding moves the answers too far from the
 float file; on the CoNLL-2003 demo about half of them, which is what keeps its int4 file over 10 MB.  This command
 trains every weight of the checkpoint with its Linears and word-embedding table computed on their int4 grids
-(:mod:`converter.int4_grid`, straight-through gradients), matching a float teacher's logits and every layer's
+(:mod:`converter.weights.int4_grid`, straight-through gradients), matching a float teacher's logits and every layer's
 hidden states at every real token (by default the checkpoint itself, as it is), and then writes the weights onto
 the grid.  The checkpoint's own float file and its int4 file then hold the same weights, and the int4 ladder
 starts from a file that meets the bars with every Linear at 4 bits.
@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from ..checks import accuracy_gate
-from .. import int4_grid, int4_packing, loading
+from ..weights import int4_grid, int4_packing
+from .. import loading
 from ..checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..training import checkpoint_job as job

@@ -32,9 +32,9 @@ from ..checks import accuracy_gate
 from .. import loading
 from ..checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
-from ..factored_table import whole_table
-from ..shared_table import KEY as SHARED_TABLE_KEY
-from ..shared_table import digest
+from ..weights.factored_table import whole_table
+from ..weights.shared_table import KEY as SHARED_TABLE_KEY
+from ..weights.shared_table import digest
 from ..training import checkpoint_job as job
 from ..training import loop
 from ..training.finetune import eval_length, source_name

@@ -27,7 +27,7 @@ from transformers import AutoTokenizer
 
 from .. import loading
 from ..errors import ConverterInputError
-from ..factored_table import whole_table
+from ..weights.factored_table import whole_table
 from ..training import checkpoint_job as job
 from ..training.distill.retokenized import LOSS, distill_retokenized
 from ..training.evaluate import evaluate

@@ -14,7 +14,7 @@ from ..inputs import texts as textdata
 from ..calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
-from ..factored_table import rank_of
+from ..weights.factored_table import rank_of
 from ..quantization import Quantizer
 from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize

@@ -17,7 +17,7 @@ from .. import loading
 from ..data import TaskData, load_task
 from ..data.features import label_index
 from ..errors import ConverterInputError
-from ..factored_table import whole_table
+from ..weights.factored_table import whole_table
 from . import chance, loop
 from . import checkpoint_job as job
 from .evaluate import evaluate

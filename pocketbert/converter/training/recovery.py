@@ -17,7 +17,7 @@ from pathlib import Path
 from ..data import metrics
 from ..data.features import Features
 from ..errors import ConverterInputError
-from ..factored_table import whole_table
+from ..weights.factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
 from . import dev_noise, kept_state, loop

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__, int4_packing
-from ..factored_table import KEY as FACTORED_KEY
-from ..factored_table import rank_of
+from .. import __version__
+from ..weights import int4_packing
+from ..weights.factored_table import KEY as FACTORED_KEY
+from ..weights.factored_table import rank_of
 from ..loading import SAVED_TRANSFORMS_KEY
 from ..opts import structural_names
 from ..output.owned import CHECKPOINT, TRAINING_RECORD, record_files
-from ..shared_body import KEY as BASE_WEIGHTS_KEY
-from ..shared_body import is_own_key
-from ..shared_table import is_table_key
+from ..weights.shared_body import KEY as BASE_WEIGHTS_KEY
+from ..weights.shared_body import is_own_key
+from ..weights.shared_table import is_table_key
 from ..output.staging import Staging
 
 
@@ -37,10 +38,10 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
     which base model supplies it (converter.base_embeddings).  Factored word embeddings
-    (converter.factored_table) are recorded with their rank, from which the loader rebuilds them.
+    (converter.weights.factored_table) are recorded with their rank, from which the loader rebuilds them.
     ``base_weights`` ({"model", "sha256", "tensors"}): store the word embeddings only, recording which model supplies
-    every other tensor (converter.shared_body).  ``int4``: store the weights on the int4 grid two to a byte
-    (converter.int4_packing), every other one cast to ``dtype``."""
+    every other tensor (converter.weights.shared_body).  ``int4``: store the weights on the int4 grid two to a byte
+    (converter.weights.int4_packing), every other one cast to ``dtype``."""
     structural = [t for t in structural_names() if t in transforms]
     with Staging(Path(out), overwrite, kind=CHECKPOINT) as staging:
         entry = {}

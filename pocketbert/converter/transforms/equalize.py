@@ -27,7 +27,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor, nn
 
-from ..factored_table import FactoredEmbedding
+from ..weights.factored_table import FactoredEmbedding
 from ..families import Family, ResidualStream, is_nonorm
 from .smoothquant import forward_all
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ..errors import ConverterInputError
-from ..factored_table import FactoredEmbedding
+from ..weights.factored_table import FactoredEmbedding
 from ..families import Family, is_nonorm
 from . import Opt, TransformReport, register
 

@@ -40,7 +40,7 @@ def rounded(weight: Tensor) -> Tensor:
 def quantised(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The modules whose weight the int4 file stores at 4 bits: every Linear and the word-embedding table."""
     table = model.get_input_embeddings()
-    table = getattr(table, "table", table)  # a factored table (converter.factored_table): its narrow lookup
+    table = getattr(table, "table", table)  # a factored table (converter.weights.factored_table): its narrow lookup
     return [(path, m) for path, m in model.named_modules() if isinstance(m, nn.Linear) or m is table]
 
 

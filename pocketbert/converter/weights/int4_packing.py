@@ -1,11 +1,11 @@
 """Checkpoint weights stored as int4, two to a byte, for weights already on the int4 grid (``int4-tune --pack``).
 
-A weight on the grid (:mod:`converter.int4_grid`) is its row scales times integers in [-8, 7]: stored so, it takes
+A weight on the grid (:mod:`converter.weights.int4_grid`) is its row scales times integers in [-8, 7]: stored so, it takes
 a byte per two values and a float32 per row, an eighth of float32.  The CoNLL-2003 phone demo model's weights are
 8.0 MB in the repository this way, where float16 would take 29.6 MB.  Each packed weight ``K`` is two safetensors
 entries: ``K.int4`` (uint8 ``[rows, columns / 2]``, the even column in the low nibble, two's complement) and
 ``K.int4_scale`` (float32 ``[rows]``); config.json's ``pocketbert.int4_weights`` counts them.  The loader
-(:func:`restore`, and :func:`converter.factored_table.rebuild` through :func:`unpacked`) computes
+(:func:`restore`, and :func:`converter.weights.factored_table.rebuild` through :func:`unpacked`) computes
 ``integers × scale`` in float32, exactly what :func:`round_trip` gives the model before its score is recorded.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import torch
 
-from .errors import ConverterInputError
+from ..errors import ConverterInputError
 from .int4_grid import LEVELS, on_grid, scales
 
 KEY = "int4_weights"  # inside config.json's "pocketbert" entry

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .errors import ConverterInputError
+from ..errors import ConverterInputError
 from .int4_packing import unpacked
 
 KEY = "word_embedding_rank"  # inside config.json's "pocketbert" entry

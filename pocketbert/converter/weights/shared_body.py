@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from . import shared_table
-from .builtin import BUILTIN
-from .errors import ConverterInputError
+from ..builtin import BUILTIN
+from ..errors import ConverterInputError
 
 KEY = "base_weights"  # inside config.json's "pocketbert" entry
 _OWN = ".word_embeddings."  # what a shared-body checkpoint stores itself: the (factored) word embeddings

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from .builtin import BUILTIN
-from .errors import ConverterInputError
+from ..builtin import BUILTIN
+from ..errors import ConverterInputError
 
 KEY = "base_embeddings"  # inside config.json's "pocketbert" entry
 TABLE_SUFFIX = "word_embeddings.weight"
