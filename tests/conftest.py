@@ -113,7 +113,7 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 def export_spec(checkpoint: Path, buckets=(32,)):
     """(loaded checkpoint, ExportSpec) as the pipeline builds them, for tests that call a backend directly."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends import ExportSpec
     from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel

@@ -67,7 +67,7 @@ def test_little_calibration_text_is_judged_in_full_even_when_screened():
 def test_the_judges_reference_runs_only_the_columns_a_batch_uses(checkpoints):
     """The float reference the judge compares with, computed on trimmed batches, equals the padded one (the model
     masks padding out) for sentence and token logits; a batch the same once trimmed runs once for all lengths."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel
 
@@ -101,7 +101,7 @@ def test_a_backend_with_dynamic_shapes_is_judged_unpadded_with_the_same_figures(
 
     import torch
 
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode, word_starts
     from pocketbert.converter.logits_model import LogitsModel
 
@@ -138,7 +138,7 @@ def test_a_backend_with_dynamic_shapes_is_judged_unpadded_with_the_same_figures(
 def test_the_reference_runs_rows_sorted_by_length_and_puts_each_back(checkpoints):
     """Rows of batches in text order run longest first, each group cut to its longest row; every row's logits
     come back to its batch and place (padding positions zero), equal to the padded batches' own."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel
 

@@ -218,7 +218,7 @@ def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
 
 def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints, tmp_path):
     """The search itself, with a judge that wants at least 3 float Linears and prefers big roles."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends import ExportSpec, get
     from pocketbert.converter.backends.onnx import _roles
     from pocketbert.converter.inputs.encoding import encode

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.data import load_task
 from pocketbert.converter.families import is_nonorm

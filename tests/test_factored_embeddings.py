@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.levers.factor_embeddings import FactorOptions, factor_checkpoint
 from pocketbert.converter.weights.factored_table import FactoredEmbedding, factor
@@ -245,7 +245,7 @@ def test_converts_to_onnx_fp32_and_both_int8_recipes(factored, options):
 def test_a_checkpoint_written_whole_from_a_shared_body_one_no_longer_says_it_takes_the_body(phone, tmp_path):
     """A later command that stores every weight (int4-tune, narrow) must not keep the factoring's "only the word
     embeddings are stored" in its record and card."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.training import checkpoint_job as job
 
     _, path, _ = phone

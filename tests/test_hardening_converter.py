@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pocketbert.converter import cli, loading
+from pocketbert.converter import cli
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.errors import EXIT_ACCURACY_LOSS, EXIT_OUTPUT, AccuracyLossRefused, ConverterInputError
 from pocketbert.converter.levers.narrow import NarrowOptions, narrow_checkpoint

@@ -529,7 +529,7 @@ CHECKPOINT_OVERWRITE_CASES = [
 
 @pytest.fixture(scope="module")
 def written_checkpoint(checkpoints, tmp_path_factory) -> Path:
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.training.save import save_trained
 
     loaded = loading.load(str(checkpoints["bert"]["classification"]))

@@ -8,7 +8,7 @@ members, which register themselves with it).
 
 Folders: an import ``a -> b`` is seen from the deepest package holding both, as an edge between the entries
 of that package (a subfolder or a module) on each side's path.  ``converter/training/recovery.py ->
-converter/loading.py`` is the edge ``training/ -> loading.py`` inside ``converter/``; a cycle among the
+converter/checkpoints/loading.py`` is the edge ``training/ -> loading.py`` inside ``converter/``; a cycle among the
 entries of any one folder means two parts of the code each need the other."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from pocketbert.converter.weights import int4_grid, int4_packing
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.backends.tflite_graph import fully_connected_weights
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.weights.factored_table import factor

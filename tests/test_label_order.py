@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.training import checkpoint_job as job

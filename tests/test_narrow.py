@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.families import families
 from pocketbert.converter.families.base import FeedForward

@@ -10,7 +10,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.backends import ExportSpec
 from pocketbert.converter.backends.onnx import _float_source, export_fused, export_onnx
 from pocketbert.converter.backends.onnx_fusion import MICROSOFT, MIN_ORT_VERSION, is_fused

@@ -186,7 +186,7 @@ def test_convert_does_not_replace_a_checkpoint(checkpoint, tmp_path, capsys):
 
 def written_checkpoint(source: Path, out: Path, overwrite: bool = False, card: str = "# card\n") -> Path:
     """A checkpoint directory written the way finetune/recover/trim-vocab write theirs."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.training.save import save_trained
 
     loaded = loading.load(str(source))

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.pipeline import convert

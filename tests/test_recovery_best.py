@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.data.features import Features, TaskData
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.training import dev_noise, kept_state, loop

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.data import load_task
 from pocketbert.converter.training.distill.retokenized import distill_retokenized, first_pieces, gap, word_pairs
 from pocketbert.converter.training.loop import Budget

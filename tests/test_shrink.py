@@ -9,7 +9,8 @@ import shutil
 import pytest
 import torch
 
-from pocketbert.converter import cli, loading
+from pocketbert.converter import cli
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import EXIT_INPUT, ConverterInputError
 from pocketbert.converter.families import is_nonorm
 from pocketbert.converter.pipeline import ConvertOptions, convert

@@ -156,7 +156,7 @@ def test_tflite_fp16_halves_the_weights_and_stays_near_parity(checkpoints, optio
 
 def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options):
     """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends.tflite_graph import linear_roles
     from pocketbert.converter.logits_model import LogitsModel
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.cli import main as cli_main
 from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError

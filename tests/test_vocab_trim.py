@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pocketbert.converter import loading
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.levers.vocab_trim import trim

@@ -17,7 +17,7 @@ def pytorch_scores(teacher_dir: Path, recovered_dir: Path, task: str, split: str
 
     import torch
 
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.data import load_task
     from pocketbert.converter.training.evaluate import evaluate
     from pocketbert.converter.training.finetune import eval_length

@@ -86,7 +86,7 @@ def optimize_like_optimum(plain: Path, dest: Path) -> dict:
 def plain_onnx(checkpoint: Path, manifest: dict, dest: Path) -> None:
     """The checkpoint through the converter's ``torch.onnx.export`` call, un-fused: the graph an Optimum
     user hands ORT's optimizer (the converter's own bundles hold fused graphs)."""
-    from pocketbert.converter import loading
+    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends.onnx import export_onnx
     from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.logits_model import LogitsModel

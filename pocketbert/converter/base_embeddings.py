@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from . import loading
+from .checkpoints import loading
 from .errors import ConverterInputError
 from .weights.factored_table import whole_table
 from .weights.shared_table import KEY, base_table, digest, is_table_key

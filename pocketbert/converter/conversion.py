@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
     from .backends import ExportedArtifact, ExportSpec
-    from .loading import Loaded
+    from .checkpoints.loading import Loaded
     from .logits_model import LogitsModel
     from .recipes import Recipe
     from .training.recovery import PreparedRecovery

@@ -23,13 +23,13 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import loading
+from .checkpoints import loading
 from .errors import AccuracyLossRefused, ConverterInputError
 from .levers import Step, latency, shapes
 from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
 from .levers import plan as planning
 from .opts import parse_opts
-from .training_record import shipped_scores, training_record
+from .checkpoints.training_record import shipped_scores, training_record
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02

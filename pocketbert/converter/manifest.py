@@ -12,10 +12,10 @@ from pocketbert.runtime.contract import INPUT_AXES, SCHEMA_VERSION, in_schema_or
 
 from . import __version__
 from .conversion import ArtifactResult, Conversion
-from .training_record import training_record
+from .checkpoints.training_record import training_record
 
 if TYPE_CHECKING:
-    from .loading import Loaded
+    from .checkpoints.loading import Loaded
 
 
 def build(conversion: Conversion) -> dict:

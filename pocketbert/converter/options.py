@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import loading
+from .checkpoints import loading
 from .checks import verify
 from .inputs import texts as textdata
 from .backends import EXPORT_BACKENDS
@@ -18,7 +18,7 @@ from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts
 from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, select
 from .sizes import parse_size
-from .training_record import task_file
+from .checkpoints.training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA
 
 

@@ -28,7 +28,7 @@ def help_texts() -> dict[str, str]:
 
 
 def structural_names() -> tuple[str, ...]:
-    """What a checkpoint's config.json may record (converter.loading re-applies them on load)."""
+    """What a checkpoint's config.json may record (converter.checkpoints.loading re-applies them on load)."""
     return tuple(opt.name for opt in OPTS if opt.structural)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backends, loading, reweight
+from . import backends, reweight
+from .checkpoints import loading
 from .checks import verify
 from .backends import ExportedArtifact, ExportSpec
 from .calibration_judge import CalibrationJudge, Judged

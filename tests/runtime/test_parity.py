@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
 from pocketbert import runtime
-from pocketbert.converter.loading import load as load_checkpoint
+from pocketbert.converter.checkpoints.loading import load as load_checkpoint
 from pocketbert.converter.inputs.texts import read_texts
 
 from ..conftest import DATA

@@ -151,7 +151,7 @@ def accuracy_gate_options(command):
 
 def refuse_own_input(out: Path, **inputs: str | None) -> None:
     """--out may never be, hold or lie inside a checkpoint the command reads, --overwrite or not."""
-    from ..checkpoint_inputs import refuse_as_output
+    from ..checkpoints.checkpoint_inputs import refuse_as_output
 
     refuse_as_output(out, **inputs)
 

@@ -136,7 +136,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
     if save_checkpoint and not flags["max_size"]:
         raise click.UsageError("--save-checkpoint only applies with --max-size and --recover (the one command)")
     if save_checkpoint:  # an unusable DIR fails now, not after the training
-        from ..loading import resolve
+        from ..checkpoints.loading import resolve
         from ..output.staging import refuse_overlap
         from ..training.save import check_output
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 from ..checks import accuracy_gate
-from .. import loading
+from ..checkpoints import loading
 from ..weights import shared_body
-from ..checkpoint_inputs import refuse_as_output, vocabulary_size
+from ..checkpoints.checkpoint_inputs import refuse_as_output, vocabulary_size
 from ..errors import ConverterInputError
 from ..weights.factored_table import factor
 from ..training import checkpoint_job as job

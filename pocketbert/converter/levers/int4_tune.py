@@ -18,8 +18,8 @@ import torch
 
 from ..checks import accuracy_gate
 from ..weights import int4_grid, int4_packing
-from .. import loading
-from ..checkpoint_inputs import refuse_as_output
+from ..checkpoints import loading
+from ..checkpoints.checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..training import checkpoint_job as job
 from ..training.finetune import eval_length

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from ..checks import accuracy_gate
-from .. import loading
-from ..checkpoint_inputs import refuse_as_output
+from ..checkpoints import loading
+from ..checkpoints.checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..families.base import FeedForward
 from ..training import checkpoint_job as job

@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from ..checks import accuracy_gate
-from .. import loading
-from ..checkpoint_inputs import refuse_as_output
+from ..checkpoints import loading
+from ..checkpoints.checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..weights.factored_table import whole_table
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY

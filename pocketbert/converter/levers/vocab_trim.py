@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from .. import loading
+from ..checkpoints import loading
 from ..errors import ConverterInputError
 from ..weights.factored_table import whole_table
 from ..training import checkpoint_job as job

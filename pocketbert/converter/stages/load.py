@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .. import loading
+from ..checkpoints import loading
 from ..checks import verify
 from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
 from ..recipes import Recipe
-from ..training_record import task_file
+from ..checkpoints.training_record import task_file
 from .base import Stage
 
 if TYPE_CHECKING:

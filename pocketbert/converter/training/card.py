@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..training_record import shipped_scores
+from ..checkpoints.training_record import shipped_scores
 
 DATA_NOTES = {
     "glue:sst2": ("SST-2 (GLUE)", "Stanford Sentiment Treebank, movie-review phrases; GLUE distribution"),
@@ -31,7 +31,7 @@ def model_card(record: dict) -> str:
     if record.get("transforms"):
         lines += ["", "## Structure",
                   f"Trained with `{','.join(record['transforms'])}`: config.json's `pocketbert` key records it and "
-                  "PocketBERT's loader (`converter.loading.load`) rebuilds NoNorm/ReLU from it. Plain "
+                  "PocketBERT's loader (`converter.checkpoints.loading.load`) rebuilds NoNorm/ReLU from it. Plain "
                   "`transformers.AutoModel` would rebuild LayerNorm/GELU and compute something else."]
     if (record.get("distillation") or {}).get("qat"):
         lines += _qat(record["distillation"])

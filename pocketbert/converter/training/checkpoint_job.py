@@ -15,7 +15,7 @@ import torch
 
 from ..checks import accuracy_gate
 from ..data import load_task
-from ..loading import SAVED_TRANSFORMS_KEY
+from ..checkpoints.loading import SAVED_TRANSFORMS_KEY
 from .card import model_card
 from .evaluate import evaluate
 from .save import check_output, save_trained

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import loading
+from ..checkpoints import loading
 from ..data import TaskData, load_task
 from ..data.features import label_index
 from ..errors import ConverterInputError

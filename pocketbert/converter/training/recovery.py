@@ -303,7 +303,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
     """``pocketbert-convert recover``: teacher checkpoint -> recovered nonorm/relu checkpoint at ``out``."""
     import copy
 
-    from .. import loading
+    from ..checkpoints import loading
     from ..transforms import OPTS
     from . import checkpoint_job as job
     from .finetune import eval_length, source_name

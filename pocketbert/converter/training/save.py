@@ -2,7 +2,7 @@
 
 The directory is staged and renamed into place (converter.output.staging.Staging): an error or Ctrl-C leaves
 nothing half-written.  Models trained with NoNorm/ReLU record that in config.json (key
-``pocketbert``) so that PocketBERT's loader rebuilds the same structure (see converter.loading).
+``pocketbert``) so that PocketBERT's loader rebuilds the same structure (see converter.checkpoints.loading).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .. import __version__
 from ..weights import int4_packing
 from ..weights.factored_table import KEY as FACTORED_KEY
 from ..weights.factored_table import rank_of
-from ..loading import SAVED_TRANSFORMS_KEY
+from ..checkpoints.loading import SAVED_TRANSFORMS_KEY
 from ..opts import structural_names
 from ..output.owned import CHECKPOINT, TRAINING_RECORD, record_files
 from ..weights.shared_body import KEY as BASE_WEIGHTS_KEY

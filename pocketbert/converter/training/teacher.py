@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import loading
+from ..checkpoints import loading
 from ..errors import ConverterInputError
 from .distill.pairing import every_token_distillation, no_dropout
 from .loop import TrainLog, train

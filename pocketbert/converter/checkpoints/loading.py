@@ -22,18 +22,18 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from . import builtin
-from .weights import factored_table, int4_packing, shared_body
-from .builtin import BUILTIN, PREFIX, hidden_builtin
-from .errors import ConverterInputError
-from .weights.factored_table import KEY as FACTORED_KEY
-from .families import Family, family_for, supported_summary
-from .opts import structural_names
-from .recipes import TASKS
-from .weights.shared_body import KEY as BASE_WEIGHTS_KEY
-from .weights.shared_table import KEY as SHARED_TABLE_KEY
-from .weights.shared_table import is_table_key, restore
-from .transforms import OPTS
+from .. import builtin
+from ..weights import factored_table, int4_packing, shared_body
+from ..builtin import BUILTIN, PREFIX, hidden_builtin
+from ..errors import ConverterInputError
+from ..weights.factored_table import KEY as FACTORED_KEY
+from ..families import Family, family_for, supported_summary
+from ..opts import structural_names
+from ..recipes import TASKS
+from ..weights.shared_body import KEY as BASE_WEIGHTS_KEY
+from ..weights.shared_table import KEY as SHARED_TABLE_KEY
+from ..weights.shared_table import is_table_key, restore
+from ..transforms import OPTS
 
 _AUTO_CLASS = {"classification": AutoModelForSequenceClassification, "ner": AutoModelForTokenClassification}
 _HEAD_SUFFIX = {"classification": "ForSequenceClassification", "ner": "ForTokenClassification"}

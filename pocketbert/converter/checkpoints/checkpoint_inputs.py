@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import ConverterInputError
+from ..errors import ConverterInputError
 from .loading import resolve
-from .output.staging import refuse_overlap
+from ..output.staging import refuse_overlap
 
 
 def refuse_as_output(out: Path, **inputs: str | None) -> None:

@@ -36,8 +36,8 @@ def task_file(checkpoint: Path, split: str, data_dir=None) -> Path | None:
     record = training_record(checkpoint)
     if not record:
         return None
-    from .data.tasks import TASKS, resolve_task
-    from .errors import ConverterInputError
+    from ..data.tasks import TASKS, resolve_task
+    from ..errors import ConverterInputError
 
     task = str(record.get("task") or "")
     if task.lower() in TASKS:
