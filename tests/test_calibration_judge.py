@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pocketbert.converter.checks import verify
-from pocketbert.converter.calibration_judge import SCREEN_TEXTS, CalibrationJudge, Judged
+from pocketbert.converter.quantize.calibration_judge import SCREEN_TEXTS, CalibrationJudge, Judged
 
 
 def _judged(batches: int, length: int, rng) -> Judged:

@@ -108,7 +108,7 @@ def test_static_int8_starts_smoothed_when_plain_dynamic_missed_the_target(checkp
     smoothed rung, and builds plain (beside the bundle's files, then moved in) only when the ladder falls short
     and plain is the cheapest step meeting the bar.  A plain file built before its ladder is kept aside, not
     built again."""
-    from pocketbert.converter.quantization import Quantizer
+    from pocketbert.converter.quantize.quantization import Quantizer
 
     built = []
     original = Quantizer.plain

@@ -14,7 +14,7 @@ from pocketbert.converter.checks import verify
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite_weights import float_constants
 from pocketbert.converter.logits_model import LogitsModel
-from pocketbert.converter.quantization import float_parity
+from pocketbert.converter.quantize.quantization import float_parity
 from pocketbert.converter.transforms import equalize
 
 from .conftest import FULL_INTEGER_TEXTS, export_spec, nonorm_model
@@ -142,7 +142,7 @@ def test_a_smoothed_file_made_from_the_plain_export_equals_the_smoothed_models_o
     same ops; a Linear the file has no matmul for refuses the whole file."""
     from pocketbert.converter.backends.onnx import export_onnx
     from pocketbert.converter.backends.tflite import op_histogram
-    from pocketbert.converter.quantization import derive
+    from pocketbert.converter.quantize.quantization import derive
     from pocketbert.converter.transforms.smoothquant import as_unsmoothed
 
     loaded, plain = nonorm_model(checkpoints["bert"]["classification"], "fold", buckets=(16, 32))
@@ -247,7 +247,7 @@ def test_both_tflite_ladders_smooth_without_exporting_again(checkpoints, options
     weights written in, and the static ladder's is that file with the equalised weights."""
     from pocketbert.converter.backends.tflite import TfliteExportBackend
     from pocketbert.converter.pipeline import convert
-    from pocketbert.converter.quantization import Quantizer
+    from pocketbert.converter.quantize.quantization import Quantizer
 
     exported, smoothed = [], []
     convert_file, smoothed_float = TfliteExportBackend._convert, Quantizer._smoothed_float

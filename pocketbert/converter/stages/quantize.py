@@ -1,5 +1,5 @@
 """Stage 4, quantize: int8 and fp16 artifacts made from the float exports, each through the accuracy
-ladder on the calibration text (converter.quantization), and ``--int8 auto``'s choice among them."""
+ladder on the calibration text (converter.quantize.quantization), and ``--int8 auto``'s choice among them."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from .. import backends
 from ..checks import verify
 from ..levers import size_fit
 from ..inputs import texts as textdata
-from ..calibration_judge import Judged
+from ..quantize.calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
 from ..weights.factored_table import rank_of
-from ..quantization import Quantizer
+from ..quantize.quantization import Quantizer
 from ..recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
 from .base import Stage

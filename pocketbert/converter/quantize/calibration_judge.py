@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import verify
+from ..checks import verify
 
 
 @dataclass

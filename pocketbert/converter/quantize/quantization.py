@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backends, reweight
-from .checkpoints import loading
-from .checks import verify
-from .backends import ExportedArtifact, ExportSpec
+from .. import backends, reweight
+from ..checkpoints import loading
+from ..checks import verify
+from ..backends import ExportedArtifact, ExportSpec
 from .calibration_judge import CalibrationJudge, Judged
-from .errors import VerificationError
-from .logits_model import LogitsModel
+from ..errors import VerificationError
+from ..logits_model import LogitsModel
 from .candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms, candidate_record, confidence
-from .recipes import Recipe, RecipeChoice
-from .transforms import equalize
-from .transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
+from ..recipes import Recipe, RecipeChoice
+from ..transforms import equalize
+from ..transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
 
 #: texts a float file derived with new weights is checked on against the model it should equal
 PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
