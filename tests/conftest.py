@@ -116,7 +116,7 @@ def export_spec(checkpoint: Path, buckets=(32,)):
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends import ExportSpec
     from pocketbert.converter.inputs.encoding import encode
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoint))
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if loaded.family.uses_token_type_ids else [])

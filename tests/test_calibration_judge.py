@@ -69,7 +69,7 @@ def test_the_judges_reference_runs_only_the_columns_a_batch_uses(checkpoints):
     masks padding out) for sentence and token logits; a batch the same once trimmed runs once for all lengths."""
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     texts = ["a short one", "a somewhat longer sentence, with more pieces in it than the first"] * 8
     for head in ("classification", "ner"):
@@ -103,7 +103,7 @@ def test_a_backend_with_dynamic_shapes_is_judged_unpadded_with_the_same_figures(
 
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode, word_starts
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     from .conftest import NER_LABELS
 
@@ -140,7 +140,7 @@ def test_the_reference_runs_rows_sorted_by_length_and_puts_each_back(checkpoints
     come back to its batch and place (padding positions zero), equal to the padded batches' own."""
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.inputs.encoding import encode
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     rng = np.random.default_rng(7)
     texts = [" ".join(["word"] * int(n)) for n in rng.integers(1, 40, size=40)]

@@ -222,7 +222,7 @@ def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints
     from pocketbert.converter.backends import ExportSpec, get
     from pocketbert.converter.backends.onnx import _roles
     from pocketbert.converter.inputs.encoding import encode
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoints["bert"]["classification"]))
     names = ["input_ids", "attention_mask", "token_type_ids"]

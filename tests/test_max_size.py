@@ -7,7 +7,7 @@ import pytest
 from pocketbert.converter.errors import ConverterInputError, VerificationError
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
-from pocketbert.converter.recipes import parse_size
+from pocketbert.converter.backends.recipes import parse_size
 from pocketbert.runtime.bundle import read_manifest
 
 

@@ -15,7 +15,7 @@ from pocketbert.converter.backends import ExportSpec
 from pocketbert.converter.backends.onnx import _float_source, export_fused, export_onnx
 from pocketbert.converter.backends.onnx_fusion import MICROSOFT, MIN_ORT_VERSION, is_fused
 from pocketbert.converter.inputs.encoding import encode
-from pocketbert.converter.logits_model import LogitsModel
+from pocketbert.converter.backends.logits_model import LogitsModel
 from pocketbert.converter.transforms import fold, nonorm, relu
 from pocketbert.converter.checks.verify import FP32_TOLERANCE
 

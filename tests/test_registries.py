@@ -20,7 +20,7 @@ from pocketbert.converter import levers
 from pocketbert.converter import transforms
 from pocketbert.converter.cli import cli as converter_cli
 from pocketbert.converter.opts import parse_opts
-from pocketbert.converter.recipes import RecipeChoice, formats, parse_formats, parse_recipes, recipes, select
+from pocketbert.converter.backends.recipes import RecipeChoice, formats, parse_formats, parse_recipes, recipes, select
 from pocketbert.runtime import backends as runtime_backends
 from pocketbert.runtime import choice, contract
 from pocketbert.runtime.bundle import Bundle

@@ -9,11 +9,11 @@ import onnx
 import pytest
 import torch
 
-from pocketbert.converter import reweight
+from pocketbert.converter.backends import reweight
 from pocketbert.converter.checks import verify
 from pocketbert.converter.backends import get
 from pocketbert.converter.backends.tflite_weights import float_constants
-from pocketbert.converter.logits_model import LogitsModel
+from pocketbert.converter.backends.logits_model import LogitsModel
 from pocketbert.converter.quantize.quantization import float_parity
 from pocketbert.converter.transforms import equalize
 

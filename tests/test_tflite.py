@@ -158,7 +158,7 @@ def test_tflite_roles_match_every_linear_in_every_signature(checkpoints, options
     """Each FULLY_CONNECTED op is traced to its PyTorch Linear, across buckets and after transforms."""
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends.tflite_graph import linear_roles
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     ckpt = checkpoints["bert"]["classification"]
     result = convert(options(ckpt, formats="tflite", buckets=[16, 32], opts="nonorm,relu", allow_accuracy_loss=True))

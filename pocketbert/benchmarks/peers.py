@@ -89,7 +89,7 @@ def plain_onnx(checkpoint: Path, manifest: dict, dest: Path) -> None:
     from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends.onnx import export_onnx
     from pocketbert.converter.inputs.encoding import encode
-    from pocketbert.converter.logits_model import LogitsModel
+    from pocketbert.converter.backends.logits_model import LogitsModel
 
     loaded = loading.load(str(checkpoint), task=manifest["task"], labels=list(manifest["labels"]))
     names = list(loaded.family.input_names)

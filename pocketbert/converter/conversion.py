@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
     from .backends import ExportedArtifact, ExportSpec
     from .checkpoints.loading import Loaded
-    from .logits_model import LogitsModel
-    from .recipes import Recipe
+    from .backends.logits_model import LogitsModel
+    from .backends.recipes import Recipe
     from .training.recovery import PreparedRecovery
     from .transforms import TransformReport
     from .checks.verify import Comparison, EntityView

@@ -16,7 +16,7 @@ from .inputs import texts as textdata
 from .backends import EXPORT_BACKENDS
 from .errors import ConverterInputError, OutputError
 from .opts import Opts, parse_opts
-from .recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, select
+from .backends.recipes import INT8_CHOICES, Recipe, RecipeChoice, parse_formats, parse_recipes, select
 from .sizes import parse_size
 from .checkpoints.training_record import task_file
 from .transforms.smoothquant import DEFAULT_ALPHA

@@ -47,7 +47,7 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.calibrate import HistogramCollector, create_calibrator, save_tensors_data
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from .. import reweight
+from . import reweight
 from ..errors import VerificationError
 from ..checks.verify import unpadded_batches
 from . import register

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pocketbert.runtime.buckets import signature_name, smallest_bucket
 
-from .. import reweight
+from . import reweight
 from ..errors import ConverterInputError, VerificationError
 from . import register, tflite_calibration, tflite_weights
 from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file

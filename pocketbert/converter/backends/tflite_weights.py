@@ -1,5 +1,5 @@
 """A .tflite file's float constants, read and written in place: the bucket signatures share one buffer per
-weight, so a weight is one buffer whichever signatures read it (:mod:`converter.reweight` traces each to
+weight, so a weight is one buffer whichever signatures read it (:mod:`converter.backends.reweight` traces each to
 the model tensor it came from)."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from ..errors import ConverterInputError
 from ..weights.factored_table import KEY as FACTORED_KEY
 from ..families import Family, family_for, supported_summary
 from ..opts import structural_names
-from ..recipes import TASKS
+from ..backends.recipes import TASKS
 from ..weights.shared_body import KEY as BASE_WEIGHTS_KEY
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY
 from ..weights.shared_table import is_table_key, restore

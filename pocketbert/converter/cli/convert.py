@@ -10,7 +10,7 @@ from pocketbert.locations import DATA_DIR_DEFAULT
 
 from ..builtin import BUILTIN, short_name
 from ..opts import help_texts
-from ..recipes import INT8_CHOICES, TASKS, default_formats
+from ..backends.recipes import INT8_CHOICES, TASKS, default_formats
 from ..training.defaults import RECOVERY_BUDGET
 from .common import (
     EXIT_CODES,
@@ -181,7 +181,7 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
     """``--max-size``: with training text, the planned levers run (converter.lever_run) and their checkpoint is
     converted; without, a checkpoint no file of which can fit is refused before any export."""
     from .. import lever_run
-    from ..recipes import parse_size
+    from ..backends.recipes import parse_size
 
     max_bytes = parse_size(flags["max_size"])
     if not flags["recover"]:

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from ..builtin import BUILTIN, DEFAULT_MODEL
 from ..opts import help_texts
-from ..recipes import recipes
+from ..backends.recipes import recipes
 from .common import out_console
 from .group import cli
 

@@ -150,7 +150,7 @@ def build_probe(config: dict, opts: tuple[str, ...], dest: Path, threads: int) -
 
     from .. import backends
     from ..families import family_for
-    from ..logits_model import LogitsModel
+    from ..backends.logits_model import LogitsModel
     from ..transforms import OPTS
 
     family = family_for(config.get("model_type", ""))

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import backends
 from ..backends import ExportedArtifact
 from ..errors import VerificationError
-from ..recipes import Fit, Recipe
+from ..backends.recipes import Fit, Recipe
 
 #: bytes per float32 weight byte in each candidate's file (its weights' precision)
 WEIGHT_RATIO = {"fp16": 0.5, "int8-dynamic": 0.25, "int4-dynamic": 0.125}

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import backends, reweight
+from .. import backends
+from ..backends import reweight
 from ..checkpoints import loading
 from ..checks import verify
 from ..backends import ExportedArtifact, ExportSpec
 from .calibration_judge import CalibrationJudge, Judged
 from ..errors import VerificationError
-from ..logits_model import LogitsModel
+from ..backends.logits_model import LogitsModel
 from .candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms, candidate_record, confidence
-from ..recipes import Recipe, RecipeChoice
+from ..backends.recipes import Recipe, RecipeChoice
 from ..transforms import equalize
 from ..transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
 

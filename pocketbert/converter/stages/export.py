@@ -8,7 +8,7 @@ from pocketbert.runtime.contract import LABELS_FILE
 
 from .. import backends
 from ..conversion import Built, Conversion, ExportResult
-from ..recipes import RecipeChoice
+from ..backends.recipes import RecipeChoice
 from ..inputs.tokenizer_files import tokenizer_settings, write_tokenizer
 from .base import Stage
 

@@ -12,7 +12,7 @@ from ..checks import verify
 from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
-from ..recipes import Recipe
+from ..backends.recipes import Recipe
 from ..checkpoints.training_record import task_file
 from .base import Stage
 

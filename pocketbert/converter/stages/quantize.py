@@ -16,7 +16,7 @@ from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
 from ..weights.factored_table import rank_of
 from ..quantize.quantization import Quantizer
-from ..recipes import Fit, Recipe, RecipeChoice
+from ..backends.recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
 

@@ -18,7 +18,7 @@ from .. import backends
 from ..checks import verify
 from ..conversion import Conversion, Inputs, LoadResult, TransformResult
 from ..errors import AccuracyLossRefused, VerificationError
-from ..logits_model import LogitsModel
+from ..backends.logits_model import LogitsModel
 from ..transforms import OPTS, TransformReport
 from .base import Stage
 

@@ -15,7 +15,7 @@ from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified
 from ..options import ConvertOptions
-from ..recipes import Recipe
+from ..backends.recipes import Recipe
 from .base import Stage
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from pocketbert.runtime.contract import TASKS  # noqa: F401  (the CLI's --task choices)
 
-from .backends import EXPORT_BACKENDS
-from .errors import ConverterInputError
-from .opts import Opts
-from .sizes import parse_size  # noqa: F401  (read here before sizes.py existed)
+from . import EXPORT_BACKENDS
+from ..errors import ConverterInputError
+from ..opts import Opts
+from ..sizes import parse_size  # noqa: F401  (read here before sizes.py existed)
 
 INT8_METHODS = ("dynamic", "static")
 #: --int8 values: auto builds every int8 method and keeps the fastest that passes verification
