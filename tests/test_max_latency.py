@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from pocketbert.converter.cli import cli
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.lever_run import LeverRun, check_latency, run_levers, work_folder
+from pocketbert.converter.one_command.lever_run import LeverRun, check_latency, run_levers, work_folder
 from pocketbert.converter.levers import latency, plan, shapes
 
 from .conftest import DATA, build_checkpoint

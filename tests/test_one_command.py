@@ -115,7 +115,7 @@ def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints
     """``--recover conll2003``: the task's own splits; NER keeps its vocabulary, so the table is factored instead (at
     the largest rank that fits, up to 3/4 of its width); a model that keeps LayerNorm gets no int4 tuning, and the
     plan says so."""
-    from pocketbert.converter.lever_run import LeverRun, run_levers
+    from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
     from pocketbert.converter.levers.shapes import file_bytes, read
     from pocketbert.converter.training.loop import Budget
 

@@ -158,7 +158,7 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         raise
     summary(result)
     if max_latency is not None and flags["max_size"]:
-        from ..lever_run import check_latency
+        from ..one_command.lever_run import check_latency
 
         check_latency(out, result.manifest, log=log)
     if save_checkpoint:
@@ -178,9 +178,9 @@ RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", 
 
 
 def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, max_latency=None):
-    """``--max-size``: with training text, the planned levers run (converter.lever_run) and their checkpoint is
+    """``--max-size``: with training text, the planned levers run (converter.one_command.lever_run) and their checkpoint is
     converted; without, a checkpoint no file of which can fit is refused before any export."""
-    from .. import lever_run
+    from ..one_command import lever_run
     from ..backends.recipes import parse_size
 
     max_bytes = parse_size(flags["max_size"])
@@ -202,7 +202,7 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
 
 def _point_at_work_folder(out: Path) -> None:
     """The levers' checkpoints outlive the bundle on purpose (another --max-size reuses them): say where they are."""
-    from ..lever_work import work_folder
+    from ..one_command.lever_work import work_folder
 
     work = work_folder(out)
     if work.is_dir():

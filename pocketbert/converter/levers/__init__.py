@@ -2,7 +2,7 @@
 :class:`Lever`: what it changes, whether it trains, its place in a plan, and what it saves, as functions of the
 shapes (:mod:`.shapes`: the int4 TFLite file's bytes and the multiply-adds at sequence 128).  The planner
 (:mod:`.plan`) reads this registry and nothing else; ``pocketbert-convert CHECKPOINT --max-size SIZE --recover
-TRAIN`` runs what it plans (:mod:`converter.lever_run`).
+TRAIN`` runs what it plans (:mod:`converter.one_command.lever_run`).
 
     levers.all()               # every lever, in the order a plan applies them
     levers.get("narrow")       # one, by its checkpoint command's name

@@ -23,13 +23,13 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checkpoints import loading
-from .errors import AccuracyLossRefused, ConverterInputError
-from .levers import Step, latency, shapes
+from ..checkpoints import loading
+from ..errors import AccuracyLossRefused, ConverterInputError
+from ..levers import Step, latency, shapes
 from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
-from .levers import plan as planning
-from .opts import parse_opts
-from .checkpoints.training_record import shipped_scores, training_record
+from ..levers import plan as planning
+from ..opts import parse_opts
+from ..checkpoints.training_record import shipped_scores, training_record
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
@@ -87,7 +87,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
 
 
 def _splits(run: LeverRun):
-    from .data.tasks import load_task
+    from ..data.tasks import load_task
 
     if Path(run.task).exists() and not run.dev:
         raise ConverterInputError(f"--recover {run.task} is a training file, and no dev file was given",
@@ -97,7 +97,7 @@ def _splits(run: LeverRun):
 
 
 def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
-    from .levers.vocab_trim import needed_pieces
+    from ..levers.vocab_trim import needed_pieces
 
     shape = shapes.read(path)
     done = _saved_transforms(path)
@@ -120,7 +120,7 @@ def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
 def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
     """The int4 file's latency model on this machine, with the structural opts the final file has (measured once,
     then read from the work folder)."""
-    from .opts import structural_names
+    from ..opts import structural_names
 
     positions = shapes.read(path).positions
     if positions < shapes.SEQUENCE:
@@ -239,7 +239,7 @@ def _recorded_score(path: Path, dev, what: str, log) -> float | None:
 
 def _more(planned, done: dict):
     """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues; None otherwise."""
-    from .training.loop import Budget
+    from ..training.loop import Budget
 
     if not planned.lever.continues or planned.budget is None or not done.get("budget"):
         return None
@@ -251,8 +251,8 @@ def _more(planned, done: dict):
 
 
 def _score(checkpoint: str, dev, what: str, log) -> float:
-    from .training import checkpoint_job as job
-    from .training.finetune import eval_length
+    from ..training import checkpoint_job as job
+    from ..training.finetune import eval_length
 
     loaded = loading.load(checkpoint)
     value = job.score(loaded, dev, eval_length(loaded))[dev.metric]

@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .errors import OutputError
+from ..errors import OutputError
 
 STATE = "steps.json"
 
