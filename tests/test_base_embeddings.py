@@ -10,7 +10,7 @@ import torch
 from safetensors import safe_open
 
 from pocketbert.converter.checkpoints import loading
-from pocketbert.converter.base_embeddings import base_table, share_checkpoint
+from pocketbert.converter.training.base_embeddings import base_table, share_checkpoint
 from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.pipeline import convert
 

@@ -192,7 +192,7 @@ def test_a_factored_model_saved_by_any_command_keeps_its_rank_and_drops_a_stale_
 
 
 def test_commands_that_need_a_whole_table_refuse_a_factored_one_with_a_fix(phone, tmp_path):
-    from pocketbert.converter.base_embeddings import share_checkpoint
+    from pocketbert.converter.training.base_embeddings import share_checkpoint
     from pocketbert.converter.levers.vocab_trim import trim
 
     source, path, _ = phone

@@ -158,7 +158,7 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
     """Re-tune CHECKPOINT with BASE's word embeddings (frozen) by distillation from CHECKPOINT itself, and write
     it without the table: PocketBERT's loader takes it from BASE (sha256 checked). For all-MiniLM-L6-v2 that
     halves the checkpoint with no change to tokenization."""
-    from ..base_embeddings import share_checkpoint
+    from ..training.base_embeddings import share_checkpoint
 
     refuse_own_input(out, source=checkpoint, base=base)
     path, record = share_checkpoint(checkpoint, base, task_name, out, retune=retune, lr=lr, fp16=fp16,

@@ -37,7 +37,7 @@ def save_trained(model, tokenizer, out: Path, *, overwrite: bool, record: dict, 
     which records the size and SHA-256 of the others (owned.py: what --overwrite may replace).
 
     ``base_embeddings`` ({"model", "sha256", "shape"}): leave the word-embedding table out, recording
-    which base model supplies it (converter.base_embeddings).  Factored word embeddings
+    which base model supplies it (converter.training.base_embeddings).  Factored word embeddings
     (converter.weights.factored_table) are recorded with their rank, from which the loader rebuilds them.
     ``base_weights`` ({"model", "sha256", "tensors"}): store the word embeddings only, recording which model supplies
     every other tensor (converter.weights.shared_body).  ``int4``: store the weights on the int4 grid two to a byte

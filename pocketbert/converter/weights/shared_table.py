@@ -1,6 +1,6 @@
 """The word-embedding table a checkpoint takes from its base model: found, checked and put back at load.
 
-A checkpoint written by ``share-embeddings`` (converter.base_embeddings) stores every weight but the
+A checkpoint written by ``share-embeddings`` (converter.training.base_embeddings) stores every weight but the
 word-embedding table and records in config.json which base supplies it and the table's sha256; the
 loader (:func:`restore`) puts exactly those numbers back, or refuses.
 """

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import torch
 
-from .checkpoints import loading
-from .errors import ConverterInputError
-from .weights.factored_table import whole_table
-from .weights.shared_table import KEY, base_table, digest, is_table_key
-from .training import checkpoint_job as job
-from .training.distill.retokenized import LOSS, distill_retokenized
-from .training.evaluate import evaluate
-from .training.finetune import eval_length
-from .training.loop import parse_budget
+from ..checkpoints import loading
+from ..errors import ConverterInputError
+from ..weights.factored_table import whole_table
+from ..weights.shared_table import KEY, base_table, digest, is_table_key
+from . import checkpoint_job as job
+from .distill.retokenized import LOSS, distill_retokenized
+from .evaluate import evaluate
+from .finetune import eval_length
+from .loop import parse_budget
 
 
 def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune: str, lr: float = 3e-5,
