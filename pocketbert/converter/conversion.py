@@ -105,6 +105,8 @@ class ArtifactResult:
     verification: dict
     passed: bool
     latency_ms: float | None = None
+    latency_rounds: list[float] | None = None  # the median of each alternating round (``quiet_timing``)
+    latency_quiet: bool | None = None  # no other worker of the conversion was alive while it was timed
     seconds: float = 0.0
     details: dict = field(default_factory=dict)
 
@@ -220,10 +222,11 @@ class Conversion:
         return [*(self.export.built if self.export else []), *(self.quantize.built if self.quantize else [])]
 
     @contextlib.contextmanager
-    def step(self, stage: str, description: str) -> Iterator[None]:
-        """Time one step of ``stage`` (added to the stage's seconds) and tell the listener."""
+    def step(self, stage: str, description: str, quiet: bool = False) -> Iterator[None]:
+        """Time one step of ``stage`` (added to the stage's seconds) and tell the listener (``quiet``: a step that
+        times files, during which the listener draws nothing that moves)."""
         start = time.perf_counter()
-        self.emit(StageStarted(stage, description))
+        self.emit(StageStarted(stage, description, quiet))
         yield
         seconds = time.perf_counter() - start
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds

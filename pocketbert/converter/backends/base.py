@@ -17,6 +17,7 @@ from pocketbert.runtime.contract import artifact_file
 
 from ..families import Family
 from ..ladder_budget import Deadline, LadderBudget
+from ..quiet_timing import WORKER_PREFIX
 from ..speed_rule import settle
 
 
@@ -61,7 +62,7 @@ class Runner:
         from concurrent.futures import ThreadPoolExecutor
 
         parts = np.array_split(np.arange(rows), min(self.parallel, rows))
-        with ThreadPoolExecutor(len(parts)) as pool:
+        with ThreadPoolExecutor(len(parts), thread_name_prefix=WORKER_PREFIX) as pool:  # joined on leaving
             return np.concatenate(list(pool.map(lambda part: self.backend.run({k: v[part] for k, v in feeds.items()}),
                                                 parts)))
 

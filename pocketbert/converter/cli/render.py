@@ -20,7 +20,9 @@ class Screen:
         self._status = None
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, StageStarted):
+        if isinstance(event, StageStarted) and event.quiet:  # timing: no spinner's thread beside it
+            console.print(plain(f"{event.description}…", "dim"))
+        elif isinstance(event, StageStarted):
             self._status = console.status(plain(f"{event.description}…"))
             self._status.start()
         elif isinstance(event, StageFinished):
