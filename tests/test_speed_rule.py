@@ -21,7 +21,8 @@ def _ladder(written: list):
     def attempt(float_roles, final, screen=False):
         if final:
             written.append(list(float_roles))
-        cosine = {"a": 0.9, "b": 0.8, "c": 0.7}[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
+        alone = {"a": 0.9, "b": 0.8, "c": 0.7}
+        cosine = alone[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
         figures = {"cosine": cosine, "top1_agreement": 0.96 + 0.01 * len(float_roles),
                    "meets_bar": len(float_roles) >= 1}
         return len(float_roles) >= 2, figures
