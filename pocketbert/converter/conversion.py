@@ -118,6 +118,7 @@ class ConvertResult:
     artifacts: list[ArtifactResult]
     stage_seconds: dict[str, float]
     notes: list[str]
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # (stage, step, seconds), in order
 
 
 def verify_length(max_length: int, buckets: list[int], plan: Plan) -> int:
@@ -203,6 +204,7 @@ class Conversion:
     staging: Staging
     emit: Listener
     timings: dict[str, float] = field(default_factory=dict)
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # every timed step: (stage, step, seconds)
     notes: list[str] = field(default_factory=list)
     load: LoadResult | None = None
     transform: TransformResult | None = None
@@ -230,6 +232,7 @@ class Conversion:
         yield
         seconds = time.perf_counter() - start
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+        self.steps.append((stage, description, seconds))
         self.emit(StageFinished(stage, description, seconds))
 
     def note(self, message: str, warning: bool = False, keep: bool = False) -> None:
@@ -240,4 +243,4 @@ class Conversion:
 
     def result(self) -> ConvertResult:
         return ConvertResult(bundle=self.bundle.path, manifest=self.bundle.manifest, artifacts=self.verify.results,
-                             stage_seconds=self.timings, notes=self.notes)
+                             stage_seconds=self.timings, notes=self.notes, steps=self.steps)
