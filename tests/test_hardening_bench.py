@@ -161,7 +161,7 @@ def test_converter_summary_shows_a_speed_up_not_a_time_ratio(tmp_path):
 # --- --int8 auto: alternating rounds and how sure the choice was --------------------------------------------
 
 def test_alternating_rounds_take_turns_and_confidence_counts_rounds():
-    from pocketbert.converter.quantize import candidate_timing as quantization
+    from pocketbert.converter.timing import candidate_timing as quantization
 
     calls = []
     runners = [lambda feeds, name=name: calls.append(name) for name in "AB"]

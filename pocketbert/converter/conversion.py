@@ -105,6 +105,8 @@ class ArtifactResult:
     verification: dict
     passed: bool
     latency_ms: float | None = None
+    latency_rounds: list[float] | None = None  # the median of each alternating round (``quiet_timing``)
+    latency_quiet: bool | None = None  # no other worker of the conversion was alive while it was timed
     seconds: float = 0.0
     details: dict = field(default_factory=dict)
 
@@ -116,6 +118,7 @@ class ConvertResult:
     artifacts: list[ArtifactResult]
     stage_seconds: dict[str, float]
     notes: list[str]
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # (stage, step, seconds), in order
 
 
 def verify_length(max_length: int, buckets: list[int], plan: Plan) -> int:
@@ -201,6 +204,7 @@ class Conversion:
     staging: Staging
     emit: Listener
     timings: dict[str, float] = field(default_factory=dict)
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # every timed step: (stage, step, seconds)
     notes: list[str] = field(default_factory=list)
     load: LoadResult | None = None
     transform: TransformResult | None = None
@@ -220,13 +224,15 @@ class Conversion:
         return [*(self.export.built if self.export else []), *(self.quantize.built if self.quantize else [])]
 
     @contextlib.contextmanager
-    def step(self, stage: str, description: str) -> Iterator[None]:
-        """Time one step of ``stage`` (added to the stage's seconds) and tell the listener."""
+    def step(self, stage: str, description: str, quiet: bool = False) -> Iterator[None]:
+        """Time one step of ``stage`` (added to the stage's seconds) and tell the listener (``quiet``: a step that
+        times files, during which the listener draws nothing that moves)."""
         start = time.perf_counter()
-        self.emit(StageStarted(stage, description))
+        self.emit(StageStarted(stage, description, quiet))
         yield
         seconds = time.perf_counter() - start
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+        self.steps.append((stage, description, seconds))
         self.emit(StageFinished(stage, description, seconds))
 
     def note(self, message: str, warning: bool = False, keep: bool = False) -> None:
@@ -237,4 +243,4 @@ class Conversion:
 
     def result(self) -> ConvertResult:
         return ConvertResult(bundle=self.bundle.path, manifest=self.bundle.manifest, artifacts=self.verify.results,
-                             stage_seconds=self.timings, notes=self.notes)
+                             stage_seconds=self.timings, notes=self.notes, steps=self.steps)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 class StageStarted:
     stage: str  # load, transform, recover, export, quantize, metadata, verify, bundle
     description: str
+    quiet: bool = False  # a step that times files: a listener draws nothing that moves (no spinner) until it ends
 
 
 @dataclass(frozen=True)

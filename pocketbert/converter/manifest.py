@@ -75,7 +75,7 @@ def _artifact(r: ArtifactResult, conversion: Conversion) -> dict:
     if r.latency_ms is not None:
         feeds = conversion.transform.latency_feeds
         latency = {"batch": 1, "sequence": int(feeds["input_ids"].shape[1]), "threads": conversion.options.threads,
-                   "median": round(r.latency_ms, 3)}
+                   "median": round(r.latency_ms, 3), "rounds_ms": r.latency_rounds, "quiet": r.latency_quiet}
     return {"recipe": r.recipe, "backend": backend, "precision": precision, "file": r.file, "details": r.details,
             "verification": r.verification, "latency_ms": latency}
 

@@ -9,6 +9,11 @@ cached outside the bundle, under ``$XDG_CACHE_HOME/pocketbert/choices`` (or ``~/
 the manifest's SHA-256, the thread count and a fingerprint of the machine (CPU, its matrix instruction
 sets, usable cores, ONNX Runtime and LiteRT versions), so later loads cost nothing.
 
+A cached choice is not kept for ever when it was a near thing: while the two fastest cached figures are within
+``NOISE`` of each other (a loaded machine at the first load can make that so), each load measures again, up to
+``MAX_MEASUREMENTS`` measurements, and the choice follows each artifact's median over them.
+``POCKETBERT_AUTO=measure`` measures again now, whatever the cache holds, and starts its history anew.
+
 ``POCKETBERT_AUTO=static`` (or ``load(..., measure=False)``) skips the measurement, for deterministic
 runs: the choice then follows the converting machine's latency figures in the manifest when every
 candidate has one, else the fixed rule (ONNX Runtime first, int8 first).  Pinning ``backend=``,
@@ -36,7 +41,11 @@ from .contract import MANIFEST, sha256
 MEASURE_LENGTH = 128  # tokens of the measured row (the benchmarks' latency configuration)
 WARMUP_RUNS = 2
 TIMED_RUNS = 5
-ENV = "POCKETBERT_AUTO"  # "static": no measurement
+ENV = "POCKETBERT_AUTO"  # "static": no measurement; "measure": measure again, whatever the cache holds
+#: the two fastest cached figures closer than this (runner-up / fastest below 1 + NOISE) are a near thing: measured
+#: again at the next load (a threshold chosen, not a measured noise figure)
+NOISE = 0.10
+MAX_MEASUREMENTS = 3  # a near thing is measured at most this many times; then the medians over them stand
 CACHE_VERSION = 1
 
 
@@ -50,10 +59,27 @@ class Choice:
     #: recipe -> median milliseconds of the measured row (this machine, or the manifest's for the hint)
     figures: dict[str, float] = field(default_factory=dict)
     cache_file: str | None = None
+    measurements: list[dict[str, float]] = field(default_factory=list)  # each measurement's figures, oldest first
 
     def to_json(self) -> dict:
         return {"recipe": self.recipe, "rule": self.rule, "reason": self.reason, "figures": self.figures,
-                "cache_file": self.cache_file}
+                "cache_file": self.cache_file, "measurements": self.measurements}
+
+
+def within_noise(figures: dict[str, float]) -> bool:
+    """Whether the two fastest figures are within ``NOISE`` of each other."""
+    if len(figures) < 2:
+        return False
+    best, runner_up = sorted(figures.values())[:2]
+    return runner_up < best * (1 + NOISE)
+
+
+def _again(cached: Choice | None) -> bool:
+    """Whether a cached choice is measured again: asked (``POCKETBERT_AUTO=measure``), or a near thing not yet
+    measured ``MAX_MEASUREMENTS`` times."""
+    if os.environ.get(ENV, "").strip().lower() == "measure":
+        return True
+    return cached is not None and len(cached.measurements) < MAX_MEASUREMENTS and within_noise(cached.figures)
 
 
 def cache_dir() -> Path:
@@ -96,15 +122,18 @@ def choose(bundle: Bundle, precision: str | None, threads: int | None, measure: 
     key = _cache_key(bundle, threads, precision)
     path = cache_dir() / f"{key}.json"
     cached = _read_cache(path, by_recipe)
-    if cached is not None:
+    if cached is not None and not _again(cached):
         return by_recipe[cached.recipe], cached
-    figures = (timer or (lambda arts: measure_ms(bundle, [(checked or _same)(a) for a in arts], threads)))(options)
+    measured = (timer or (lambda arts: measure_ms(bundle, [(checked or _same)(a) for a in arts], threads)))(options)
+    asked = os.environ.get(ENV, "").strip().lower() == "measure"
+    history = [*([] if cached is None or asked else cached.measurements), {k: round(v, 3) for k, v in measured.items()}]
+    figures = {k: round(float(np.median([m[k] for m in history if k in m])), 3) for k in measured}
     best = min(figures, key=figures.get)
     runner_up = sorted(figures.values())[1]
+    times = f", median of {len(history)} measurements" if len(history) > 1 else ""
     choice = Choice(best, "measured", f"fastest of {len(figures)} artifacts on this machine: {figures[best]:.1f} ms "
                     f"for one row of {_length(bundle)} tokens, {runner_up / figures[best]:.2f}x ahead of the next "
-                    f"({threads or 'default'} threads)", {k: round(v, 3) for k, v in figures.items()},
-                    cache_file=str(path))
+                    f"({threads or 'default'} threads{times})", figures, cache_file=str(path), measurements=history)
     _write_cache(path, choice)
     return by_recipe[best], choice
 
@@ -157,8 +186,10 @@ def _read_cache(path: Path, by_recipe: dict[str, Artifact]) -> Choice | None:
         return None
     if not isinstance(data, dict) or data.get("recipe") not in by_recipe:
         return None  # from another bundle state or damaged: measure again
+    figures = data.get("figures") or {}
+    history = [m for m in data.get("measurements") or [figures] if isinstance(m, dict)]
     return Choice(data["recipe"], "cached", f"measured at an earlier load on this machine: {data.get('reason', '')}",
-                  data.get("figures") or {}, cache_file=str(path))
+                  figures, cache_file=str(path), measurements=history)
 
 
 def _write_cache(path: Path, choice: Choice) -> None:

@@ -16,6 +16,9 @@ from pocketbert.runtime.backends.base import Backend as RuntimeBackend
 from pocketbert.runtime.contract import artifact_file
 
 from ..families import Family
+from ..timing.ladder_budget import Deadline, LadderBudget
+from ..timing.quiet_timing import WORKER_PREFIX
+from ..timing.speed_rule import settle
 
 
 @dataclass
@@ -59,7 +62,7 @@ class Runner:
         from concurrent.futures import ThreadPoolExecutor
 
         parts = np.array_split(np.arange(rows), min(self.parallel, rows))
-        with ThreadPoolExecutor(len(parts)) as pool:
+        with ThreadPoolExecutor(len(parts), thread_name_prefix=WORKER_PREFIX) as pool:  # joined on leaving
             return np.concatenate(list(pool.map(lambda part: self.backend.run({k: v[part] for k, v in feeds.items()}),
                                                 parts)))
 
@@ -170,8 +173,16 @@ def judge_file(accept: Callable | None, path: Path, screen: bool = False) -> tup
     return getattr(accept, "screen", accept)(path) if screen else accept(path)
 
 
+def ladder_rules(accept: Callable | None, dest: Path) -> dict:
+    """What a judge (``calibration_judge.CalibrationJudge``) asks of the search besides accuracy: its time bound
+    (``budget``) and, for an int8 file, the speed check against the bundle's fp32 file (``speed``, timing ``dest``)."""
+    speed, budget = getattr(accept, "speed", None), getattr(accept, "budget", None)
+    return {"speed": speed and (lambda: speed(dest)), "budget": budget}
+
+
 def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[bool, dict]],
-                          enabled: bool = True, kept_as: str = "float") -> dict:
+                          enabled: bool = True, kept_as: str = "float", speed: Callable[[], tuple] | None = None,
+                          budget: LadderBudget | None = None) -> dict:
     """The accuracy-driven float-fallback search both backends share.
 
     ``roles`` maps a Linear role (one kind of Linear across all layers, e.g. every FFN output
@@ -188,7 +199,12 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
 
     ``kept_as``: what the chosen roles are kept in, recorded as such: ``float`` for int8 files; an int4
     file keeps them in ``int8``, which wins back most of the accuracy at a quarter of float's bytes.
+
+    ``budget``: the search takes no further step once its time is up (``ladder_budget``), recorded as ``budget``.
+    ``speed()``: the file at the destination against the bundle's fp32 file; a slower one is not shipped
+    (``speed_rule.settle``: a step with fewer roles in float, or none), recorded as ``speed``.
     """
+    deadline = budget.begin() if budget is not None else None
     ok, score = attempt([], True)
     search = [{"float_roles": [], **score}]
     steps = [([], score)]  # the cumulative steps, cheapest first
@@ -197,26 +213,38 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
         search.append({"float_roles": list(roles), "ceiling": True, **ceiling})
         # the ceiling missing the target: the cheapest step meeting the bar is the goal, all-int8 if it does
         if reachable or (ceiling.get("meets_bar") and not score.get("meets_bar")):
-            ok = _walk(roles, attempt, search, steps, stop_at_bar=not reachable)
+            ok = _walk(roles, attempt, search, steps, stop_at_bar=not reachable, deadline=deadline)
     target_met = ok
     excluded = steps[-1][0]
     if not ok:
         excluded, ok = _good_enough(steps, attempt)
+    checked = {}
+    if ok and speed is not None:
+        count = lambda chosen: sum(len(roles[r]) for r in chosen)  # noqa: E731
+        shipped, ok, checked["speed"] = settle(steps, excluded, attempt, speed, count=count, deadline=deadline)
+        target_met, excluded = target_met and shipped == excluded, shipped
+    if deadline is not None:
+        checked["budget"] = deadline.record()
     return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
-            "search": search}
+            "search": search, **checked}
 
 
-def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, stop_at_bar: bool) -> bool:
+def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, stop_at_bar: bool,
+          deadline: Deadline | None = None) -> bool:
     """Screen each role alone, then keep roles in float most helpful first, each step judged in full and
     appended to ``search`` and ``steps``, until a step meets the target (True) or, with ``stop_at_bar``, the
     bar; False when no step met the target."""
     sensitivity = {}
     for role in roles:
+        if deadline is not None and deadline.expired("screening the roles"):
+            return False
         sensitivity[role] = attempt([role], False, screen=True)[1]
         search.append({"float_roles": [role], **sensitivity[role]})
     excluded: list[str] = []
     for role in sorted(roles, key=lambda r: sensitivity[r].get("cosine", 0.0), reverse=True):
+        if deadline is not None and deadline.expired(f"step {len(excluded) + 1}"):
+            return False
         excluded.append(role)
         ok, score = attempt(excluded, True)
         search.append({"float_roles": list(excluded), **score})

@@ -51,7 +51,8 @@ from . import reweight
 from ..errors import VerificationError
 from ..checks.verify import unpadded_batches
 from . import register
-from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
+from .base import (ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file,
+                   ladder_rules)
 from .onnx_fusion import MICROSOFT, fusable, fuse, is_fused
 from .onnx_input_scales import insert_input_scales
 
@@ -177,7 +178,7 @@ class OnnxExportBackend(ExportBackend):
                     _quantize_static(source, out, calibration, exclude=nodes, cache=tmp / "calibration-cache.json")
                 return judge_file(accept, out, screen)
 
-            fallback = float_fallback_search(roles, attempt, float_fallback)
+            fallback = float_fallback_search(roles, attempt, float_fallback, **ladder_rules(accept, dest))
             if keep_float is not None and exported is not None:
                 shutil.move(exported, keep_float)
         details = {

@@ -33,7 +33,8 @@ from pocketbert.runtime.buckets import signature_name, smallest_bucket
 from . import reweight
 from ..errors import ConverterInputError, VerificationError
 from . import register, tflite_calibration, tflite_weights
-from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file
+from .base import (ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file,
+                   ladder_rules)
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, small_lookup_ops
 from .tflite_input_scales import write_with_input_scales
@@ -217,7 +218,8 @@ class TfliteExportBackend(ExportBackend):
                 return judge_file(accept, out, screen)
 
             fallback = float_fallback_search(roles, attempt, float_fallback and integer,
-                                             kept_as="int8" if precision == "int4-dynamic" else "float")
+                                             kept_as="int8" if precision == "int4-dynamic" else "float",
+                                             **ladder_rules(accept, dest))
             before, after = compact(dest)
             if keep_float is not None and float_export is None:
                 float_path.replace(keep_float)

@@ -20,7 +20,9 @@ class Screen:
         self._status = None
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, StageStarted):
+        if isinstance(event, StageStarted) and event.quiet:  # timing: no spinner's thread beside it
+            console.print(plain(f"{event.description}…", "dim"))
+        elif isinstance(event, StageStarted):
             self._status = console.status(plain(f"{event.description}…"))
             self._status.start()
         elif isinstance(event, StageFinished):
@@ -113,6 +115,19 @@ def size_line(recipe: str, size: int, details: dict) -> str | None:
     return line
 
 
+def time_line(stage_seconds: dict[str, float], steps: list[tuple[str, str, float]]) -> str:
+    """Where the conversion's time went: the stages, longest first, with their share, and a stage's longest step
+    when the stage has several and that one took most of it."""
+    total = sum(stage_seconds.values()) or 1.0
+    parts = []
+    for stage, seconds in sorted(stage_seconds.items(), key=lambda kv: -kv[1]):
+        mine = [(step, s) for st, step, s in steps if st == stage]
+        longest = max(mine, key=lambda x: x[1], default=None)
+        detail = f"; {longest[0]} {longest[1]:.1f} s" if len(mine) > 1 and longest[1] >= seconds / 2 else ""
+        parts.append(f"{stage} {seconds:.1f} s ({seconds / total:.0%}{detail})")
+    return f"Where the time went ({total:.1f} s): " + ", ".join(parts)
+
+
 def summary(result) -> None:
     manifest = result.manifest
     table = Table(title=plain(f"Bundle {result.bundle}"), title_justify="left")
@@ -146,6 +161,7 @@ def summary(result) -> None:
     unit = "sentence pairs" if verification.get("sentence_pairs") else "sentences"
     out_console.print(plain(f"Verified on {verification['samples']} {unit} from {verification['texts']}; "
                             f"stages: {stages}"))
+    out_console.print(plain(time_line(result.stage_seconds, result.steps)))
     if manifest["source"]["head_initialized"]:
         out_console.print("[yellow]Note:[/] the task head is freshly initialised (untrained): outputs are "
                           "verified to match PyTorch, but predictions are not meaningful until the head is trained.")

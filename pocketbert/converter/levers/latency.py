@@ -7,7 +7,7 @@ so speed is not guessed from constants: a few probe encoders of the checkpoint's
 the time does not depend on them), 1 and 2 blocks at its feed-forward width and at half, with its structural opts
 and a small word table (a lookup's time does not depend on the table's rows), are written the way the final file is
 (``tflite:int4-dynamic`` through the TFLite backend, one signature at sequence 128) and timed at batch 1 × 128 with
-the run's threads, in alternating rounds (:func:`converter.quantize.candidate_timing.alternating_rounds_ms`).  The fit:
+the run's threads, in alternating rounds (:func:`converter.timing.candidate_timing.alternating_rounds_ms`).  The fit:
 
     ms = constant + blocks × block_ms + feed-forward units × unit_ms + Δ(Linear MACs outside the blocks) × mac_ms
 
@@ -181,7 +181,7 @@ def measure(raw: dict, opts: tuple[str, ...], threads: int, probes: list[tuple[i
             log=print) -> list[list[float]]:
     """Each probe's median milliseconds in each round, the probes timed in turn (so load hits them alike)."""
     from .. import backends
-    from ..quantize.candidate_timing import alternating_rounds_ms
+    from ..timing.candidate_timing import alternating_rounds_ms
     from ..families import family_for
     from ..quiet import silenced
 

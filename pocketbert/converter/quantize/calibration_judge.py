@@ -62,6 +62,10 @@ class CalibrationJudge:
     bars: verify.Bars
     #: judge each length's rows unpadded (:meth:`Judged.unpadded`): a backend with dynamic shapes
     unpadded: bool = False
+    #: an int8 file's speed check against the bundle's fp32 file (``speed_rule.SpeedCheck``; None: not timed)
+    speed: Callable[[Path], tuple[bool, dict]] | None = None
+    #: the ladder's time bound (``ladder_budget.LadderBudget``; None: unbounded)
+    budget: object | None = None
 
     def __call__(self, path: Path) -> tuple[bool, dict]:
         return self._judge(path, self.lengths)

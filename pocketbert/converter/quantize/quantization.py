@@ -1,5 +1,6 @@
-"""The quantiser the quantize stage drives: the accuracy ladder for one recipe, and ``--int8 auto``'s
-choice of recipe.
+"""The quantiser the quantize stage drives: the accuracy ladder for one recipe (bounded in time, and never shipping
+an int8 file slower than the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``), and ``--int8 auto``'s choice
+of recipe (``int8_choice``).
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
 unseen by every choice made here (equalisation, smoothing, float fallback, which recipe ships).
@@ -18,9 +19,10 @@ from ..checkpoints import loading
 from ..checks import verify
 from ..backends import ExportedArtifact, ExportSpec
 from .calibration_judge import CalibrationJudge, Judged
-from ..errors import VerificationError
 from ..backends.logits_model import LogitsModel
-from .candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms, candidate_record, confidence
+from ..timing.candidate_timing import alternating_rounds_ms
+from ..timing.ladder_budget import LADDER_SECONDS, LadderBudget
+from ..timing.speed_rule import SpeedCheck, Timer, dropped
 from ..backends.recipes import Recipe, RecipeChoice
 from ..transforms import equalize
 from ..transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
@@ -47,6 +49,11 @@ class Quantizer:
     #: backend name -> its plain float export, quantised instead of exporting again
     float_exports: dict[str, Path] = field(default_factory=dict)
     equalize_alpha: float | None = equalize.DEFAULT_ALPHA  # None: never equalise
+    #: the latency figure's input: an int8 file is timed on it against the bundle's fp32 file of its format, and is
+    #: not shipped if slower (``speed_rule``); None: no such check (``--no-latency``)
+    latency_feeds: dict[str, np.ndarray] | None = None
+    timer: Timer = alternating_rounds_ms  # how candidates are timed (a test's fake timer decides by construction)
+    ladder_seconds: float | None = LADDER_SECONDS  # each float-fallback search's time bound (None: unbounded)
     _equalized: tuple[ExportSpec, dict] | None = None
     _statistics: tuple[dict, list] | None = None
     _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
@@ -67,7 +74,17 @@ class Quantizer:
                                    target_agreement=self.target_agreement, min_entity_f1=self.min_entity_f1)
         return CalibrationJudge(lambda path: backend.load_for_rows(path, self.spec.input_names, precision,
                                                                    threads=self.threads), lengths, bars,
-                                unpadded=not backend.fixed_lengths)
+                                unpadded=not backend.fixed_lengths, speed=self._speed_check(backend, precision),
+                                budget=self.ladder_seconds and LadderBudget(self.ladder_seconds))
+
+    def _speed_check(self, backend, precision: str) -> SpeedCheck | None:
+        """An int8 file against the bundle's fp32 file of its format, timed together (None: no fp32 file of that
+        format in the bundle, or nothing is timed)."""
+        fp32 = self.float_exports.get(backend.name)
+        if not precision.startswith("int8") or fp32 is None or self.latency_feeds is None:
+            return None
+        return SpeedCheck(lambda path: [self._load(backend, path, precision), self._load(backend, fp32, "fp32")],
+                          self.latency_feeds, self.threads, f"{backend.name}:fp32", timer=self.timer)
 
     def plain(self, recipe: Recipe, dest: Path, probe: bool = False) -> ExportedArtifact:
         """The recipe as the quantiser makes it: no smoothing, no float fallback (static int8 of a nonorm
@@ -142,7 +159,9 @@ class Quantizer:
         artifact = plain if plain is not None or predicted else self.plain(recipe, dest)
         if artifact is not None:
             fallback = artifact.details.get("float_fallback") or {}
-            if recipe.kind != "int8" or fallback["target_met"] or self.smooth_alpha is None:
+            # slower than fp32 all in int8: the later rungs add a Mul per Linear and keep Linears in float
+            if recipe.kind != "int8" or fallback["target_met"] or self.smooth_alpha is None \
+                    or dropped(recipe.name, artifact.details):
                 return artifact
             if recipe.precision == "int8-dynamic":
                 self._dynamic_missed[recipe.backend] = {"recipe": recipe.name, **fallback["search"][0]}
@@ -158,10 +177,11 @@ class Quantizer:
                                         keep_float=keep)
             if keep is not None and keep.exists():
                 self._smoothed_floats[key] = keep
-            if not laddered.details["float_fallback"]["target_met"]:
+            reached = laddered.details["float_fallback"]
+            if not (reached["target_met"] and reached["accepted"]):  # short of the target, or slower than fp32
                 cheapest = self._plain_meeting_the_bar(recipe, dest, artifact, plain_file)
                 if cheapest is not None:
-                    return cheapest  # short of the target, plain is the cheapest step meeting the bar
+                    return cheapest  # plain is the cheapest step meeting the bar (and not slower than fp32)
         finally:
             if plain_file is not None:
                 plain_file.unlink(missing_ok=True)
@@ -239,75 +259,13 @@ class Quantizer:
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]
 
-    def _trial(self, backend, recipe: Recipe, directory: Path) -> dict:
-        """One ``--int8 auto`` candidate built plain (a calibrated one: its probe, see :meth:`choose`)."""
-        path = directory / f".candidate-{backend.filename(recipe.precision)}"
-        probed = recipe.precision == "int8-static"
-        artifact = self.plain(recipe, path, probe=probed)
-        return {"recipe": recipe, "path": path, "artifact": None if probed else artifact, "probed": probed}
-
-    def _timed(self, backend, trials: list[dict], feeds: dict[str, np.ndarray], key: str) -> None:
-        """``trial[key]``: each trial's file timed in alternating rounds with the others (``trial[key + "_rounds"]``
-        its per-round medians), so that load on the machine hits every candidate alike."""
-        runners = [self._load(backend, t["path"], t["recipe"].precision) for t in trials]
-        for trial, rounds in zip(trials, alternating_rounds_ms(runners, feeds)):
-            trial[key], trial[f"{key}_rounds"] = float(np.median(rounds)), rounds
-
     def choose(self, choice: RecipeChoice, directory: Path,
                feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
-        """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine.
+        """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine
+        (:func:`.int8_choice.choose`)."""
+        from .int8_choice import choose
 
-        Every candidate is first built plain and timed; a calibrated one (static int8) on a probe, calibrated on
-        one batch and not judged, since its speed does not depend on its ranges.  Then, fastest first, a
-        probed candidate is built in full, and one that failed goes through the accuracy ladder (smoothing,
-        float fallback); a candidate whose plain build is already slower than the best passing one is skipped,
-        since the ladder only adds work (and a probe is never calibrated in full).
-        """
-        backend = backends.get(choice.candidates[0].backend)
-        trials = [self._trial(backend, recipe, directory) for recipe in choice.candidates]
-        self._timed(backend, trials, feeds, "plain_ms")
-        best = None
-        for trial in sorted(trials, key=lambda t: t["plain_ms"]):
-            if best is not None and trial["plain_ms"] >= best["ms"]:
-                trial["outcome"] = f"skipped: plain build already slower than {best['recipe'].name}"
-                continue
-            artifact = trial["artifact"] = trial["artifact"] or self.plain(trial["recipe"], trial["path"])
-            if artifact.details["float_fallback"]["target_met"]:
-                trial["ms"] = trial["plain_ms"]
-            else:
-                artifact = trial["artifact"] = self.build(trial["recipe"], trial["path"], plain=artifact)
-                if artifact.details["float_fallback"]["accepted"]:  # the file that ships, in rounds as well
-                    self._timed(backend, [trial], feeds, "ms")
-            if "ms" not in trial:
-                trial["outcome"] = "failed the int8 bar"
-            elif best is None or trial["ms"] < best["ms"]:
-                best = trial
-        passed = [t for t in trials if "ms" in t]
-        if len(passed) > 1:  # the files that ship, not their plain builds, decide, timed together
-            self._timed(backend, passed, feeds, "ms")
-            best = min(passed, key=lambda t: t["ms"])
-        for trial in trials:
-            if trial is not best:
-                trial["path"].unlink(missing_ok=True)
-                trial.setdefault("outcome", f"slower than {best['recipe'].name}" if best else "failed the int8 bar")
-        record = [candidate_record(t, best) for t in trials]
-        if best is None:
-            raise VerificationError(
-                f"no int8 recipe for {backend.name} met the int8 bar on the calibration text: "
-                + "; ".join(f"{r['recipe']} cosine {r.get('cosine')}, top-1 {r.get('top1_agreement')}"
-                            + (f", entity F1 {r['entity_f1']}" if "entity_f1" in r else "") for r in record),
-                "convert without int8, lower --int8-min-cosine/--int8-min-agreement knowingly, or give "
-                "--calibration text closer to your inputs")
-        dest = directory / backend.filename(best["recipe"].precision)
-        best["path"].rename(dest)
-        artifact = best["artifact"]
-        artifact.path = dest
-        artifact.details["selection"] = {
-            "rule": "--int8 auto: the fastest int8 recipe meeting the int8 bar on the calibration text "
-                    f"(batch 1, sequence {feeds['input_ids'].shape[1]}, {self.threads} threads, this machine; "
-                    f"{TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs each, median of the rounds)",
-            "candidates": record, "confidence": confidence(best, passed)}
-        return best["recipe"], artifact
+        return choose(self, choice, directory, feeds)
 
 
 def derive(backend, source: tuple[Path, object], dest: Path, spec: ExportSpec) -> bool:

@@ -16,6 +16,8 @@ from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
 from ..weights.factored_table import rank_of
 from ..quantize.quantization import Quantizer
+from ..timing.speed_rule import Timer, dropped
+from ..timing.candidate_timing import alternating_rounds_ms
 from ..backends.recipes import Fit, Recipe, RecipeChoice
 from ..transforms import equalize
 from .base import Stage
@@ -28,6 +30,9 @@ class QuantizeStage(Stage):
     reads = ("options", "plan", "staging", "load", "transform", "export")
     produces = ("quantize",)
 
+    def __init__(self, timer: Timer = alternating_rounds_ms):
+        self.timer = timer  # how int8 files are timed against fp32 and each other (a test's fake decides)
+
     def run(self, conversion: Conversion) -> None:
         result = QuantizeResult()
         planned = [r for r in conversion.plan.recipes if isinstance(r, RecipeChoice) or r.quantized]
@@ -35,15 +40,20 @@ class QuantizeStage(Stage):
             texts = _whole_batches(conversion.plan.calibration_texts or [])
             with conversion.step(self.name, "Preparing the calibration text"):
                 quantizer = _quantizer(conversion, texts)
+                quantizer.timer = self.timer
             try:
                 for recipe in planned:
-                    result.built.append(self._built(conversion, quantizer, recipe, len(texts)))
+                    built = self._built(conversion, quantizer, recipe, len(texts))
+                    if built is not None:
+                        result.built.append(built)
             finally:
                 quantizer.close()
         conversion.quantize = result
 
-    def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice, texts: int) -> Built:
-        """``recipe`` quantised (a choice: its chosen candidate), with the seconds it took."""
+    def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice,
+               texts: int) -> Built | None:
+        """``recipe`` quantised (a choice: its chosen candidate), with the seconds it took; None, said in the notes,
+        when its file was slower than the bundle's fp32 file at every step of its ladder (``speed_rule``)."""
         staging, start = conversion.staging.path, time.perf_counter()
         if isinstance(recipe, Fit):
             with conversion.step(self.name, f"Choosing the TFLite file for --max-size {recipe.max_bytes / 1e6:g} MB "
@@ -57,6 +67,11 @@ class QuantizeStage(Stage):
         else:
             with conversion.step(self.name, f"Quantising {recipe.name}"):
                 artifact = quantizer.build(recipe, staging / backends.get(recipe.backend).filename(recipe.precision))
+        slower = dropped(recipe.name, artifact.details)
+        if slower:
+            artifact.path.unlink(missing_ok=True)
+            conversion.note(slower, warning=True, keep=True)
+            return None
         if recipe.kind == "int8":
             artifact.details.update(calibration_source=textdata.describe(conversion.plan.calibration_source),
                                     calibration_texts=texts)
@@ -109,7 +124,8 @@ def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
                      min_agreement=options.int8_min_agreement, smooth_alpha=options.smooth_alpha,
                      target_agreement=options.int8_target_agreement, min_entity_f1=options.int8_min_entity_f1,
                      float_exports=dict(conversion.export.float_exports),
-                     equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None)
+                     equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None,
+                     latency_feeds=transform.latency_feeds if options.measure_latency else None)
 
 
 def _judged(conversion: Conversion, texts: list, length: int, computed: dict, batches: list | None = None) -> Judged:

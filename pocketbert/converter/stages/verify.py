@@ -1,5 +1,6 @@
 """Stage 6, verify: every artifact loaded through the runtime's own loader and runners (what ships is
-what is checked), compared with the PyTorch reference, and timed.
+what is checked), compared with the PyTorch reference; then, with every artifact verified and nothing else of the
+conversion running, all of them timed together in alternating rounds (``quiet_timing``).
 
 float32 must match within the parity tolerance on fixed and real inputs; fp16 nearly so; int8 must keep
 the cosine and top-1 agreement bars on real sentences.  One failure and no bundle is written.
@@ -11,10 +12,12 @@ import time
 
 from .. import backends
 from ..checks import verify
+from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms
 from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified
 from ..options import ConvertOptions
+from ..timing.quiet_timing import timed_quietly
 from ..backends.recipes import Recipe
 from .base import Stage
 
@@ -25,18 +28,19 @@ class VerifyStage(Stage):
     reads = ("options", "plan", "load", "transform", "export", "quantize", "metadata")
     produces = ("verify",)
 
+    def __init__(self, timer=alternating_rounds_ms):
+        self.timer = timer  # how the artifacts are timed (a test's fake records when it runs)
+
     def run(self, conversion: Conversion) -> None:
         results, input_names = [], list(conversion.load.encoder.input_names)
-        for built in sorted(conversion.built, key=lambda b: _position(conversion.plan.recipes, b.recipe)):
+        ordered = sorted(conversion.built, key=lambda b: _position(conversion.plan.recipes, b.recipe))
+        for built in ordered:
             recipe = built.recipe
             start = time.perf_counter()
             with conversion.step(self.name, f"Verifying {recipe.name}"):
                 backend, threads = backends.get(recipe.backend), conversion.options.threads
                 result = _verified(conversion, built, backend.load_for_rows(built.artifact.path, input_names,
                                                                             recipe.precision, threads=threads))
-                if conversion.options.measure_latency:
-                    runner = backend.load(built.artifact.path, input_names, recipe.precision, threads=threads)
-                    result.latency_ms = backends.median_latency_ms(runner, conversion.transform.latency_feeds)
             result.seconds = built.seconds + time.perf_counter() - start
             conversion.emit(ArtifactVerified(recipe.name, result.verification))
             results.append(result)
@@ -46,7 +50,28 @@ class VerifyStage(Stage):
             raise VerificationError(f"verification failed, no bundle written: {lines}",
                                     "see the figures above; for int8 try --int8 dynamic, --calibration with "
                                     "text like your inputs, or convert without int8")
+        if conversion.options.measure_latency:
+            self._time(conversion, ordered, results)
         conversion.verify = VerifyResult(results=results)
+
+    def _time(self, conversion: Conversion, ordered: list[Built], results: list[ArtifactResult]) -> None:
+        """The latency figures, after every artifact is verified and nothing else of the conversion runs: all the
+        artifacts timed together, in alternating rounds (``quiet_timing``)."""
+        names, threads = list(conversion.load.encoder.input_names), conversion.options.threads
+        description = (f"Timing {len(ordered)} artifacts alone ({TIMING_ROUNDS} alternating rounds of "
+                       f"{RUNS_PER_ROUND} runs, {threads} threads)")
+        with conversion.step(self.name, description, quiet=True):
+            runners = {b.recipe.name: backends.get(b.recipe.backend).load(b.artifact.path, names, b.recipe.precision,
+                                                                          threads=threads) for b in ordered}
+            figures = timed_quietly(runners, conversion.transform.latency_feeds, timer=self.timer)
+        for result in results:
+            timing = figures[result.recipe]
+            result.latency_ms, result.latency_rounds = timing["median"], timing["rounds_ms"]
+            result.latency_quiet = timing["quiet"]
+        busy = next(iter(figures.values()))["busy"] if figures else []
+        if busy:
+            conversion.note(f"the latency figures were timed while other work of this process still ran "
+                            f"({', '.join(busy)}): they may be slower than the files are", warning=True, keep=True)
 
 
 def _position(planned: list, recipe: Recipe) -> int:

@@ -1,0 +1,90 @@
+"""The int8 ladder's stop rule: no file called ``int8-*`` runs slower than the bundle's fp32 file of its format.
+
+Keeping Linears in float for accuracy gives speed back, and on a CPU whose int8 kernels gain little (x86 with AVX2 but
+no VNNI) a file with many Linears in float can run slower than the float file itself.  So the ladder times the file it
+would ship against the bundle's fp32 file of the same format, with the converter's own timing (alternating rounds,
+the conversion's threads, one row of the latency figure's length: :func:`.candidate_timing.alternating_rounds_ms`).
+A slower file is not shipped: the ladder tries its steps with fewer Linears in float that met the int8 bar, the most
+accurate first, and ships the first that is not slower; if none is, the artifact is dropped, and the numbers say why
+(``details.float_fallback.speed``; the quantize stage notes it in the summary and the manifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms
+from .ladder_budget import Deadline
+
+RULE = ("an int8 file ships only if its median over alternating rounds is not above the bundle's fp32 file of the "
+        "same format")
+#: per runner, its milliseconds in each round: ``timer(runners, feeds)`` (a test's fake timer decides by construction)
+Timer = Callable[[list, dict], list[list[float]]]
+
+
+@dataclass
+class SpeedCheck:
+    """``check(path) -> (not slower than fp32?, figures)``: the file at ``path`` and the fp32 file, timed together."""
+
+    runners: Callable[[Path], list]  # path -> [its runner, the fp32 file's runner]
+    feeds: dict[str, np.ndarray]
+    threads: int
+    float_recipe: str
+    timer: Timer = alternating_rounds_ms
+
+    def __call__(self, path: Path) -> tuple[bool, dict]:
+        mine, fp32 = self.timer(self.runners(path), self.feeds)
+        ms, float_ms = float(np.median(mine)), float(np.median(fp32))
+        return ms <= float_ms, {"latency_ms": round(ms, 3), "fp32_latency_ms": round(float_ms, 3),
+                                "speedup": round(float_ms / ms, 3) if ms else None, "rounds_ms": mine,
+                                "fp32_rounds_ms": fp32}
+
+
+def settle(steps: list[tuple[list[str], dict]], chosen: list[str], attempt: Callable, check: Callable[[], tuple],
+           count: Callable[[list[str]], int], deadline: Deadline | None = None) -> tuple[list[str], bool, dict]:
+    """(roles that ship, shipped?, record): ``chosen`` (already at the destination) if it is not slower than fp32,
+    else the first not slower of the steps with fewer roles in float that met the bar, most roles first, each
+    written again (``attempt(roles, True)``) and timed; until ``deadline``, when it is given."""
+    score = {tuple(roles): s for roles, s in steps}
+    rungs = [chosen, *(roles for roles, s in reversed(steps) if s.get("meets_bar") and len(roles) < len(chosen))]
+    tried = []
+    for i, roles in enumerate(rungs):
+        if i and deadline is not None and deadline.expired("the speed check"):
+            break
+        if i:
+            attempt(roles, True)
+        ok, figures = check()
+        accuracy = {k: v for k, v in score.get(tuple(roles), {}).items() if k in ("cosine", "top1_agreement",
+                                                                             "entity_f1")}
+        tried.append({"float_roles": list(roles), "linears_in_float": count(roles), **accuracy, **figures,
+                      "not_slower": ok})
+        if ok:
+            return list(roles), True, {"rule": RULE, "shipped": True, "tried": tried}
+    return list(chosen), False, {"rule": RULE, "shipped": False, "tried": tried,
+                                 "untried_steps": len(rungs) - len(tried)}
+
+
+def dropped(recipe: str, details: dict) -> str | None:
+    """What to tell the user when the stop rule dropped ``recipe``'s file (None: it ships)."""
+    fallback = details.get("float_fallback") or {}
+    speed = fallback.get("speed")
+    if not speed or speed["shipped"]:
+        return None
+    rungs = "; ".join(_rung(t, fallback["linears"]) for t in speed["tried"])
+    float_recipe = f"{recipe.split(':')[0]}:fp32"
+    untried = (f"; {speed['untried_steps']} step(s) with fewer Linears in float not timed (the ladder's time bound)"
+               if speed.get("untried_steps") else "")
+    return (f"{recipe} not shipped: slower than {float_recipe} on this machine at every step of its ladder that meets "
+            f"the int8 bar ({rungs}{untried}; batch 1, {TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs). "
+            f"The bundle keeps {float_recipe} for this format")
+
+
+def _rung(tried: dict, linears: int) -> str:
+    accuracy = ", ".join(f"{name} {tried[key]:.1%}" for key, name in (("top1_agreement", "top-1 agreement"),
+                                                                      ("entity_f1", "entity F1")) if key in tried)
+    return (f"{tried['latency_ms']:.1f} ms against {tried['fp32_latency_ms']:.1f} ms with {tried['linears_in_float']} "
+            f"of {linears} Linear layers in float" + (f", {accuracy} on the calibration text" if accuracy else ""))

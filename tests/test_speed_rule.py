@@ -1,0 +1,126 @@
+"""The int8 ladder's stop rule: a file slower than the bundle's fp32 file of its format is never shipped as int8,
+and the ladder is bounded by a time it states.  The timings are injected, so the rule holds by construction,
+whatever CPU runs the tests."""
+
+from __future__ import annotations
+
+import json
+
+from pocketbert.converter.backends.base import float_fallback_search
+from pocketbert.converter.timing.ladder_budget import LadderBudget
+from pocketbert.converter.pipeline import convert
+from pocketbert.converter.timing.speed_rule import dropped
+from pocketbert.converter.stages import STAGES
+from pocketbert.converter.stages.quantize import QuantizeStage
+
+ROLES = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
+
+
+def _ladder(written: list):
+    """An attempt whose target is met with roles a and b in float; every step with a role in float meets the bar."""
+    def attempt(float_roles, final, screen=False):
+        if final:
+            written.append(list(float_roles))
+        alone = {"a": 0.9, "b": 0.8, "c": 0.7}
+        cosine = alone[float_roles[0]] if len(float_roles) == 1 else 0.5 + 0.1 * len(float_roles)
+        figures = {"cosine": cosine, "top1_agreement": 0.96 + 0.01 * len(float_roles),
+                   "meets_bar": len(float_roles) >= 1}
+        return len(float_roles) >= 2, figures
+    return attempt
+
+
+def _speed(written: list, fast_below: int):
+    """The file at the destination (the last written) runs 10 ms per Linear role in float; fp32 runs at 10 ms
+    times ``fast_below``."""
+    def check():
+        ms, fp32 = 10.0 * len(written[-1]), 10.0 * fast_below
+        return ms <= fp32, {"latency_ms": ms, "fp32_latency_ms": fp32}
+    return check
+
+
+def test_a_ladder_file_faster_than_fp32_ships_as_it_was():
+    written = []
+    result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=3))
+    assert result["accepted"] and result["target_met"] and result["roles"] == ["a", "b"]
+    assert result["speed"]["shipped"] and [t["float_roles"] for t in result["speed"]["tried"]] == [["a", "b"]]
+    assert dropped("onnx:int8-dynamic", {"float_fallback": result}) is None
+
+
+def test_a_slower_file_gives_way_to_a_step_with_fewer_linears_in_float_that_meets_the_bar():
+    written = []
+    result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=1))
+    assert result["accepted"] and not result["target_met"]  # the trade: short of the target, not slower
+    assert result["roles"] == ["a"] and result["linears_in_float"] == 2 and written[-1] == ["a"]
+    tried = result["speed"]["tried"]
+    assert [(t["float_roles"], t["not_slower"]) for t in tried] == [(["a", "b"], False), (["a"], True)]
+    assert tried[0]["linears_in_float"] == 4 and tried[0]["top1_agreement"] == 0.98
+
+
+def test_a_file_slower_at_every_step_meeting_the_bar_is_dropped_with_the_numbers():
+    written = []
+    result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=0.5))
+    assert not result["accepted"] and not result["speed"]["shipped"]
+    # the steps with fewer Linears in float that met the bar, most accurate first; all-int8 missed the bar
+    assert [t["float_roles"] for t in result["speed"]["tried"]] == [["a", "b"], ["a"]]
+    message = dropped("onnx:int8-dynamic", {"float_fallback": result})
+    assert message.startswith("onnx:int8-dynamic not shipped: slower than onnx:fp32")
+    assert "20.0 ms against 5.0 ms with 4 of 6 Linear layers in float, top-1 agreement 98.0%" in message
+    assert "10.0 ms against 5.0 ms with 2 of 6 Linear layers in float" in message
+
+
+class _Clock:
+    """Each call to the ladder's attempt moves this clock on by 100 s."""
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_ladder_stops_at_its_time_bound_and_ships_the_cheapest_step_meeting_the_bar():
+    clock, written = _Clock(), []
+    inner = _ladder(written)
+
+    def attempt(float_roles, final, screen=False):
+        clock.now += 100.0
+        return inner(float_roles, final, screen)
+
+    result = float_fallback_search(ROLES, attempt, budget=LadderBudget(250.0, clock))
+    # all-int8 (100 s), the ceiling (200 s), one screen (300 s): then the bound has passed
+    assert result["budget"]["seconds"] == 250.0 and result["budget"]["stopped"] == "screening the roles"
+    assert [s["float_roles"] for s in result["search"]] == [[], ["a", "b", "c"], ["a"]]
+    # no step was taken: all-int8 missed the bar, so nothing meets it and nothing ships
+    assert not result["accepted"] and result["roles"] == []
+
+    clock.now, written[:] = 0.0, []
+    result = float_fallback_search(ROLES, attempt, budget=LadderBudget(1000.0, clock))
+    assert result["accepted"] and result["target_met"] and result["budget"]["stopped"] is None
+
+
+def _slower_by(factor: float):
+    """A fake timer: the first runner (the int8 file) takes ``factor`` times the second (the fp32 file)."""
+    def timer(runners, feeds):
+        assert len(runners) == 2 and feeds["input_ids"].shape == (1, 128)
+        return [[10.0 * factor] * 5, [10.0] * 5]
+    return timer
+
+
+def _stages(timer):
+    return tuple(QuantizeStage(timer=timer) if isinstance(s, QuantizeStage) else s for s in STAGES)
+
+
+def test_a_conversion_drops_an_int8_file_slower_than_fp32_and_says_why(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], opts="int8", verify_samples=20, measure_latency=True)
+    result = convert(opts, stages=_stages(_slower_by(1.5)))
+    assert [a.recipe for a in result.artifacts] == ["onnx:fp32"]
+    assert not (result.bundle / "model.int8-dynamic.onnx").exists()
+    notes = json.loads((result.bundle / "manifest.json").read_text())["notes"]
+    said = [n for n in notes if n.startswith("onnx:int8-dynamic not shipped: slower than onnx:fp32")]
+    assert said and "15.0 ms against 10.0 ms" in said[0] and "Linear layers in float" in said[0]
+
+
+def test_a_conversion_ships_an_int8_file_faster_than_fp32_with_its_figures(checkpoints, options):
+    opts = options(checkpoints["bert"]["classification"], opts="int8", verify_samples=20, measure_latency=True)
+    result = convert(opts, stages=_stages(_slower_by(0.5)))
+    int8 = next(a for a in result.artifacts if a.recipe == "onnx:int8-dynamic")
+    speed = int8.details["float_fallback"]["speed"]
+    assert speed["shipped"] and speed["tried"][-1]["speedup"] == 2.0
