@@ -1,6 +1,6 @@
 """The quantiser the quantize stage drives: the accuracy ladder for one recipe (bounded in time, and never shipping
-an int8 file slower than the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``), and ``--int8 auto``'s choice
-of recipe (``int8_choice``).
+an int8 file slower than the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``), and ``--int8
+auto``'s choice of recipe (``int8_choice``).
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
 unseen by every choice made here (equalisation, smoothing, float fallback, which recipe ships).
