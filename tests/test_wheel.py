@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 GENERIC = ("converter", "runtime", "benchmarks", "demo_models")
 # the work files of a checkout's benchmarks: hundreds of MB, never copied (a small one is planted instead)
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".cache", "*.egg-info", "build")
-PACKAGE_DATA = {"pocketbert/converter/resources/calibration_en.txt"}
+PACKAGE_DATA = {"pocketbert/converter/inputs/resources/calibration_en.txt"}
 
 
 @pytest.fixture(scope="module")
