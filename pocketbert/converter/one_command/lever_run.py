@@ -71,7 +71,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
         return path
     work = open_work(run.out)
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
-    inputs = digest_inputs(path, run.task, run.train_limit, run.opts)
+    inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts)
     source, score = _run_steps(run, made, work, start=(str(path), inputs), dev=dev, log=log)
     gate = teacher - run.max_drop
     if score < gate:

@@ -7,6 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from pocketbert.runtime.contract import sha256
+
 from ..errors import OutputError
 
 STATE = "steps.json"
@@ -47,14 +49,16 @@ def fresh(out: Path) -> Path:
     return candidate
 
 
-def digest_inputs(path: Path, task: str, train_limit: int | None, opts: str | None) -> str:
-    """The checkpoint's files, the task (a file by its content), the options the steps read."""
+def digest_inputs(path: Path, train, dev, *, train_limit: int | None, opts: str | None) -> str:
+    """The checkpoint's files, the training and dev files the steps read (by their content: a task name stands for
+    whatever files the data directory holds now), and the options the steps read."""
     hasher = hashlib.sha256()
     for file in sorted(p for p in path.iterdir() if p.is_file()):
         hasher.update(file.name.encode())
         hasher.update(hashlib.sha256(file.read_bytes()).digest())
-    task_file = Path(task)
-    hasher.update(hashlib.sha256(task_file.read_bytes()).digest() if task_file.is_file() else task.encode())
+    for split in (train, dev):
+        hasher.update(bytes.fromhex(sha256(Path(split.path))))
+        hasher.update(json.dumps([split.kind, list(split.label_names)]).encode())
     hasher.update(json.dumps([train_limit, opts]).encode())
     return hasher.hexdigest()
 

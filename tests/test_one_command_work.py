@@ -1,0 +1,117 @@
+"""The one command trusts nothing it did not just compute: its work folder (``OUT.levers``: the steps' checkpoints and
+``steps.json``) is checked before a step is reused, the gate compares scores on one dev file, and what cannot work
+is refused before any training, with the problem and the fix.
+
+Most tests plan a single step that trains nothing (a vocabulary cut reaches the size, every multiply-add kept) on a
+tiny teacher, so that a run takes seconds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pocketbert.converter.data import load_task
+from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
+from pocketbert.converter.one_command.lever_work import work_folder
+
+from .conftest import DATA, build_checkpoint
+
+
+def _rows(source: Path, target: Path, rows: int, start: int = 0, label: str | None = None) -> Path:
+    """``rows`` rows of a GLUE TSV from ``start`` (its header kept); ``label``: every row given that label."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    body = lines[1 + start: 1 + start + rows]
+    if label is not None:
+        body = [line.rsplit("\t", 1)[0] + "\t" + label for line in body]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join([lines[0], *body]) + "\n", encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, tokenizer) -> Path:
+    """A tiny two-label BERT teacher; a user's SST-2 training file and two dev files of different sentences; two data
+    directories holding SST-2 under its task name, with different dev sentences."""
+    root = tmp_path_factory.mktemp("one-command-work")
+    sst2 = DATA / "glue" / "SST-2"
+    _rows(sst2 / "train.tsv", root / "train.tsv", 48)
+    _rows(sst2 / "dev.tsv", root / "dev.tsv", 32)
+    _rows(sst2 / "dev.tsv", root / "other-dev.tsv", 32, start=400)
+    for name, start in (("data-a", 0), ("data-b", 600)):
+        _rows(sst2 / "train.tsv", root / name / "glue" / "SST-2" / "train.tsv", 48)
+        _rows(sst2 / "dev.tsv", root / name / "glue" / "SST-2" / "dev.tsv", 32, start=start)
+    build_checkpoint(root / "teacher", "bert", tokenizer, labels=("negative", "positive"))
+    return root
+
+
+def _run(files: Path, out: Path, printed: list | None = None, **changes) -> tuple[Path, str]:
+    """The one command's levers as the convert command runs them (the checkpoint to convert, everything printed,
+    also into ``printed`` when given): by default a size only a vocabulary cut reaches (one step, no training), every
+    multiply-add kept."""
+    printed = [] if printed is None else printed
+    run = LeverRun(checkpoint=str(files / "teacher"), out=out, task=str(files / "train.tsv"),
+                   dev=str(files / "dev.tsv"), max_bytes=900_000, max_macs=1.0, buckets=(32,), max_drop=100,
+                   threads=1)
+    for key, value in changes.items():
+        setattr(run, key, value)
+    return run_levers(run, log=printed.append), "\n".join(printed)
+
+
+def _state(out: Path) -> dict:
+    return json.loads((work_folder(out) / "steps.json").read_text(encoding="utf-8"))
+
+
+def _scored(checkpoint: Path, dev_file: Path) -> float:
+    """The checkpoint's accuracy on ``dev_file``, scored here, independently of the command."""
+    from pocketbert.converter.checkpoints import loading
+    from pocketbert.converter.training import checkpoint_job
+    from pocketbert.converter.training.finetune import eval_length
+
+    loaded = loading.load(str(checkpoint))
+    return checkpoint_job.score(loaded, load_task(str(dev_file), "dev"), eval_length(loaded))["accuracy"]
+
+
+def _gate_line(printed: str) -> tuple[float, float]:
+    """(the student's score, the teacher's) from the line that passes the gate."""
+    line = next(line for line in printed.splitlines() if "meets the gate" in line)
+    student = float(line.split()[2])
+    teacher = float(line.split("the teacher's ")[1].split()[0])
+    return student, teacher
+
+
+# --- the step digest covers the dev file's and the data directory's content ----------------------------------------
+
+def test_a_rerun_with_another_dev_file_scores_on_that_file(files, tmp_path):
+    out = tmp_path / "bundle"
+    _run(files, out)
+    final, printed = _run(files, out, dev=str(files / "other-dev.tsv"))
+    assert "done in an earlier run" not in printed  # the step ran again: its result was scored on the other file
+    assert "dev accuracy of the teacher" in printed
+    student, teacher = _gate_line(printed)
+    assert student == pytest.approx(_scored(final, files / "other-dev.tsv"), abs=0.01)
+    assert teacher == pytest.approx(_scored(files / "teacher", files / "other-dev.tsv"), abs=0.01)
+    record = json.loads((final / "training.json").read_text(encoding="utf-8"))
+    assert record["dev_scores"]["accuracy"] == pytest.approx(student, abs=0.01)
+    assert len(_state(out)) == 2
+
+
+def test_the_same_dev_sentences_under_another_name_reuse_the_step(files, tmp_path):
+    out = tmp_path / "bundle"
+    _run(files, out)
+    shutil.copy(files / "dev.tsv", tmp_path / "renamed-dev.tsv")
+    _, printed = _run(files, out, dev=str(tmp_path / "renamed-dev.tsv"))
+    assert "done in an earlier run" in printed and len(_state(out)) == 1
+
+
+def test_another_data_directory_under_the_same_task_name_runs_the_steps_again(files, tmp_path):
+    out = tmp_path / "bundle"
+    common = {"task": "glue:sst2", "dev": None}
+    _run(files, out, data_dir=str(files / "data-a"), **common)
+    final, printed = _run(files, out, data_dir=str(files / "data-b"), **common)
+    assert "done in an earlier run" not in printed
+    student, _ = _gate_line(printed)
+    assert student == pytest.approx(_scored(final, files / "data-b" / "glue" / "SST-2" / "dev.tsv"), abs=0.01)
+    assert len(_state(out)) == 2
