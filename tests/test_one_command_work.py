@@ -115,3 +115,20 @@ def test_another_data_directory_under_the_same_task_name_runs_the_steps_again(fi
     student, _ = _gate_line(printed)
     assert student == pytest.approx(_scored(final, files / "data-b" / "glue" / "SST-2" / "dev.tsv"), abs=0.01)
     assert len(_state(out)) == 2
+
+
+# --- the gate: teacher and student scored on the same dev file -----------------------------------------------------
+
+def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(files, tmp_path):
+    teacher = shutil.copytree(files / "teacher", tmp_path / "teacher")
+    task_dev = files / "data-a" / "glue" / "SST-2" / "dev.tsv"
+    (teacher / "training.json").write_text(json.dumps({
+        "kind": "finetune", "task": "glue:sst2", "metric": "accuracy", "dev_file": str(task_dev), "recipe": {},
+        "train_examples": 48, "dev_examples": 32, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"},
+        "dev_scores": {"accuracy": 71.02}}), encoding="utf-8")
+    common = {"checkpoint": str(teacher), "task": "glue:sst2", "data_dir": str(files / "data-a")}
+    _, printed = _run(files, tmp_path / "task-dev", dev=None, **common)
+    assert _gate_line(printed)[1] == 71.02  # the record's dev set is this run's: its score stands
+    _, printed = _run(files, tmp_path / "file-dev", dev=str(files / "other-dev.tsv"), **common)
+    assert _gate_line(printed)[1] == pytest.approx(_scored(teacher, files / "other-dev.tsv"), abs=0.01)
+    assert "71.02" not in printed

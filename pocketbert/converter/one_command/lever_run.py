@@ -23,6 +23,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pocketbert.runtime.contract import sha256
+
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
 from ..levers import Step, latency, shapes
@@ -60,7 +62,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
     path, _ = loading.resolve(run.checkpoint)
     train, dev = _splits(run)
     made = _plan(run, path, train, log)
-    recorded = _recorded_teacher(path, train)
+    recorded = _recorded_teacher(path, train, dev)
     keep = (f"{recorded[0]} ≥ {recorded[1] - run.max_drop:.2f} (the teacher's {recorded[1]:.2f} − {run.max_drop:g})"
             if recorded else f"the teacher's {dev.metric} on {dev.name} − {run.max_drop:g} (scored next)")
     for line in made.lines(keep=keep):
@@ -167,10 +169,15 @@ def _saved_transforms(path: Path) -> list[str]:
     return list((config.get("pocketbert") or {}).get("transforms") or [])
 
 
-def _recorded_teacher(path: Path, train) -> tuple[str, float] | None:
-    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task."""
-    record = path / "training.json"
-    if not record.is_file() or json.loads(record.read_text(encoding="utf-8")).get("task") != train.name:
+def _recorded_teacher(path: Path, train, dev) -> tuple[str, float] | None:
+    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task and scored on a
+    dev file of the same content as this run's: the student is scored on this run's, and a gate from another dev
+    set compares two different things.  None: the teacher is scored on this run's dev file."""
+    record = training_record(path)
+    if not isinstance(record, dict) or record.get("task") != train.name:
+        return None
+    scored_on = record.get("dev_file")
+    if not isinstance(scored_on, str) or not Path(scored_on).is_file() or sha256(Path(scored_on)) != sha256(dev.path):
         return None
     return planning.teacher_score(path)
 
