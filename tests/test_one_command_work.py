@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from pocketbert.converter.data import load_task
 from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
@@ -115,6 +117,22 @@ def test_another_data_directory_under_the_same_task_name_runs_the_steps_again(fi
     student, _ = _gate_line(printed)
     assert student == pytest.approx(_scored(final, files / "data-b" / "glue" / "SST-2" / "dev.tsv"), abs=0.01)
     assert len(_state(out)) == 2
+
+
+# --- each step's files are checked against the hashes recorded when they were written -----------------------------
+
+def test_an_edited_step_checkpoint_is_run_again_not_converted(files, tmp_path):
+    out = tmp_path / "bundle"
+    first, _ = _run(files, out)
+    weights = first / "model.safetensors"
+    save_file({k: torch.zeros_like(v) for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    final, printed = _run(files, out)
+    assert "changed since it was written" in printed and "running the step again" in printed
+    assert final != first and final.parent == work_folder(out)
+    assert any(v.abs().sum() > 0 for v in load_file(final / "model.safetensors").values())
+    assert (first / "model.safetensors").is_file()  # the edited folder is left as the user left it
+    _, printed = _run(files, out)  # the step written again is reused as it is
+    assert "done in an earlier run" in printed
 
 
 # --- the gate: teacher and student scored on the same dev file -----------------------------------------------------

@@ -3,9 +3,10 @@ them with CHECKPOINT as the frozen teacher inside one budget, gate the result, a
 
 The plan (:mod:`converter.levers.plan`) is printed before anything is trained.  Each step writes its checkpoint into
 a work folder beside ``--out`` (``OUT.levers``, created here) and records it in ``steps.json`` under a digest of its
-inputs (the checkpoint's files, the task, the lever and its setting, and the steps before it).  A rerun skips every
-step already recorded; a lever that can train further from its own output (``int4-tune``) continues for the part of
-its new share it has not spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
+inputs (the checkpoint's files, the training and dev files' content, the lever and its setting, and the steps before
+it), with the SHA-256 of the files it wrote.  A rerun skips every step already recorded whose files are unchanged; a
+lever that can train further from its own output (``int4-tune``) continues for the part of its new share it has not
+spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
 after the last step misses the gate (the teacher's minus ``--max-accuracy-drop``), the run refuses with the numbers
 and keeps the work folder.
 
@@ -28,7 +29,8 @@ from pocketbert.runtime.contract import sha256
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
 from ..levers import Step, latency, shapes
-from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
+from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
+                         work_folder)
 from ..levers import plan as planning
 from ..opts import parse_opts
 from ..checkpoints.training_record import shipped_scores, training_record
@@ -210,7 +212,11 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
     """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
     ``work``)."""
     continued = 0
-    if done and (work / done["out"]).is_dir():
+    why = changed_files(work / done["out"], done.get("files")) if done else None
+    if why:  # reused only as written: an edited checkpoint would be converted and gated on its old score
+        log(f"  {work / done['out']} was done in an earlier run, but {why}: running the step again")
+        done = None
+    if done:
         more = _more(planned, done)
         if more is None:
             log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
@@ -225,7 +231,8 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
     score = _recorded_score(path, dev, what, log) if planned.lever.records_score else None
     return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
             "budget": planned.budget.to_json() if planned.budget is not None else None,
-            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
+            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued,
+            "files": step_files(path)}
 
 
 def _recorded_scores(path: Path, metric: str) -> dict[str, float] | None:

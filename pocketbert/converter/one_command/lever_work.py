@@ -1,5 +1,7 @@
 """The one command's work folder beside ``--out`` (``OUT.levers``): each step's checkpoint, and ``steps.json``
-recording every step done under a digest of its inputs, so that a rerun skips or continues them."""
+recording every step done under a digest of its inputs, so that a rerun skips or continues them.
+
+A step is reused only while its files still have the SHA-256 recorded when they were written."""
 
 from __future__ import annotations
 
@@ -38,6 +40,26 @@ def save_state(work: Path, state: dict) -> None:
     partial = work / (STATE + ".partial")
     partial.write_text(json.dumps(state, indent=1), encoding="utf-8")
     partial.replace(work / STATE)
+
+
+def step_files(folder: Path) -> dict[str, str]:
+    """Every file of a step's checkpoint (sub-folders too) and its SHA-256: recorded when the step is written."""
+    return {str(p.relative_to(folder)): sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def changed_files(folder: Path, recorded: dict | None) -> str | None:
+    """Why ``folder`` is not the checkpoint recorded with ``recorded`` files; None when every file matches."""
+    if not folder.is_dir():
+        return "its folder is gone"
+    if not recorded:
+        return "its record holds no SHA-256 of its files"
+    if any(p.is_symlink() for p in folder.rglob("*")):
+        return "it holds a link (this command writes none)"
+    now = step_files(folder)
+    changed = sorted(set(now) ^ set(recorded) | {name for name in now if recorded.get(name) != now[name]})
+    if changed:
+        return f"{len(changed)} of its files changed since it was written (e.g. {changed[0]})"
+    return None
 
 
 def fresh(out: Path) -> Path:
