@@ -15,9 +15,13 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from pocketbert.converter.cli import main
 from pocketbert.converter.data import load_task
+from pocketbert.converter.errors import OutputError
 from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
 from pocketbert.converter.one_command.lever_work import work_folder
+from pocketbert.converter.levers import latency
+from pocketbert.converter.training.loop import Budget
 
 from .conftest import DATA, build_checkpoint
 
@@ -64,6 +68,13 @@ def _run(files: Path, out: Path, printed: list | None = None, **changes) -> tupl
 
 def _state(out: Path) -> dict:
     return json.loads((work_folder(out) / "steps.json").read_text(encoding="utf-8"))
+
+
+def _edit_state(bundle: Path, **changes) -> None:
+    state = _state(bundle)
+    for entry in state.values():
+        entry.update(changes)
+    (work_folder(bundle) / "steps.json").write_text(json.dumps(state), encoding="utf-8")
 
 
 def _scored(checkpoint: Path, dev_file: Path) -> float:
@@ -135,6 +146,84 @@ def test_an_edited_step_checkpoint_is_run_again_not_converted(files, tmp_path):
     assert "done in an earlier run" in printed
 
 
+# --- steps.json and latency.json as records: entries checked, invalid ones refused with the fix ----------------------
+
+@pytest.mark.parametrize("where", ["parent", "absolute", "link"])
+def test_a_step_recorded_outside_the_work_folder_is_refused(where, files, tmp_path):
+    out = tmp_path / "bundle"
+    elsewhere, _ = _run(files, tmp_path / "other")  # another run's checkpoint, which must not be converted
+    _run(files, out)
+    if where == "link":
+        (work_folder(out) / "1-link").symlink_to(elsewhere, target_is_directory=True)
+    _edit_state(out, out={"parent": f"../other.levers/{elsewhere.name}", "absolute": str(elsewhere),
+                          "link": "1-link"}[where])
+    printed: list[str] = []
+    with pytest.raises(OutputError) as refused:
+        _run(files, out, printed)
+    assert "steps.json is not a valid record" in str(refused.value) and "work folder" in str(refused.value)
+    assert "--overwrite" in refused.value.fix and "step 1 of 1" not in "\n".join(printed)
+
+
+@pytest.mark.parametrize("text", ['{"a1": {"lever": "trim-v', "[]", "", '{"a1": 5}',
+                                  '{"a1": {"out": "1-trim-vocab", "score": "high"}}'])
+def test_a_steps_record_that_is_not_valid_is_refused_and_overwrite_starts_a_new_one(text, files, tmp_path):
+    out = tmp_path / "bundle"
+    _run(files, out)
+    kept = sorted(p.name for p in work_folder(out).iterdir())
+    (work_folder(out) / "steps.json").write_text(text, encoding="utf-8")
+    printed: list[str] = []
+    with pytest.raises(OutputError) as refused:
+        _run(files, out, printed)
+    assert "steps.json is not a valid record" in str(refused.value)
+    assert "pass --overwrite" in refused.value.fix and "dev accuracy of the teacher" not in "\n".join(printed)
+    final, _ = _run(files, out, overwrite=True)
+    assert len(_state(out)) == 1 and final.is_dir()
+    assert set(kept) <= {p.name for p in work_folder(out).iterdir()}  # nothing it had written was deleted
+
+
+def test_a_truncated_steps_record_is_refused_by_the_command_without_a_traceback(files, tmp_path, capsys):
+    out = tmp_path / "bundle"
+    work_folder(out).mkdir()
+    (work_folder(out) / "steps.json").write_text('{"ab', encoding="utf-8")
+    code = main([str(files / "teacher"), "--format", "tflite", "--max-size", "900000", "--max-macs", "1",
+                 "--recover", str(files / "train.tsv"), "--dev", str(files / "dev.tsv"), "--buckets", "32",
+                 "--threads", "1", "-o", str(out)])
+    printed = capsys.readouterr()
+    said = " ".join((printed.out + printed.err).split())
+    assert code == OutputError.exit_code and "Traceback" not in said
+    assert "steps.json is not a valid record" in said and "fix: pass --overwrite" in said
+
+
+def test_a_truncated_latency_record_is_refused_before_measuring(files, tmp_path):
+    out = tmp_path / "bundle"
+    work_folder(out).mkdir()
+    (work_folder(out) / "steps.json").write_text("{}", encoding="utf-8")
+    (work_folder(out) / latency.CACHE).write_text('{"models": {"ab', encoding="utf-8")
+    printed: list[str] = []
+    with pytest.raises(OutputError) as refused:
+        _run(files, out, printed, max_latency_ms=50.0)
+    assert "latency.json is not a valid record" in str(refused.value) and "--overwrite" in refused.value.fix
+    assert "measuring" not in "\n".join(printed)
+    with pytest.raises(OutputError):  # the check after the conversion reads the same record
+        latency.planned_target(work_folder(out))
+
+
+def test_a_negative_spent_budget_is_refused_and_a_continuation_stays_within_its_share(files, tmp_path):
+    from pocketbert.converter import levers
+    from pocketbert.converter.one_command.lever_run import _more
+    from pocketbert.converter.levers.plan import PlannedStep
+
+    out = tmp_path / "bundle"
+    _run(files, out)
+    _edit_state(out, budget={"seconds": -1e7})
+    with pytest.raises(OutputError) as refused:
+        _run(files, out)
+    assert "is not a budget spent" in str(refused.value)
+    planned = PlannedStep(levers.get("int4-tune"), True, 0, 0, budget=Budget(seconds=60))
+    assert _more(planned, {"budget": {"seconds": -1e7}}).seconds == 60
+    assert _more(planned, {"budget": {"seconds": 20}}).seconds == 40
+
+
 # --- the gate: teacher and student scored on the same dev file -----------------------------------------------------
 
 def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(files, tmp_path):
@@ -150,3 +239,11 @@ def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(fi
     _, printed = _run(files, tmp_path / "file-dev", dev=str(files / "other-dev.tsv"), **common)
     assert _gate_line(printed)[1] == pytest.approx(_scored(teacher, files / "other-dev.tsv"), abs=0.01)
     assert "71.02" not in printed
+
+
+def _convert(files: Path, out: Path, capsys, *extra: str) -> tuple[int, str]:
+    code = main([str(files / "teacher"), "--format", "tflite", "--max-size", "900000", "--max-macs", "1",
+                 "--recover", str(files / "train.tsv"), "--dev", str(files / "dev.tsv"), "--buckets", "32",
+                 "--threads", "1", "-o", str(out), *extra])
+    printed = capsys.readouterr()
+    return code, " ".join((printed.out + printed.err).split())

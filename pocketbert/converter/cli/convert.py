@@ -194,7 +194,7 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
                              # a latency target replaces the default MAC target; both hold when both are given
                              max_macs=DEFAULT_MACS if max_macs is None and max_latency is None else max_macs,
                              buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
-                             data_dir=flags["data_dir"], threads=flags["threads"])
+                             data_dir=flags["data_dir"], threads=flags["threads"], overwrite=flags["overwrite"])
     final = lever_run.run_levers(run, log=log)
     flags["recover"] = None  # recovery, when asked, was a step of the plan
     return str(final), None

@@ -57,6 +57,7 @@ class LeverRun:
     data_dir: str | None = None
     threads: int | None = None
     train_limit: int | None = None
+    overwrite: bool = False  # an invalid record in the work folder is started afresh instead of refused
 
 
 def run_levers(run: LeverRun, log=print) -> Path:
@@ -74,6 +75,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
     if not made.steps:
         return path
     work = open_work(run.out)
+    load_state(work, run.overwrite)  # an invalid record is refused before any work
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
     inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts)
     source, score = _run_steps(run, made, work, start=(str(path), inputs), dev=dev, log=log)
@@ -132,7 +134,8 @@ def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
                                   f"at most {positions} tokens", "plan its speed with --max-macs FRACTION instead")
     raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     ordered = tuple(name for name in structural_names() if name in opts)
-    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, open_work(run.out), log=log)
+    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, open_work(run.out), log=log,
+                                  overwrite=run.overwrite)
 
 
 def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError:
@@ -191,7 +194,7 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
     score = recorded = None
     for index, planned in enumerate(made.steps, 1):
         key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
-        state = load_state(work)
+        state = load_state(work, run.overwrite)
         done = state.get(key)
         step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
                     dev=run.dev,
@@ -252,7 +255,8 @@ def _recorded_score(path: Path, dev, what: str, log) -> float | None:
 
 
 def _more(planned, done: dict):
-    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues; None otherwise."""
+    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues, never more than its
+    planned share; None otherwise."""
     from ..training.loop import Budget
 
     if not planned.lever.continues or planned.budget is None or not done.get("budget"):
@@ -260,7 +264,8 @@ def _more(planned, done: dict):
     spent, new = done["budget"], planned.budget.to_json()
     for unit in ("steps", "seconds"):
         if unit in new and unit in spent and new[unit] > spent[unit]:
-            return Budget(**{unit: new[unit] - spent[unit]})
+            more = min(new[unit], new[unit] - spent[unit])
+            return Budget(**{unit: int(more) if unit == "steps" else more})
     return None
 
 
