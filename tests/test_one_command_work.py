@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 
 from pocketbert.converter.cli import main
 from pocketbert.converter.data import load_task
-from pocketbert.converter.errors import OutputError
+from pocketbert.converter.errors import ConverterInputError, OutputError
 from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
 from pocketbert.converter.one_command.lever_work import work_folder
 from pocketbert.converter.levers import latency
@@ -239,6 +239,24 @@ def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(fi
     _, printed = _run(files, tmp_path / "file-dev", dev=str(files / "other-dev.tsv"), **common)
     assert _gate_line(printed)[1] == pytest.approx(_scored(teacher, files / "other-dev.tsv"), abs=0.01)
     assert "71.02" not in printed
+
+
+def test_a_pair_dev_file_for_single_sentences_is_refused_before_any_work(files, tmp_path):
+    pairs = _rows(DATA / "glue" / "MRPC" / "dev.tsv", tmp_path / "mrpc-dev.tsv", 16)
+    printed: list[str] = []
+    with pytest.raises(ConverterInputError) as refused:
+        _run(files, tmp_path / "bundle", printed, dev=str(pairs))
+    assert "holds sentence pairs" in str(refused.value) and "single sentences" in str(refused.value)
+    assert not work_folder(tmp_path / "bundle").exists() and "plan from the shapes" not in "\n".join(printed)
+
+
+@pytest.mark.parametrize("label", ["0", "1"])
+def test_a_training_file_of_one_class_is_refused_whichever_class(label, files, tmp_path):
+    train = _rows(DATA / "glue" / "SST-2" / "train.tsv", tmp_path / "train.tsv", 48, label=label)
+    with pytest.raises(ConverterInputError) as refused:
+        _run(files, tmp_path / "bundle", task=str(train))
+    assert "one class only" in str(refused.value) and f"every row is {label!r}" in str(refused.value)
+    assert not work_folder(tmp_path / "bundle").exists()
 
 
 def _convert(files: Path, out: Path, capsys, *extra: str) -> tuple[int, str]:

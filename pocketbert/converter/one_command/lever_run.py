@@ -28,6 +28,7 @@ from pocketbert.runtime.contract import sha256
 
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
+from .lever_checks import check_splits
 from ..levers import Step, latency, shapes
 from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
                          work_folder)
@@ -99,7 +100,9 @@ def _splits(run: LeverRun):
         raise ConverterInputError(f"--recover {run.task} is a training file, and no dev file was given",
                                   "add --dev DEV_FILE: the plan's gate is scored on it")
     train = load_task(run.task, "train", run.data_dir, limit=run.train_limit)
-    return train, load_task(run.dev or run.task, "dev", run.data_dir)
+    dev = load_task(run.dev or run.task, "dev", run.data_dir)
+    check_splits(train, dev)
+    return train, dev
 
 
 def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
