@@ -8,6 +8,7 @@ tiny teacher, so that a run takes seconds."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -259,9 +260,26 @@ def test_a_training_file_of_one_class_is_refused_whichever_class(label, files, t
     assert not work_folder(tmp_path / "bundle").exists()
 
 
+# --- targets and budgets: refused before any training, with numbers that are true ----------------------------------
+
+@pytest.mark.parametrize("flag, value", [("max_macs", math.nan), ("max_latency_ms", math.nan),
+                                         ("max_macs", 1.5), ("max_bytes", 0)])
+def test_targets_that_are_not_numbers_a_plan_can_reach_are_refused(flag, value, files, tmp_path):
+    with pytest.raises(ConverterInputError, match="it must be"):
+        _run(files, tmp_path / "bundle", **{flag: value})
+
+
+# --- the command line: what the conversion after the levers would refuse, refused before them ------------------------
+
 def _convert(files: Path, out: Path, capsys, *extra: str) -> tuple[int, str]:
     code = main([str(files / "teacher"), "--format", "tflite", "--max-size", "900000", "--max-macs", "1",
                  "--recover", str(files / "train.tsv"), "--dev", str(files / "dev.tsv"), "--buckets", "32",
                  "--threads", "1", "-o", str(out), *extra])
     printed = capsys.readouterr()
     return code, " ".join((printed.out + printed.err).split())
+
+
+@pytest.mark.parametrize("flag, value", [("--max-macs", "nan"), ("--max-latency", "nan"), ("--max-latency", "inf")])
+def test_a_target_of_nan_is_refused_on_the_command_line(flag, value, files, tmp_path, capsys):
+    code, said = _convert(files, tmp_path / "bundle", capsys, flag, value)
+    assert code == 2 and "is not a finite number" in said and "plan from the shapes" not in said

@@ -18,6 +18,7 @@ from .common import (
     budget,
     checkpoint_argument,
     data_dir_path,
+    finite,
     int_list,
     log,
     opt_list,
@@ -56,11 +57,11 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
                    "(e.g. 8MB, 7.5MiB: kB/MB/GB/TB or KiB/MiB/GiB/TiB, or bytes) and passes its bar, or refuse saying "
                    "what would fit; instead of --opt int8 for TFLite.")
-@click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
+@click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION", callback=finite,
               help="With --max-size and --recover: at most this fraction of the checkpoint's multiply-adds at "
                    "sequence 128, counted from the shapes (not a timing); 1 keeps them all [default: 0.7, the phone "
                    "demos' narrowing, unless --max-latency is given].")
-@click.option("--max-latency", type=click.FloatRange(0, min_open=True), metavar="MS",
+@click.option("--max-latency", type=click.FloatRange(0, min_open=True), metavar="MS", callback=finite,
               help="With --max-size and --recover: at most this many milliseconds at sequence 128, batch 1, with "
                    "--threads, on this machine: predicted from probe files timed first (cached in OUT.levers), "
                    "and the written file's measured latency is checked against it.")

@@ -3,7 +3,24 @@ surface only after the budget was spent, or never."""
 
 from __future__ import annotations
 
+import math
 from ..errors import ConverterInputError
+
+
+def check_targets(run) -> None:
+    """``--max-size``, ``--max-macs`` and ``--max-latency`` as numbers a plan can compare with: ``nan`` passes every
+    range check (each comparison with it is false) and would plan towards "≤ nan%"."""
+    given = {"--max-size": (run.max_bytes, None), "--max-macs": (run.max_macs, 1.0),
+             "--max-latency": (run.max_latency_ms, None)}
+    for flag, (value, top) in given.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value <= 0 or (top is not None and value > top):
+            within = f"a number above 0 and at most {top:g}" if top is not None else "a finite number above 0"
+            raise ConverterInputError(f"{flag} {value!r}: it must be {within}",
+                                      f"pass e.g. {flag} " + {"--max-size": "8MB", "--max-macs": "0.7",
+                                                              "--max-latency": "20"}[flag])
 
 
 def check_splits(train, dev) -> None:

@@ -28,7 +28,7 @@ from pocketbert.runtime.contract import sha256
 
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
-from .lever_checks import check_splits
+from .lever_checks import check_splits, check_targets
 from ..levers import Step, latency, shapes
 from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
                          work_folder)
@@ -64,6 +64,7 @@ class LeverRun:
 def run_levers(run: LeverRun, log=print) -> Path:
     """Plan, print the plan, run its steps (skipping those done), gate; returns the checkpoint to convert."""
     path, _ = loading.resolve(run.checkpoint)
+    check_targets(run)
     train, dev = _splits(run)
     made = _plan(run, path, train, log)
     recorded = _recorded_teacher(path, train, dev)
