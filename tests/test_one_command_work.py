@@ -262,6 +262,18 @@ def test_a_training_file_of_one_class_is_refused_whichever_class(label, files, t
 
 # --- targets and budgets: refused before any training, with numbers that are true ----------------------------------
 
+@pytest.mark.parametrize("budget", [Budget(steps=0), Budget(steps=1), Budget(seconds=0)], ids=str)
+def test_a_budget_too_small_to_train_every_step_is_refused_before_any_work(budget, files, tmp_path):
+    """recover (weight 13) and int4-tune (15) share the budget: one step gives recover 0.46 of a step."""
+    printed: list[str] = []
+    with pytest.raises(ConverterInputError) as refused:
+        _run(files, tmp_path / "bundle", printed, opts="nonorm,relu", budget=budget)
+    assert f"--budget {budget.describe()} is too small to train" in str(refused.value)
+    assert "(recover, int4-tune)" in str(refused.value) and "nothing was trained" in str(refused.value)
+    assert ("--budget 2steps or more" in refused.value.fix) == (budget.steps is not None)
+    assert "step 1 of" not in "\n".join(printed) and not work_folder(tmp_path / "bundle").exists()
+
+
 @pytest.mark.parametrize("flag, value", [("max_macs", math.nan), ("max_latency_ms", math.nan),
                                          ("max_macs", 1.5), ("max_bytes", 0)])
 def test_targets_that_are_not_numbers_a_plan_can_reach_are_refused(flag, value, files, tmp_path):

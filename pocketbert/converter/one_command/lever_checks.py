@@ -40,3 +40,29 @@ def check_splits(train, dev) -> None:
         raise ConverterInputError(f"the training text {str(train.path)!r} holds one class only (every row is "
                                   f"{name!r}): distilled on it, the model would learn to answer that class",
                                   "give the task's whole training file, with rows of every class")
+
+
+def check_budget(made) -> None:
+    """One rule for a budget too small to train: every training step of the plan must get at least one step of
+    training from its share (shares are by weight; a step budget's share is rounded to whole steps), else nothing
+    is trained and the run is refused now, not after the steps that did fit."""
+    budget = made.budget
+    training = [step for step in made.steps if step.lever.trains]
+    if budget is None or not training:
+        return
+    weights = sum(step.lever.budget_weight for step in training)
+    smallest = min(training, key=lambda step: step.lever.budget_weight)
+    share = smallest.lever.budget_weight / weights
+    if budget.steps is not None and round(budget.steps * share) < 1:
+        least = next(n for n in range(1, 10_000) if round(n * share) >= 1)
+        what = f"{budget.steps * share:.2f} of a step"
+    elif any(value is not None and value <= 0 for value in (budget.seconds, budget.epochs)):
+        least, what = None, "nothing"
+    else:
+        return
+    names = ", ".join(step.lever.name for step in training)
+    raise ConverterInputError(
+        f"--budget {budget.describe()} is too small to train: the plan's {len(training)} training step(s) "
+        f"({names}) share it by weight, and {smallest.lever.name}'s share is {what}; nothing was trained",
+        (f"give every training step one step at least: --budget {least}steps or more, " if least else "give ")
+        + "or a time such as --budget 10m")

@@ -28,7 +28,7 @@ from pocketbert.runtime.contract import sha256
 
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
-from .lever_checks import check_splits, check_targets
+from .lever_checks import check_budget, check_splits, check_targets
 from ..levers import Step, latency, shapes
 from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
                          work_folder)
@@ -76,6 +76,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
         raise _unreachable(run, made)
     if not made.steps:
         return path
+    check_budget(made)
     work = open_work(run.out)
     load_state(work, run.overwrite)  # an invalid record is refused before any work
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
