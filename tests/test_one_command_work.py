@@ -21,7 +21,7 @@ from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError, OutputError
 from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
 from pocketbert.converter.one_command.lever_work import work_folder
-from pocketbert.converter.levers import latency
+from pocketbert.converter.levers import latency, shapes
 from pocketbert.converter.training.loop import Budget
 
 from .conftest import DATA, build_checkpoint
@@ -261,6 +261,22 @@ def test_a_training_file_of_one_class_is_refused_whichever_class(label, files, t
 
 
 # --- targets and budgets: refused before any training, with numbers that are true ----------------------------------
+
+def test_an_unreachable_target_says_what_the_levers_reach_at_best(files, tmp_path):
+    """300 kB and 30% of the multiply-adds: no width reaches 30% at two blocks, so the plan narrows to half the width
+    and even one block misses; the refusal gives that one block's share (44%), not the plan's last step's (88%)."""
+    printed: list[str] = []
+    with pytest.raises(ConverterInputError) as refused:
+        _run(files, tmp_path / "bundle", printed, max_bytes=300_000, max_macs=0.3, opts="nonorm,relu")
+    shape = shapes.read(files / "teacher")
+    best = shapes.macs(shape.narrowed(32).keeping(1)) / shapes.macs(shape)
+    assert f"at best 0.13 MB and {best:.0%} of its multiply-adds, with one block" in str(refused.value)
+    assert "the levers cannot reach the target: at best 0.13 MB and 44% of the MACs with one block" in "\n".join(printed)
+    assert refused.value.fix == f"raise --max-macs to at least {math.ceil(best * 100) / 100:g}"
+    with pytest.raises(ConverterInputError, match="too small to train"):  # the fix reaches the target: it plans
+        _run(files, tmp_path / "bundle", max_bytes=300_000, max_macs=math.ceil(best * 100) / 100, opts="nonorm,relu",
+             budget=Budget(steps=0))
+
 
 @pytest.mark.parametrize("budget", [Budget(steps=0), Budget(steps=1), Budget(seconds=0)], ids=str)
 def test_a_budget_too_small_to_train_every_step_is_refused_before_any_work(budget, files, tmp_path):

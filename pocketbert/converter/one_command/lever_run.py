@@ -21,6 +21,7 @@ from the shapes and refuses before any export when it cannot fit, naming the one
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -144,24 +145,27 @@ def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
 
 
 def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError:
-    """The levers at their limit miss the target: the numbers, and the fix for each target missed."""
-    goal = made.goal
-    best = f"at best {made.final_bytes / 1e6:.2f} MB and {made.final_macs / goal.start_macs:.0%} of its multiply-adds"
+    """The levers at their limit (one block at the plan's widths) miss the target: the numbers, and the fix for each
+    target missed."""
+    goal, best = made.goal, made.best_shape
+    size, share = shapes.file_bytes(best, goal.buckets), shapes.macs(best) / goal.start_macs
+    said = f"at best {size / 1e6:.2f} MB and {share:.0%} of its multiply-adds, with one block"
     fixes = []
-    if made.final_bytes > (goal.max_bytes or made.final_bytes) or (
-            goal.max_macs is not None and made.final_macs > goal.max_macs * goal.start_macs):
-        fixes.append("raise --max-size (or --max-macs)")
+    if goal.max_bytes is not None and size > goal.max_bytes:
+        fixes.append(f"raise --max-size to at least {math.ceil(size / 1e4) / 100:.2f}MB")
+    if goal.max_macs is not None and share > goal.max_macs:
+        fixes.append(f"raise --max-macs to at least {math.ceil(share * 100) / 100:g}")
     if goal.max_latency_ms is not None:
-        best += f", {latency.milliseconds(made.final_ms)} predicted against --max-latency {goal.max_latency_ms:g} ms"
-        if made.final_ms > goal.max_latency_ms:
-            fastest = goal.ms(made.final_shape.keeping(1))  # what shrink reaches at the plan's width
-            best += f"; one block, the fewest the levers keep, would take {latency.milliseconds(fastest)}"
+        fastest = goal.ms(best)
+        said += f", {latency.milliseconds(fastest)} predicted against --max-latency {goal.max_latency_ms:g} ms"
+        if fastest > goal.max_latency_ms:
             fixes.append(f"raise --max-latency to at least {latency.milliseconds(fastest)}: the levers keep one "
                          f"block at least, and this machine takes {latency.milliseconds(goal.latency.constant_ms)} "
                          f"for the embeddings and the head, {latency.milliseconds(goal.latency.block_ms)} for a "
                          "block's attention")
-    return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {best} (the plan above); "
-                               "nothing was trained", "; ".join(fixes) or "raise --max-size (or --max-macs)")
+    return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {said}, the fewest the "
+                               "levers keep (the plan above); nothing was trained",
+                               "; ".join(fixes) or "raise --max-size (or --max-macs)")
 
 
 def _tokenizer(path: Path):
