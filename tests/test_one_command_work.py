@@ -307,7 +307,36 @@ def _convert(files: Path, out: Path, capsys, *extra: str) -> tuple[int, str]:
     return code, " ".join((printed.out + printed.err).split())
 
 
+@pytest.mark.parametrize("where", ["out", "work folder", "inside out", "inside work folder", "holds out"])
+def test_save_checkpoint_on_the_bundle_or_its_work_folder_is_refused_before_training(where, files, tmp_path, capsys):
+    out = tmp_path / "b" / "bundle"
+    save = {"out": out, "work folder": work_folder(out), "inside out": out / "ckpt",
+            "inside work folder": work_folder(out) / "ckpt", "holds out": tmp_path / "b"}[where]
+    code, said = _convert(files, out, capsys, "--save-checkpoint", str(save))
+    assert code == OutputError.exit_code and "--save-checkpoint" in said and "separate folders" in said, said
+    assert "plan from the shapes" not in said and not work_folder(out).exists() and "Traceback" not in said
+
+
 @pytest.mark.parametrize("flag, value", [("--max-macs", "nan"), ("--max-latency", "nan"), ("--max-latency", "inf")])
 def test_a_target_of_nan_is_refused_on_the_command_line(flag, value, files, tmp_path, capsys):
     code, said = _convert(files, tmp_path / "bundle", capsys, flag, value)
     assert code == 2 and "is not a finite number" in said and "plan from the shapes" not in said
+
+
+@pytest.mark.parametrize("case", ["not empty", "not a bundle", "onnx"])
+def test_what_the_conversion_would_refuse_is_refused_before_the_levers_train(case, files, tmp_path, capsys):
+    out = tmp_path / "bundle"
+    extra = []
+    if case in ("not empty", "not a bundle"):
+        out.mkdir()
+        (out / "notes.txt").write_text("mine", encoding="utf-8")
+        extra = ["--overwrite"] if case == "not a bundle" else []
+    else:
+        extra = ["--format", "onnx"]
+    code, said = _convert(files, out, capsys, *extra)
+    expected = {"not empty": ("exists and is not empty", 6), "not a bundle": ("--overwrite refuses to replace", 6),
+                "onnx": ("nothing is exported to tflite", 3)}[case]
+    assert code == expected[1] and expected[0] in said, said
+    assert "plan from the shapes" not in said and not work_folder(out).exists()
+    if case != "onnx":
+        assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"

@@ -138,11 +138,15 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         raise click.UsageError("--save-checkpoint only applies with --max-size and --recover (the one command)")
     if save_checkpoint:  # an unusable DIR fails now, not after the training
         from ..checkpoints.loading import resolve
+        from ..one_command.lever_checks import check_save_checkpoint
         from ..output.staging import refuse_overlap
         from ..training.save import check_output
 
         refuse_overlap(resolve(checkpoint)[0], save_checkpoint, flag="--save-checkpoint")
+        check_save_checkpoint(save_checkpoint, out)
         check_output(save_checkpoint, flags["overwrite"])
+    if flags["max_size"] and flags["recover"]:  # what the conversion after the levers would refuse, refused now
+        _check_conversion(checkpoint, out, flags)
     if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
         checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
                                           flags=flags, max_latency=max_latency)
@@ -199,6 +203,16 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
     final = lever_run.run_levers(run, log=log)
     flags["recover"] = None  # recovery, when asked, was a step of the plan
     return str(final), None
+
+
+def _check_conversion(checkpoint: str, out: Path, flags: dict) -> None:
+    """The conversion's own checks that need no model (options that clash, --max-size without a TFLite file) and
+    its --out (not empty, or not a bundle --overwrite may replace), run on the teacher before the levers train."""
+    from ..options import ConvertOptions, plan
+    from ..output.staging import Staging
+
+    plan(ConvertOptions(checkpoint=checkpoint, out=out, **{**flags, "recover": None}))
+    Staging(out, flags["overwrite"])
 
 
 def _point_at_work_folder(out: Path) -> None:

@@ -4,7 +4,10 @@ surface only after the budget was spent, or never."""
 from __future__ import annotations
 
 import math
-from ..errors import ConverterInputError
+from pathlib import Path
+
+from ..errors import ConverterInputError, OutputError
+from .lever_work import work_folder
 
 
 def check_targets(run) -> None:
@@ -66,3 +69,19 @@ def check_budget(made) -> None:
         f"({names}) share it by weight, and {smallest.lever.name}'s share is {what}; nothing was trained",
         (f"give every training step one step at least: --budget {least}steps or more, " if least else "give ")
         + "or a time such as --budget 10m")
+
+
+def check_save_checkpoint(save: Path, out: Path) -> None:
+    """``--save-checkpoint`` apart from the bundle and the work folder: the copy is written after the bundle, so on
+    either (or inside either) it would be refused, or replace what the run just made, only after the training."""
+    save = Path(save).expanduser().resolve()
+    for flag, place in (("--out", Path(out)), ("the work folder", work_folder(out))):
+        target = place.expanduser().resolve()
+        where = "is" if save == target else "is inside" if target in save.parents else "holds" \
+            if save in target.parents else None
+        if where:
+            what = "the bundle folder --out" if flag == "--out" else "the one command's work folder"
+            raise OutputError(f"--save-checkpoint {str(save)!r} {where} {what} {str(place)!r}: the checkpoint and "
+                              "the bundle are written to separate folders",
+                              f"give --save-checkpoint a folder beside the bundle, e.g. "
+                              f"{str(Path(out).with_name(Path(out).name + '-checkpoint'))!r}")
