@@ -240,6 +240,14 @@ def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(fi
     _, printed = _run(files, tmp_path / "file-dev", dev=str(files / "other-dev.tsv"), **common)
     assert _gate_line(printed)[1] == pytest.approx(_scored(teacher, files / "other-dev.tsv"), abs=0.01)
     assert "71.02" not in printed
+    # a record naming no dev file (the demo teachers'): trusted for the task's own dev split of its size, and only so
+    record = json.loads((teacher / "training.json").read_text(encoding="utf-8"))
+    del record["dev_file"]
+    (teacher / "training.json").write_text(json.dumps(record), encoding="utf-8")
+    _, printed = _run(files, tmp_path / "no-file", dev=None, **common)
+    assert _gate_line(printed)[1] == 71.02
+    _, printed = _run(files, tmp_path / "no-file-dev", dev=str(files / "other-dev.tsv"), **common)
+    assert "71.02" not in printed
 
 
 def test_a_pair_dev_file_for_single_sentences_is_refused_before_any_work(files, tmp_path):

@@ -68,7 +68,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
     check_targets(run)
     train, dev = _splits(run)
     made = _plan(run, path, train, log)
-    recorded = _recorded_teacher(path, train, dev)
+    recorded = _recorded_teacher(path, train, dev, own_split=run.dev is None)
     keep = (f"{recorded[0]} ≥ {recorded[1] - run.max_drop:.2f} (the teacher's {recorded[1]:.2f} − {run.max_drop:g})"
             if recorded else f"the teacher's {dev.metric} on {dev.name} − {run.max_drop:g} (scored next)")
     for line in made.lines(keep=keep):
@@ -183,17 +183,23 @@ def _saved_transforms(path: Path) -> list[str]:
     return list((config.get("pocketbert") or {}).get("transforms") or [])
 
 
-def _recorded_teacher(path: Path, train, dev) -> tuple[str, float] | None:
-    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task and scored on a
-    dev file of the same content as this run's: the student is scored on this run's, and a gate from another dev
-    set compares two different things.  None: the teacher is scored on this run's dev file."""
+def _recorded_teacher(path: Path, train, dev, *, own_split: bool) -> tuple[str, float] | None:
+    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task and scored on
+    this run's dev set: the student is scored on this run's, and a gate from another dev set compares two different
+    things.  The record's dev file must have this run's content; a record without one to compare (an older record,
+    another machine's path) is trusted only for the task's own dev split (``own_split``: no --dev) of the recorded
+    size.  None: the teacher is scored on this run's dev file."""
+    from ..data.tasks import TASKS
+
     record = training_record(path)
     if not isinstance(record, dict) or record.get("task") != train.name:
         return None
     scored_on = record.get("dev_file")
-    if not isinstance(scored_on, str) or not Path(scored_on).is_file() or sha256(Path(scored_on)) != sha256(dev.path):
-        return None
-    return planning.teacher_score(path)
+    if isinstance(scored_on, str) and Path(scored_on).is_file():
+        same = sha256(Path(scored_on)) == sha256(dev.path)
+    else:
+        same = own_split and train.name in TASKS and record.get("dev_examples") == len(dev)
+    return planning.teacher_score(path) if same else None
 
 
 def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tuple[str, str], dev, log):
