@@ -67,8 +67,8 @@ def check_budget(made) -> None:
     raise ConverterInputError(
         f"--budget {budget.describe()} is too small to train: the plan's {len(training)} training step(s) "
         f"({names}) share it by weight, and {smallest.lever.name}'s share is {what}; nothing was trained",
-        (f"give every training step one step at least: --budget {least}steps or more, " if least else "give ")
-        + "or a time such as --budget 10m")
+        (f"give every training step one step at least: --budget {least}steps or more, or a time such as --budget 10m"
+         if least else "give a budget above 0, e.g. --budget 10m (or leave --budget out for the demos' minutes)"))
 
 
 def check_save_checkpoint(save: Path, out: Path) -> None:
