@@ -27,7 +27,8 @@ def user_files(tmp_path_factory, tokenizer):
         lines = (DATA / "glue" / "SST-2" / name).read_text(encoding="utf-8").splitlines()[: rows + 1]
         (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     teacher = build_checkpoint(root / "teacher", "bert", tokenizer, labels=("negative", "positive"))
-    record = {"kind": "finetune", "task": str(root / "train.tsv"), "metric": "accuracy", "train_examples": 64,
+    record = {"kind": "finetune", "task": str(root / "train.tsv"), "dev_file": str(root / "dev.tsv"),
+              "metric": "accuracy", "train_examples": 64,
               "dev_examples": 48, "recipe": {}, "training": {"steps": 0, "seconds": 0, "stopped_by": "n/a"},
               "dev_scores": {"teacher": {"accuracy": 99.0}}}
     (teacher / "training.json").write_text(json.dumps(record), encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -64,6 +65,14 @@ def budget(ctx, param, value):
         return parse_budget(value)
     except errors.ConverterInputError as exc:
         raise click.BadParameter(f"{exc.problem}; {exc.fix}")
+
+
+def finite(ctx, param, value):
+    """click's ranges pass nan (every comparison with it is false) and, unbounded above, inf."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number; give e.g. "
+                                 + ("0.7 (a fraction of the multiply-adds)" if param.name == "max_macs" else "20 (ms)"))
+    return value
 
 
 def int_list(ctx, param, value):

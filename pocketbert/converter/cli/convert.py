@@ -18,6 +18,7 @@ from .common import (
     budget,
     checkpoint_argument,
     data_dir_path,
+    finite,
     int_list,
     log,
     opt_list,
@@ -56,11 +57,11 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="TFLite: ship the most accurate recipe (fp16, int8-dynamic, int4-dynamic) whose file fits SIZE "
                    "(e.g. 8MB, 7.5MiB: kB/MB/GB/TB or KiB/MiB/GiB/TiB, or bytes) and passes its bar, or refuse saying "
                    "what would fit; instead of --opt int8 for TFLite.")
-@click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
+@click.option("--max-macs", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION", callback=finite,
               help="With --max-size and --recover: at most this fraction of the checkpoint's multiply-adds at "
                    "sequence 128, counted from the shapes (not a timing); 1 keeps them all [default: 0.7, the phone "
                    "demos' narrowing, unless --max-latency is given].")
-@click.option("--max-latency", type=click.FloatRange(0, min_open=True), metavar="MS",
+@click.option("--max-latency", type=click.FloatRange(0, min_open=True), metavar="MS", callback=finite,
               help="With --max-size and --recover: at most this many milliseconds at sequence 128, batch 1, with "
                    "--threads, on this machine: predicted from probe files timed first (cached in OUT.levers), "
                    "and the written file's measured latency is checked against it.")
@@ -137,11 +138,15 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         raise click.UsageError("--save-checkpoint only applies with --max-size and --recover (the one command)")
     if save_checkpoint:  # an unusable DIR fails now, not after the training
         from ..checkpoints.loading import resolve
+        from ..one_command.lever_checks import check_save_checkpoint
         from ..output.staging import refuse_overlap
         from ..training.save import check_output
 
         refuse_overlap(resolve(checkpoint)[0], save_checkpoint, flag="--save-checkpoint")
+        check_save_checkpoint(save_checkpoint, out)
         check_output(save_checkpoint, flags["overwrite"])
+    if flags["max_size"] and flags["recover"]:  # what the conversion after the levers would refuse, refused now
+        _check_conversion(checkpoint, out, flags)
     if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
         checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
                                           flags=flags, max_latency=max_latency)
@@ -194,10 +199,20 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
                              # a latency target replaces the default MAC target; both hold when both are given
                              max_macs=DEFAULT_MACS if max_macs is None and max_latency is None else max_macs,
                              buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
-                             data_dir=flags["data_dir"], threads=flags["threads"])
+                             data_dir=flags["data_dir"], threads=flags["threads"], overwrite=flags["overwrite"])
     final = lever_run.run_levers(run, log=log)
     flags["recover"] = None  # recovery, when asked, was a step of the plan
     return str(final), None
+
+
+def _check_conversion(checkpoint: str, out: Path, flags: dict) -> None:
+    """The conversion's own checks that need no model (options that clash, --max-size without a TFLite file) and
+    its --out (not empty, or not a bundle --overwrite may replace), run on the teacher before the levers train."""
+    from ..options import ConvertOptions, plan
+    from ..output.staging import Staging
+
+    plan(ConvertOptions(checkpoint=checkpoint, out=out, **{**flags, "recover": None}))
+    Staging(out, flags["overwrite"])
 
 
 def _point_at_work_folder(out: Path) -> None:

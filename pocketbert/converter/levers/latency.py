@@ -244,14 +244,15 @@ def cache_key(raw: dict, opts: tuple[str, ...], threads: int) -> str:
 
 
 def measured_model(raw: dict, opts: tuple[str, ...], threads: int, work: Path,
-                   log=print) -> tuple[LatencyModel, bool]:
+                   log=print, overwrite: bool = False) -> tuple[LatencyModel, bool]:
     """The latency model for the checkpoint of config ``raw`` (a dict) with ``opts`` at ``threads`` on this machine:
-    from ``work``'s cache, or probed and fitted now and cached; ``(model, cached)``."""
+    from ``work``'s cache, or probed and fitted now and cached; ``(model, cached)``.  ``overwrite``: a cache that is
+    not valid is measured again instead of refused."""
     path = Path(work) / CACHE
-    cache = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    cache = _read(path, overwrite)
     key = cache_key(raw, opts, threads)
-    if key in cache.get("models", {}):
-        model = LatencyModel.from_json(cache["models"][key])
+    if key in cache["models"]:
+        model = cache["models"][key]
         log(model.describe() + f" [measured {model.measured}, cached in {path}]")
         return model, True
     log(f"measuring the int4 file's latency on this CPU ({_cpu()}, {threads_words(threads)}) with "
@@ -259,12 +260,35 @@ def measured_model(raw: dict, opts: tuple[str, ...], threads: int, work: Path,
     probes = layouts(raw)
     model = fit(raw, probes, measure(raw, opts, threads, probes, log=log), threads)
     log(model.describe())
-    cache.setdefault("models", {})[key] = model.to_json()
+    cache["models"][key] = model.to_json()
     save(path, cache)
     return model, False
 
 
+def _read(path: Path, overwrite: bool = False) -> dict:
+    """The cache, its models read back; one that is not valid is refused with the fix (or, ``overwrite``, empty).
+    Read here, not by the work folder's reader in one_command/, which imports this folder."""
+    from ..errors import OutputError
+
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        models, planned = cache.get("models", {}), cache.get("planned")
+        if not isinstance(models, dict) or planned is not None and not all(
+                isinstance(planned.get(k), (int, float)) for k in ("target_ms", "predicted_ms", "tolerance")):
+            raise TypeError("not a record of latency models")
+        cache["models"] = {key: LatencyModel.from_json(model) for key, model in models.items()}
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError) as exc:
+        if overwrite:
+            return {"models": {}}
+        raise OutputError(f"{path} is not a valid record: it cannot be read as a cache of latency models ({exc})",
+                          f"pass --overwrite to start a new record (the checkpoints in {path.parent} stay), or "
+                          f"delete {path}") from None
+    return cache
+
+
 def save(path: Path, cache: dict) -> None:
+    cache = {**cache, "models": {k: m.to_json() if isinstance(m, LatencyModel) else m
+                                 for k, m in cache.get("models", {}).items()}}
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(cache, indent=1), encoding="utf-8")
     partial.replace(path)
@@ -273,12 +297,11 @@ def save(path: Path, cache: dict) -> None:
 def remember_target(work: Path, target_ms: float, predicted_ms: float, model: LatencyModel) -> None:
     """The plan's target and prediction, for the check after the conversion (:func:`verdict`)."""
     path = Path(work) / CACHE
-    cache = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    cache = _read(path)
     cache["planned"] = {"target_ms": target_ms, "predicted_ms": round(predicted_ms, 3), "tolerance": model.tolerance,
                         "cpu": model.cpu, "threads": model.threads}
     save(path, cache)
 
 
 def planned_target(work: Path) -> dict | None:
-    path = Path(work) / CACHE
-    return json.loads(path.read_text(encoding="utf-8")).get("planned") if path.is_file() else None
+    return _read(Path(work) / CACHE).get("planned")

@@ -117,6 +117,12 @@ class LeverPlan:
         return shape
 
     @property
+    def best_shape(self) -> Shape:
+        """The furthest the levers go at the plan's widths: down to one block, the fewest shrink keeps.  A plan that
+        misses its target says this, not its last step, which stops before shrink when even one block misses."""
+        return self.final_shape.keeping(1)
+
+    @property
     def start_ms(self) -> float | None:
         return self.goal.ms(self.shape)
 
@@ -151,12 +157,11 @@ class LeverPlan:
             out.append("  no int4 tuning: the model keeps LayerNorm (add --opt nonorm,relu to recover without it), so "
                        "the int4 file may keep some Linears in int8 and come out larger than planned")
         if not self.reached:
-            ms = f", {self.final_ms:.1f} ms predicted" if self.final_ms is not None else ""
-            fewest = ""
-            if self.goal.max_latency_ms is not None and self.final_ms > self.goal.max_latency_ms:
-                fewest = f"; one block, the fewest shrink keeps, {self.goal.ms(self.final_shape.keeping(1)):.2f} ms"
-            out.append(f"  the levers cannot reach the target: {self.final_bytes / MB:.2f} MB, "
-                       f"{self.final_macs / self.goal.start_macs:.0%} of the MACs{ms} at most{fewest}")
+            best = self.best_shape
+            ms = f", {self.goal.ms(best):.2f} ms" if self.goal.latency is not None else ""
+            out.append(f"  the levers cannot reach the target: at best {file_bytes(best, self.goal.buckets) / MB:.2f} "
+                       f"MB and {macs(best) / self.goal.start_macs:.0%} of the MACs with one block, the fewest shrink "
+                       f"keeps{ms}")
         if keep:
             out.append(f"dev score to keep: {keep}")
         return out

@@ -3,9 +3,10 @@ them with CHECKPOINT as the frozen teacher inside one budget, gate the result, a
 
 The plan (:mod:`converter.levers.plan`) is printed before anything is trained.  Each step writes its checkpoint into
 a work folder beside ``--out`` (``OUT.levers``, created here) and records it in ``steps.json`` under a digest of its
-inputs (the checkpoint's files, the task, the lever and its setting, and the steps before it).  A rerun skips every
-step already recorded; a lever that can train further from its own output (``int4-tune``) continues for the part of
-its new share it has not spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
+inputs (the checkpoint's files, the training and dev files' content, the lever and its setting, and the steps before
+it), with the SHA-256 of the files it wrote.  A rerun skips every step already recorded whose files are unchanged; a
+lever that can train further from its own output (``int4-tune``) continues for the part of its new share it has not
+spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
 after the last step misses the gate (the teacher's minus ``--max-accuracy-drop``), the run refuses with the numbers
 and keeps the work folder.
 
@@ -20,13 +21,18 @@ from the shapes and refuses before any export when it cannot fit, naming the one
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pocketbert.runtime.contract import sha256
+
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
+from .lever_checks import check_budget, check_splits, check_targets
 from ..levers import Step, latency, shapes
-from .lever_work import digest, digest_inputs, fresh, load_state, open_work, save_state, work_folder
+from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
+                         work_folder)
 from ..levers import plan as planning
 from ..opts import parse_opts
 from ..checkpoints.training_record import shipped_scores, training_record
@@ -53,14 +59,16 @@ class LeverRun:
     data_dir: str | None = None
     threads: int | None = None
     train_limit: int | None = None
+    overwrite: bool = False  # an invalid record in the work folder is started afresh instead of refused
 
 
 def run_levers(run: LeverRun, log=print) -> Path:
     """Plan, print the plan, run its steps (skipping those done), gate; returns the checkpoint to convert."""
     path, _ = loading.resolve(run.checkpoint)
+    check_targets(run)
     train, dev = _splits(run)
     made = _plan(run, path, train, log)
-    recorded = _recorded_teacher(path, train)
+    recorded = _recorded_teacher(path, train, dev, own_split=run.dev is None)
     keep = (f"{recorded[0]} ≥ {recorded[1] - run.max_drop:.2f} (the teacher's {recorded[1]:.2f} − {run.max_drop:g})"
             if recorded else f"the teacher's {dev.metric} on {dev.name} − {run.max_drop:g} (scored next)")
     for line in made.lines(keep=keep):
@@ -69,9 +77,11 @@ def run_levers(run: LeverRun, log=print) -> Path:
         raise _unreachable(run, made)
     if not made.steps:
         return path
+    check_budget(made)
     work = open_work(run.out)
+    load_state(work, run.overwrite)  # an invalid record is refused before any work
     teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
-    inputs = digest_inputs(path, run.task, run.train_limit, run.opts)
+    inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts)
     source, score = _run_steps(run, made, work, start=(str(path), inputs), dev=dev, log=log)
     gate = teacher - run.max_drop
     if score < gate:
@@ -93,7 +103,9 @@ def _splits(run: LeverRun):
         raise ConverterInputError(f"--recover {run.task} is a training file, and no dev file was given",
                                   "add --dev DEV_FILE: the plan's gate is scored on it")
     train = load_task(run.task, "train", run.data_dir, limit=run.train_limit)
-    return train, load_task(run.dev or run.task, "dev", run.data_dir)
+    dev = load_task(run.dev or run.task, "dev", run.data_dir)
+    check_splits(train, dev)
+    return train, dev
 
 
 def _plan(run: LeverRun, path: Path, train, log=print) -> planning.LeverPlan:
@@ -128,28 +140,32 @@ def _latency_model(run: LeverRun, path: Path, opts: tuple[str, ...], log):
                                   f"at most {positions} tokens", "plan its speed with --max-macs FRACTION instead")
     raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     ordered = tuple(name for name in structural_names() if name in opts)
-    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, open_work(run.out), log=log)
+    return latency.measured_model(raw, ordered, run.threads or LATENCY_THREADS, open_work(run.out), log=log,
+                                  overwrite=run.overwrite)
 
 
 def _unreachable(run: LeverRun, made: planning.LeverPlan) -> ConverterInputError:
-    """The levers at their limit miss the target: the numbers, and the fix for each target missed."""
-    goal = made.goal
-    best = f"at best {made.final_bytes / 1e6:.2f} MB and {made.final_macs / goal.start_macs:.0%} of its multiply-adds"
+    """The levers at their limit (one block at the plan's widths) miss the target: the numbers, and the fix for each
+    target missed."""
+    goal, best = made.goal, made.best_shape
+    size, share = shapes.file_bytes(best, goal.buckets), shapes.macs(best) / goal.start_macs
+    said = f"at best {size / 1e6:.2f} MB and {share:.0%} of its multiply-adds, with one block"
     fixes = []
-    if made.final_bytes > (goal.max_bytes or made.final_bytes) or (
-            goal.max_macs is not None and made.final_macs > goal.max_macs * goal.start_macs):
-        fixes.append("raise --max-size (or --max-macs)")
+    if goal.max_bytes is not None and size > goal.max_bytes:
+        fixes.append(f"raise --max-size to at least {math.ceil(size / 1e4) / 100:.2f}MB")
+    if goal.max_macs is not None and share > goal.max_macs:
+        fixes.append(f"raise --max-macs to at least {math.ceil(share * 100) / 100:g}")
     if goal.max_latency_ms is not None:
-        best += f", {latency.milliseconds(made.final_ms)} predicted against --max-latency {goal.max_latency_ms:g} ms"
-        if made.final_ms > goal.max_latency_ms:
-            fastest = goal.ms(made.final_shape.keeping(1))  # what shrink reaches at the plan's width
-            best += f"; one block, the fewest the levers keep, would take {latency.milliseconds(fastest)}"
+        fastest = goal.ms(best)
+        said += f", {latency.milliseconds(fastest)} predicted against --max-latency {goal.max_latency_ms:g} ms"
+        if fastest > goal.max_latency_ms:
             fixes.append(f"raise --max-latency to at least {latency.milliseconds(fastest)}: the levers keep one "
                          f"block at least, and this machine takes {latency.milliseconds(goal.latency.constant_ms)} "
                          f"for the embeddings and the head, {latency.milliseconds(goal.latency.block_ms)} for a "
                          "block's attention")
-    return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {best} (the plan above); "
-                               "nothing was trained", "; ".join(fixes) or "raise --max-size (or --max-macs)")
+    return ConverterInputError(f"the levers cannot bring {run.checkpoint} to the target: {said}, the fewest the "
+                               "levers keep (the plan above); nothing was trained",
+                               "; ".join(fixes) or "raise --max-size (or --max-macs)")
 
 
 def _tokenizer(path: Path):
@@ -167,12 +183,23 @@ def _saved_transforms(path: Path) -> list[str]:
     return list((config.get("pocketbert") or {}).get("transforms") or [])
 
 
-def _recorded_teacher(path: Path, train) -> tuple[str, float] | None:
-    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task."""
-    record = path / "training.json"
-    if not record.is_file() or json.loads(record.read_text(encoding="utf-8")).get("task") != train.name:
+def _recorded_teacher(path: Path, train, dev, *, own_split: bool) -> tuple[str, float] | None:
+    """The teacher's dev score from the checkpoint's training.json, when it was trained on this task and scored on
+    this run's dev set: the student is scored on this run's, and a gate from another dev set compares two different
+    things.  The record's dev file must have this run's content; a record without one to compare (an older record,
+    another machine's path) is trusted only for the task's own dev split (``own_split``: no --dev) of the recorded
+    size.  None: the teacher is scored on this run's dev file."""
+    from ..data.tasks import TASKS
+
+    record = training_record(path)
+    if not isinstance(record, dict) or record.get("task") != train.name:
         return None
-    return planning.teacher_score(path)
+    scored_on = record.get("dev_file")
+    if isinstance(scored_on, str) and Path(scored_on).is_file():
+        same = sha256(Path(scored_on)) == sha256(dev.path)
+    else:
+        same = own_split and train.name in TASKS and record.get("dev_examples") == len(dev)
+    return planning.teacher_score(path) if same else None
 
 
 def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tuple[str, str], dev, log):
@@ -182,7 +209,7 @@ def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tu
     score = recorded = None
     for index, planned in enumerate(made.steps, 1):
         key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
-        state = load_state(work)
+        state = load_state(work, run.overwrite)
         done = state.get(key)
         step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
                     dev=run.dev,
@@ -203,7 +230,11 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
     """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
     ``work``)."""
     continued = 0
-    if done and (work / done["out"]).is_dir():
+    why = changed_files(work / done["out"], done.get("files")) if done else None
+    if why:  # reused only as written: an edited checkpoint would be converted and gated on its old score
+        log(f"  {work / done['out']} was done in an earlier run, but {why}: running the step again")
+        done = None
+    if done:
         more = _more(planned, done)
         if more is None:
             log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
@@ -218,7 +249,8 @@ def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> di
     score = _recorded_score(path, dev, what, log) if planned.lever.records_score else None
     return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
             "budget": planned.budget.to_json() if planned.budget is not None else None,
-            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued}
+            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued,
+            "files": step_files(path)}
 
 
 def _recorded_scores(path: Path, metric: str) -> dict[str, float] | None:
@@ -238,7 +270,8 @@ def _recorded_score(path: Path, dev, what: str, log) -> float | None:
 
 
 def _more(planned, done: dict):
-    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues; None otherwise."""
+    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues, never more than its
+    planned share; None otherwise."""
     from ..training.loop import Budget
 
     if not planned.lever.continues or planned.budget is None or not done.get("budget"):
@@ -246,7 +279,8 @@ def _more(planned, done: dict):
     spent, new = done["budget"], planned.budget.to_json()
     for unit in ("steps", "seconds"):
         if unit in new and unit in spent and new[unit] > spent[unit]:
-            return Budget(**{unit: new[unit] - spent[unit]})
+            more = min(new[unit], new[unit] - spent[unit])
+            return Budget(**{unit: int(more) if unit == "steps" else more})
     return None
 
 
