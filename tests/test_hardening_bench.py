@@ -150,7 +150,8 @@ def test_converter_summary_shows_a_speed_up_not_a_time_ratio(tmp_path):
     manifest = {"artifacts": [{"latency_ms": {"sequence": 128}}], "source": {"head_initialized": False},
                 "verification": {"samples": 8, "texts": "built-in"}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    result = SimpleNamespace(manifest=manifest, artifacts=arts, bundle=tmp_path, stage_seconds={"verify": 1.0})
+    result = SimpleNamespace(manifest=manifest, artifacts=arts, bundle=tmp_path, stage_seconds={"verify": 1.0},
+                             steps=[])
     with out_console.capture() as captured:
         render.summary(result)
     text = captured.get()

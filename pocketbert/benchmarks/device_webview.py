@@ -27,7 +27,7 @@ from pathlib import Path
 from . import schema
 from .adb import ADB_FIX, DeviceError, Runner, check, last_line
 
-TASKS = ("ner", "classification")
+APK_TASKS = ("ner", "classification")  # the slots of the demo APK, in the order it measures them
 PACKAGE = "pocketbert.webview"
 ACTIVITY = f"{PACKAGE}/.MainActivity"
 MEASURE_FILE = "files/measure.json"

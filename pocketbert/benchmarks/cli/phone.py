@@ -46,12 +46,12 @@ def device(bundle_dirs, serial, benchmark_binary, adb, taskset, threads, seq_len
         fail("nothing to measure", "name one or more BUNDLE folders, or the demo APK with --apk", 2)
     if apk_task is not None and apk is None:
         fail("--apk-task without --apk", "pass the demo APK too: --apk pocketbert-demo.apk", 2)
-    tasks = list(dict.fromkeys(t.strip() for t in (apk_task or ",".join(device_webview.TASKS)).split(",")
+    tasks = list(dict.fromkeys(t.strip() for t in (apk_task or ",".join(device_webview.APK_TASKS)).split(",")
                                if t.strip()))
-    unknown = [t for t in tasks if t not in device_webview.TASKS]
+    unknown = [t for t in tasks if t not in device_webview.APK_TASKS]
     if unknown or not tasks:
         fail(f"--apk-task: the demo page has no task {', '.join(unknown) or '(none given)'}",
-             f"use one or both of {','.join(device_webview.TASKS)}", 2)
+             f"use one or both of {','.join(device_webview.APK_TASKS)}", 2)
     if taskset is not None:
         try:
             int(taskset, 16)
