@@ -31,6 +31,9 @@ LABELS_FILE = "labels.txt"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+#: the file by which the converter knows a folder it is still writing as its own (converter/output/staging.py);
+#: never a bundle or checkpoint file, so the lists of written files leave it out
+STAGING_MARKER = ".pocketbert-staging.json"
 TASKS = ("classification", "ner")
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
 #: largest max_sequence_length accepted: far above any BERT's position embeddings (512); more is a damaged
@@ -108,7 +111,7 @@ def write_manifest(directory: Path, manifest: dict) -> Path:
     partial = path.with_name(f".{MANIFEST}.partial")
     manifest = dict(manifest)
     manifest["files"] = {p.name: file_entry(p) for p in sorted(Path(directory).iterdir())
-                         if p.is_file() and p.name not in (MANIFEST, partial.name)}
+                         if p.is_file() and p.name not in (MANIFEST, partial.name, STAGING_MARKER)}
     partial.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(partial, path)
     return path
