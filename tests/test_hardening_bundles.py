@@ -1,6 +1,8 @@
-"""A manifest readers could take two ways (a key given twice) or Python cannot parse (an integer of thousands of
-digits) is a clear refusal in every command.  Each case edits a copy of a session bundle; ``cut`` must refuse the
-same sources rather than write them out with a fresh pin.
+"""A bundle's manifest must tell the truth about its own files: the tokenizer fields against tokenizer.json (which the
+Python runtime tokenizes with, while the Android and web readers use the manifest and vocab.txt), the labels against
+those a TFLite file packs, and no key given twice.  A manifest Python cannot parse is a clear refusal in every command.
+Each case edits a copy of a session bundle and re-pins what it touched, as a hostile user would; ``cut`` must refuse
+the same sources rather than write them out with a fresh pin.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pocketbert import runtime
 from pocketbert.benchmarks.cli import cli as bench_cli
 from pocketbert.converter import cli
 from pocketbert.converter.errors import EXIT_INPUT
+from pocketbert.runtime.bundle import Bundle
 from pocketbert.runtime.cli import main as run_main
-from pocketbert.runtime.errors import BundleError
+from pocketbert.runtime.errors import BundleError, ModelError
 
-from .runtime.conftest import cls_bundle  # noqa: F401  (session fixtures: small real bundles)
+from .runtime.conftest import cls_bundle, ner_bundle  # noqa: F401  (session fixtures: small real bundles)
 
 
 def copy_of(bundle: Path, tmp_path: Path, edit=None, files: dict[str, bytes] | None = None) -> Path:
@@ -47,6 +50,69 @@ def refused_everywhere(bundle: Path, tmp_path: Path, capsys, needle: str, error=
     assert cli.main(["cut", str(bundle), "--target", "phone", "--out", str(out)]) == EXIT_INPUT
     err = capsys.readouterr().err
     assert needle in " ".join(err.split()) and "Traceback" not in err and not out.exists(), err
+
+
+# --- the tokenizer fields against tokenizer.json and vocab.txt ----------------------------------------------
+
+def cls_id(data):
+    data["tokenizer"]["special_tokens"]["cls"]["id"] = 1037  # an ordinary word's id: the page would feed it
+
+
+def lower_case(data):
+    data["tokenizer"]["do_lower_case"] = False
+    for a in data["artifacts"]:
+        if "metadata" in a["details"]:
+            a["details"]["metadata"]["do_lower_case"] = False
+
+
+TOKENIZER_EDITS = {
+    "cls id": (cls_id, "'tokenizer.special_tokens.cls' is '[CLS]' with id 1037"),
+    "do_lower_case": (lower_case, "'tokenizer.do_lower_case' is False but tokenizer.json says True"),
+}
+
+
+@pytest.mark.parametrize("case", list(TOKENIZER_EDITS))
+def test_tokenizer_fields_that_disagree_with_tokenizer_json_are_refused(case, cls_bundle, tmp_path, capsys):
+    edit, needle = TOKENIZER_EDITS[case]
+    refused_everywhere(copy_of(cls_bundle, tmp_path, edit), tmp_path, capsys, needle)
+
+
+def test_an_edited_vocab_txt_is_refused_though_relisted(cls_bundle, tmp_path, capsys):
+    lines = (cls_bundle / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    good, bad = lines.index("good"), lines.index("bad")
+    lines[good], lines[bad] = lines[bad], lines[good]  # the readers without tokenizer.json would swap the two
+    bundle = copy_of(cls_bundle, tmp_path, files={"vocab.txt": "\n".join(lines).encode("utf-8")})
+    refused_everywhere(bundle, tmp_path, capsys, f"vocab.txt disagrees with tokenizer.json at line {min(good, bad) + 1}")
+
+
+def test_problem_type_must_fit_the_task_and_the_training_record(cls_bundle, ner_bundle, tmp_path, capsys):
+    def regression(data):
+        data["problem_type"] = "regression"
+        data["source"]["training"] = {"task": "glue:sst2", "metric": "accuracy"}  # as a fine-tuned model records
+
+    refused_everywhere(copy_of(cls_bundle, tmp_path, regression), tmp_path, capsys,
+                       "'problem_type' is 'regression' but the model was trained and scored as a classifier")
+    shutil.rmtree(tmp_path / "copy")
+    with pytest.raises(BundleError, match="'problem_type' 'regression' does not fit the task 'ner'"):
+        Bundle.open(copy_of(ner_bundle, tmp_path, lambda data: data.update(problem_type="regression")))
+
+
+# --- the labels against those the TFLite file packs ---------------------------------------------------------
+
+def test_labels_swapped_everywhere_but_in_the_model_file_are_refused(cls_bundle, tmp_path, capsys):
+    swapped = ["positive", "neutral", "negative"]
+
+    def relabel(data):
+        assert data["labels"] == swapped[::-1]
+        data["labels"] = swapped
+        for a in data["artifacts"]:
+            if "metadata" in a["details"]:
+                a["details"]["metadata"]["labels"] = swapped
+
+    bundle = copy_of(cls_bundle, tmp_path, relabel, files={"labels.txt": "".join(f"{x}\n" for x in swapped).encode()})
+    Bundle.open(bundle)  # the manifest agrees with itself and labels.txt: only the model file can tell
+    refused_everywhere(bundle, tmp_path, capsys, ".tflite was converted with the labels ['negative', 'neutral', "
+                                                 "'positive'] (its packed labels.txt)", error=ModelError)
 
 
 # --- manifests a reader cannot take one way -----------------------------------------------------------------
