@@ -6,6 +6,7 @@ Bundles: the runtime tests' shared tiny bundles (no conversion of its own).
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import shutil
@@ -165,6 +166,34 @@ def test_a_jsonl_byte_order_mark_is_kept_byte_for_byte(cls_bundle, tmp_path):
     assert written[0].startswith(b"\xef\xbb\xbf" + lines[0][:-1] + b", ")
     assert written[1].startswith(lines[1][:-1] + b", ") and written[2] == b""
     assert json.loads(written[0].decode("utf-8-sig"))["id"] == 1
+
+
+# --- corpus runs: CSV and TSV ------------------------------------------------------------------------------
+
+def test_a_csv_quote_closed_lines_later_by_a_stray_quote_is_a_bad_row_of_its_first_line(cls_bundle, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text('id,text\n1,good\n2,"opened\n3,swallowed\n4,a stray " quote\n5,fine\n', encoding="utf-8")
+    out = tmp_path / "out.csv"
+    stopped = corpus(cls_bundle, "--input", source, "--output", out)
+    flat = " ".join(stopped.output.split())
+    assert stopped.exit_code == 5 and "Traceback" not in stopped.output, stopped.output
+    assert "line 3: a quoted field opened on this line ends at a quote on line 5" in flat, flat
+    assert "--skip-bad" in flat and not out.exists()
+    skipped = corpus(cls_bundle, "--input", source, "--output", out, "--skip-bad", "--overwrite")
+    assert skipped.exit_code == 0, skipped.output
+    rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    assert [(r["id"], r["text"]) for r in rows] == [("1", "good"), ("3", "swallowed"), ("4", 'a stray " quote'),
+                                                    ("5", "fine")]
+
+
+@pytest.mark.parametrize("kind, header", [("csv", "id,text,text"), ("tsv", "text\tid\ttext")])
+def test_a_header_naming_a_column_twice_is_refused(kind, header, cls_bundle, tmp_path):
+    source = tmp_path / f"in.{kind}"
+    sep = "," if kind == "csv" else "\t"
+    source.write_text(header + "\n" + sep.join(["a fine film", "1", "dull"]) + "\n", encoding="utf-8")
+    result = corpus(cls_bundle, "--input", source, "--output", tmp_path / f"out.{kind}")
+    assert result.exit_code == 5 and "the header names the column 'text' twice" in result.output, result.output
+    assert "its own name" in result.output and not (tmp_path / f"out.{kind}").exists()
 
 
 # --- corpus runs: a read-only or full disk under --output --------------------------------------------
