@@ -196,6 +196,25 @@ def test_a_header_naming_a_column_twice_is_refused(kind, header, cls_bundle, tmp
     assert "its own name" in result.output and not (tmp_path / f"out.{kind}").exists()
 
 
+# --- options the bundle's task does not read ---------------------------------------------------------------
+
+@pytest.mark.parametrize("which, args, needle", [
+    ("cls", ["--aggregation", "first"], "--aggregation applies to ner bundles only"),
+    ("cls", ["--stride", "8"], "--stride applies to ner bundles only"),
+    ("ner", ["--top-k", "2"], "--top-k applies to classification bundles only"),
+    ("ner", ["--top-k", "2", "--input", "{in}", "--output", "{out}"], "--top-k applies to classification"),
+])
+def test_an_option_the_bundles_task_ignores_is_refused(which, args, needle, cls_bundle, ner_bundle, tmp_path):
+    source = write_input(tmp_path / "in.jsonl", ["Jeff Dean works at Google."])
+    args = [a.format(**{"in": source, "out": tmp_path / "out.jsonl"}) for a in args]
+    bundle = cls_bundle if which == "cls" else ner_bundle
+    result = corpus(bundle, *([] if "--input" in args else ["a text"]), *args)
+    assert result.exit_code == 2 and needle in " ".join(result.output.split()), result.output
+    assert "would change nothing" in result.output and not (tmp_path / "out.jsonl").exists()
+    kept = corpus(bundle, "a text", *(["--aggregation", "first"] if which == "ner" else ["--top-k", "2"]))
+    assert kept.exit_code == 0, kept.output  # the task's own options still pass
+
+
 # --- corpus runs: a read-only or full disk under --output --------------------------------------------
 
 @pytest.fixture

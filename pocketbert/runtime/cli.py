@@ -21,7 +21,7 @@ from rich.table import Table
 
 from . import MAX_THREADS, load
 from .backends import BACKENDS
-from .bundle import parse_pin
+from .bundle import Bundle, parse_pin
 from .corpus import command as corpus
 from .errors import Error, InputError
 from .machine import usable_cpus
@@ -161,6 +161,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
         _check_arguments(bundle, texts, file, expect_sha256, no_verify=no_verify)
+        _refuse_options_for_the_other_task(bundle, click.get_current_context())
         _warn_oversubscribed(threads, err)
         load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
                             batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
@@ -199,6 +200,25 @@ def _check_arguments(bundle: str, texts, file, expect_sha256, no_verify: bool) -
         raise click.UsageError("give texts as arguments or with --file, not both")
     if expect_sha256 and no_verify:
         raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
+
+
+#: options that only one task reads: given for the other, they would change nothing, silently
+TASK_OPTIONS = {"aggregation": ("--aggregation", "ner"), "stride": ("--stride", "ner"),
+                "top_k": ("--top-k", "classification")}
+
+
+def _refuse_options_for_the_other_task(bundle: str, ctx: click.Context) -> None:
+    given = [name for name in TASK_OPTIONS
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if not given:
+        return
+    task = Bundle.open(bundle).task  # a few milliseconds, and only when such an option was given
+    for name in given:
+        flag, reads = TASK_OPTIONS[name]
+        if task != reads:
+            other = "--top-k" if reads == "ner" else "--aggregation and --stride"
+            raise click.UsageError(f"{flag} applies to {reads} bundles only, and {bundle} is a {task} bundle: it "
+                                   f"would change nothing (a {task} bundle takes {other}); drop {flag}")
 
 
 def _warn_oversubscribed(threads: int | None, err: Console) -> None:
