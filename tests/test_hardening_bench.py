@@ -86,6 +86,30 @@ def test_size_frontier_refuses_a_corrupt_file_before_measuring_any(sst2_bundle, 
     assert not (tmp_path / "results").exists()
 
 
+# --- gates: the dev file the bundle records ------------------------------------------------------------------
+
+def test_gates_read_a_recorded_relative_dev_path_from_the_bundle_folder(tiny_bundle, tmp_path, monkeypatch):
+    """Converted with --dev data/dev.tsv: from another folder, that folder's data/dev.tsv is not the dev file."""
+    bundle = Path(shutil.copytree(tiny_bundle, tmp_path / "bundle"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["recovery"] = {"task": "train.tsv", "train_file": "train.tsv", "dev_file": "data/dev.tsv",
+                            "metric": "accuracy", "dev_scores": {"teacher": {"accuracy": 50.0}}}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "data").mkdir(parents=True)
+    (elsewhere / "data" / "dev.tsv").write_text(SST2_DEV)
+    monkeypatch.chdir(elsewhere)
+    refused = _run(["gates", bundle])
+    flat = " ".join(refused.output.split())
+    assert refused.exit_code == 3 and "'data/dev.tsv', read from the bundle folder) is not here" in flat, flat
+    assert "--dev DEV_FILE" in flat and "gates pass" not in flat
+    (bundle / "data").mkdir()
+    (bundle / "data" / "dev.tsv").write_text(SST2_DEV)
+    scored = _run(["gates", bundle, "--limit", "4"])
+    assert scored.exit_code in (0, 1) and "gates pass" in scored.output, scored.output
+    assert f"| {bundle / 'data' / 'dev.tsv'} |" in scored.output  # the "scored on" column
+
+
 # --- gates: another task's dev file ------------------------------------------------------------------------
 
 def test_gates_refuse_another_tasks_dev_file(sst2_bundle, data_dir, tmp_path):
