@@ -8,7 +8,6 @@ endless pipe streams.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -26,6 +25,7 @@ from .corpus import command as corpus
 from .errors import Error, InputError
 from .machine import usable_cpus
 from .ner import AGGREGATIONS
+from .quiet import native_stderr_silenced
 from .terminal import plain, styled
 
 CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
@@ -45,24 +45,6 @@ class BackendChoice(click.Choice):
     @choices.setter
     def choices(self, value) -> None:  # click.Choice.__init__ assigns it
         pass
-
-
-@contextlib.contextmanager
-def _native_logs_silenced():
-    """LiteRT's C++ side prints "INFO: Created TensorFlow Lite XNNPACK delegate" on file descriptor 2
-    while a model loads; keep the CLI's stderr for its own messages (POCKETBERT_VERBOSE=1 shows it)."""
-    if os.environ.get("POCKETBERT_VERBOSE") == "1":
-        yield
-        return
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _lines(stream) -> Iterator[str]:
@@ -170,13 +152,13 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
                 raise click.UsageError("--input reads the texts from the corpus file: drop TEXTS/--file/--pairs "
                                        "(sentence pairs: --pair-field)")
             corpus.run(bundle, output, load_options, top_k=top_k, aggregation=aggregation, stride=stride,
-                       input_path=input_path, err=err, quiet_load=_native_logs_silenced, **corpus_options)
+                       input_path=input_path, err=err, quiet_load=native_stderr_silenced, **corpus_options)
             return
         if output not in (None, "auto", "jsonl", "table"):
             raise click.BadParameter(f"{output!r} is not one of auto, jsonl, table (a results file needs --input)",
                                      param_hint="--output")
         source = _source(texts, file)
-        with _native_logs_silenced():
+        with native_stderr_silenced():
             pipe = load(bundle, **load_options)
         if err.is_terminal:
             for note in pipe.bundle.notes:
