@@ -245,7 +245,7 @@ def test_checkpoint_commands_refuse_a_project_directory(checkpoint, tmp_path, ca
 KILL_AFTER_BACKUP = textwrap.dedent("""
     import os, signal
     from pathlib import Path
-    from pocketbert.converter import staging
+    from pocketbert.converter.output import staging
     staging._exchange = lambda a, b: False  # the two-rename swap, as on file systems without RENAME_EXCHANGE
     real_rename = staging._rename
     def rename(src, dst):
@@ -257,7 +257,7 @@ KILL_AFTER_BACKUP = textwrap.dedent("""
 
 KILL_AFTER_EXCHANGE = textwrap.dedent("""
     import os, signal
-    from pocketbert.converter import staging
+    from pocketbert.converter.output import staging
     real_exchange = staging._exchange
     def exchange(a, b):
         assert real_exchange(a, b)
