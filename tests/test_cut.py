@@ -244,3 +244,31 @@ def test_overwrite_replaces_only_an_unchanged_bundle_and_never_the_source(cls_bu
     assert snapshot(cls_bundle) == source_before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "staging directories left behind"
     assert os.listdir(tmp_path) == ["out"]
+
+
+def test_folders_beside_out_named_like_staging_are_the_users_and_stay(cls_bundle, tmp_path):
+    """Only a folder this program marked (its pid and token inside) is staging; a name proves nothing."""
+    import subprocess
+    import sys
+
+    from pocketbert.converter.output.leftovers import mark
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "out"
+    users = [".out.old-999999", ".out.partial-999997-abc", ".out.ready-999998",
+             f".out.old-{dead.pid}-0123456789abcdef", f".out.ready-{dead.pid}-fedcba9876543210"]
+    for name in users:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "thesis.tex").write_text(f"only copy of {name}", encoding="utf-8")
+    # a marker that does not repeat the name's token is no proof either
+    mark(tmp_path / f".out.ready-{dead.pid}-fedcba9876543210", out, dead.pid, "0000000000000000")
+    before = {name: snapshot(tmp_path / name) for name in users}
+    stale = tmp_path / f".out.partial-{dead.pid}-00000000000000aa"  # a killed cut's own: removed
+    stale.mkdir()
+    mark(stale, out, dead.pid, "00000000000000aa")
+
+    assert run(cls_bundle, "--target", "phone", "--out", out) == EXIT_OK
+    assert manifest(out)["cut"]["target"] == "phone"
+    assert {name: snapshot(tmp_path / name) for name in users} == before
+    assert sorted(os.listdir(tmp_path)) == sorted(["out", *users])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -84,6 +85,55 @@ def test_size_frontier_refuses_a_corrupt_file_before_measuring_any(sst2_bundle, 
     assert "model.int8-dynamic.tflite is corrupt" in flat and "fix: " in flat
     assert "tflite:fp32:" not in flat  # the fp32 file was never scored
     assert not (tmp_path / "results").exists()
+
+
+def test_size_frontier_without_matplotlib_stops_before_measuring(sst2_bundle, data_dir, tmp_path, monkeypatch):
+    from pocketbert.benchmarks import size_frontier
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as after set-up with the convert extra only
+    monkeypatch.setattr(size_frontier, "measure", lambda *a, **k: pytest.fail("measured without matplotlib"))
+    result = _run(["size-frontier", sst2_bundle, "--data-dir", data_dir, "--out", tmp_path / "results"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2 and "matplotlib, which is not installed" in flat, result.output
+    assert "pip install -e '.[bench]'" in flat and not (tmp_path / "results").exists()
+
+
+def test_latency_with_out_elsewhere_keeps_its_work_files_out_of_the_checkout(tiny_bundle, tmp_path, monkeypatch):
+    from pocketbert.benchmarks.cli import common
+
+    checkout_cache = tmp_path / "checkout" / ".cache"
+    monkeypatch.setattr(common, "WORK", checkout_cache)  # where a checkout keeps them when results stay there too
+    monkeypatch.setenv("POCKETBERT_CACHE", str(tmp_path / "user-cache"))
+    result = _run(["latency", tiny_bundle, "--fast", "--no-floor", "--backend", "onnx", "--out",
+                   tmp_path / "elsewhere" / "latency.json"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "elsewhere" / "latency.json").is_file()
+    assert list((tmp_path / "user-cache" / "benchmarks" / "inputs").glob("*.npz"))
+    assert not checkout_cache.exists()
+
+
+# --- gates: the dev file the bundle records ------------------------------------------------------------------
+
+def test_gates_read_a_recorded_relative_dev_path_from_the_bundle_folder(tiny_bundle, tmp_path, monkeypatch):
+    """Converted with --dev data/dev.tsv: from another folder, that folder's data/dev.tsv is not the dev file."""
+    bundle = Path(shutil.copytree(tiny_bundle, tmp_path / "bundle"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["recovery"] = {"task": "train.tsv", "train_file": "train.tsv", "dev_file": "data/dev.tsv",
+                            "metric": "accuracy", "dev_scores": {"teacher": {"accuracy": 50.0}}}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "data").mkdir(parents=True)
+    (elsewhere / "data" / "dev.tsv").write_text(SST2_DEV)
+    monkeypatch.chdir(elsewhere)
+    refused = _run(["gates", bundle])
+    flat = " ".join(refused.output.split())
+    assert refused.exit_code == 3 and "'data/dev.tsv', read from the bundle folder) is not here" in flat, flat
+    assert "--dev DEV_FILE" in flat and "gates pass" not in flat
+    (bundle / "data").mkdir()
+    (bundle / "data" / "dev.tsv").write_text(SST2_DEV)
+    scored = _run(["gates", bundle, "--limit", "4"])
+    assert scored.exit_code in (0, 1) and "gates pass" in scored.output, scored.output
+    assert f"| {bundle / 'data' / 'dev.tsv'} |" in scored.output  # the "scored on" column
 
 
 # --- gates: another task's dev file ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Bundles: the runtime tests' shared tiny bundles (no conversion of its own).
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import shutil
@@ -165,6 +166,53 @@ def test_a_jsonl_byte_order_mark_is_kept_byte_for_byte(cls_bundle, tmp_path):
     assert written[0].startswith(b"\xef\xbb\xbf" + lines[0][:-1] + b", ")
     assert written[1].startswith(lines[1][:-1] + b", ") and written[2] == b""
     assert json.loads(written[0].decode("utf-8-sig"))["id"] == 1
+
+
+# --- corpus runs: CSV and TSV ------------------------------------------------------------------------------
+
+def test_a_csv_quote_closed_lines_later_by_a_stray_quote_is_a_bad_row_of_its_first_line(cls_bundle, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text('id,text\n1,good\n2,"opened\n3,swallowed\n4,a stray " quote\n5,fine\n', encoding="utf-8")
+    out = tmp_path / "out.csv"
+    stopped = corpus(cls_bundle, "--input", source, "--output", out)
+    flat = " ".join(stopped.output.split())
+    assert stopped.exit_code == 5 and "Traceback" not in stopped.output, stopped.output
+    assert "line 3: a quoted field opened on this line ends at a quote on line 5" in flat, flat
+    assert "--skip-bad" in flat and not out.exists()
+    skipped = corpus(cls_bundle, "--input", source, "--output", out, "--skip-bad", "--overwrite")
+    assert skipped.exit_code == 0, skipped.output
+    rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    assert [(r["id"], r["text"]) for r in rows] == [("1", "good"), ("3", "swallowed"), ("4", 'a stray " quote'),
+                                                    ("5", "fine")]
+
+
+@pytest.mark.parametrize("kind, header", [("csv", "id,text,text"), ("tsv", "text\tid\ttext")])
+def test_a_header_naming_a_column_twice_is_refused(kind, header, cls_bundle, tmp_path):
+    source = tmp_path / f"in.{kind}"
+    sep = "," if kind == "csv" else "\t"
+    source.write_text(header + "\n" + sep.join(["a fine film", "1", "dull"]) + "\n", encoding="utf-8")
+    result = corpus(cls_bundle, "--input", source, "--output", tmp_path / f"out.{kind}")
+    assert result.exit_code == 5 and "the header names the column 'text' twice" in result.output, result.output
+    assert "its own name" in result.output and not (tmp_path / f"out.{kind}").exists()
+
+
+# --- options the bundle's task does not read ---------------------------------------------------------------
+
+@pytest.mark.parametrize("which, args, needle", [
+    ("cls", ["--aggregation", "first"], "--aggregation applies to ner bundles only"),
+    ("cls", ["--stride", "8"], "--stride applies to ner bundles only"),
+    ("ner", ["--top-k", "2"], "--top-k applies to classification bundles only"),
+    ("ner", ["--top-k", "2", "--input", "{in}", "--output", "{out}"], "--top-k applies to classification"),
+])
+def test_an_option_the_bundles_task_ignores_is_refused(which, args, needle, cls_bundle, ner_bundle, tmp_path):
+    source = write_input(tmp_path / "in.jsonl", ["Jeff Dean works at Google."])
+    args = [a.format(**{"in": source, "out": tmp_path / "out.jsonl"}) for a in args]
+    bundle = cls_bundle if which == "cls" else ner_bundle
+    result = corpus(bundle, *([] if "--input" in args else ["a text"]), *args)
+    assert result.exit_code == 2 and needle in " ".join(result.output.split()), result.output
+    assert "would change nothing" in result.output and not (tmp_path / "out.jsonl").exists()
+    kept = corpus(bundle, "a text", *(["--aggregation", "first"] if which == "ner" else ["--top-k", "2"]))
+    assert kept.exit_code == 0, kept.output  # the task's own options still pass
 
 
 # --- corpus runs: a read-only or full disk under --output --------------------------------------------

@@ -129,3 +129,50 @@ def test_distillation_after_the_refit_is_recorded(tokenizer, tmp_path):
     card = (path / "README.md").read_text()
     assert "## Narrower feed-forward blocks" in card and "keeps 32 of its 64 hidden units" in card
     assert "Then distilled for 3 steps" in card and "teacher the input" in card
+
+
+# --- a task given as a file needs its dev file -------------------------------------------------------------
+
+def _task_files(root, rows: list[str]):
+    """A GLUE-format training file and a dev file of its own (fewer rows, so a record tells which was scored)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, count in (("train.tsv", len(rows)), ("dev.tsv", 6)):  # labels 0-2: the tiny heads have three
+        (root / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{i % 3}\n" for i, t in enumerate(rows[:count])),
+                                 encoding="utf-8")
+    return root / "train.tsv", root / "dev.tsv"
+
+
+ROWS = [f"review {i}: a {'fine' if i % 2 else 'dull'} film" for i in range(24)]
+LEVER_ARGS = {"narrow": ["--ffn-width", "16", "--texts", "32"], "shrink": ["--layers", "1"],
+              "factor-embeddings": ["--rank", "8"], "int4-tune": [], "trim-vocab": ["--size", "500"],
+              "share-embeddings": ["--base", "{ckpt}"]}
+
+
+@pytest.mark.parametrize("command", list(LEVER_ARGS))
+def test_a_lever_on_a_training_file_without_dev_is_refused(command, checkpoints, tmp_path, capsys):
+    from pocketbert.converter import cli
+    from pocketbert.converter.errors import EXIT_INPUT
+
+    ckpt = str(checkpoints["bert"]["classification"])
+    train, _ = _task_files(tmp_path / "data", ROWS)
+    out = tmp_path / "out"
+    args = [a.format(ckpt=ckpt) for a in LEVER_ARGS[command]]
+    code = cli.main([command, ckpt, "--task", str(train), *args, "--out", str(out)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == EXIT_INPUT and "--dev" in err and "fix:" in err and "Traceback" not in err, err
+    assert not out.exists()
+    code = cli.main([command, ckpt, "--task", str(train), "--dev", str(train), *args, "--out", str(out)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == EXIT_INPUT and "is the training file" in err and not out.exists(), err
+
+
+def test_narrow_scores_the_dev_file_given(checkpoints, tmp_path, capsys):
+    from pocketbert.converter import cli
+
+    train, dev = _task_files(tmp_path / "data", ROWS)
+    out = tmp_path / "narrow"
+    code = cli.main(["narrow", str(checkpoints["bert"]["classification"]), "--task", str(train), "--dev", str(dev),
+                     "--ffn-width", "16", "--texts", "32", "--max-accuracy-drop", "100", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads((out / "training.json").read_text(encoding="utf-8"))
+    assert (record["train_examples"], record["dev_examples"]) == (24, 6)  # scored on the dev file, not the training one

@@ -22,7 +22,7 @@ import pytest
 
 from pocketbert.converter import cli
 from pocketbert.converter.errors import EXIT_OK, EXIT_OUTPUT, OutputError
-from pocketbert.runtime.contract import write_manifest
+from pocketbert.runtime.contract import STAGING_MARKER, write_manifest
 
 from .conftest import DATA, REPO
 
@@ -245,7 +245,7 @@ def test_checkpoint_commands_refuse_a_project_directory(checkpoint, tmp_path, ca
 KILL_AFTER_BACKUP = textwrap.dedent("""
     import os, signal
     from pathlib import Path
-    from pocketbert.converter import staging
+    from pocketbert.converter.output import staging
     staging._exchange = lambda a, b: False  # the two-rename swap, as on file systems without RENAME_EXCHANGE
     real_rename = staging._rename
     def rename(src, dst):
@@ -257,7 +257,7 @@ KILL_AFTER_BACKUP = textwrap.dedent("""
 
 KILL_AFTER_EXCHANGE = textwrap.dedent("""
     import os, signal
-    from pocketbert.converter import staging
+    from pocketbert.converter.output import staging
     real_exchange = staging._exchange
     def exchange(a, b):
         assert real_exchange(a, b)
@@ -286,7 +286,12 @@ def test_kill_after_the_exchange_leaves_the_new_bundle_and_the_next_run_cleans_u
     killed = run_converter([str(checkpoint), "--out", str(out), "--overwrite", *TINY, "--data-dir",
                             str(tmp_path)], prelude=KILL_AFTER_EXCHANGE)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
+    marker = out / STAGING_MARKER  # the killed run's: the kill came before its removal too
+    kept = marker.read_bytes()
+    assert json.loads(kept)["dest"] == out.name
+    marker.unlink()
     assert assert_complete_bundle(out)["artifacts"]  # atomic: the new bundle is already in place
+    marker.write_bytes(kept)  # put back: the next run removes it
     assert siblings(out), "the earlier bundle is still beside it (the kill came before its removal)"
     assert convert_cli(checkpoint, out, tmp=tmp_path) == EXIT_OUTPUT  # no --overwrite: only the clean-up runs
     assert assert_complete_bundle(out)["artifacts"]
@@ -294,24 +299,31 @@ def test_kill_after_the_exchange_leaves_the_new_bundle_and_the_next_run_cleans_u
 
 
 def test_stale_staging_of_dead_runs_is_removed_and_live_or_foreign_ones_kept(tmp_path):
+    from pocketbert.converter.output.leftovers import mark
     from pocketbert.converter.output.staging import Staging
 
     out = tmp_path / "bundle"
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
+    token = "0123456789abcdef"
     try:
-        names = {f".bundle.partial-{dead.pid}-ab12_x": True, f".bundle.ready-{dead.pid}": False,
-                 f".bundle.partial-{live.pid}-zz9": False, f".bundle.old-{live.pid}": False,
-                 ".bundle.partial-abc": False, ".bundle.training": False, ".bundle.old-12x": False}
-        for name in names:
+        # name -> (marked by the run its name gives, removed)
+        names = {f".bundle.partial-{dead.pid}-{token}": (True, True), f".bundle.ready-{dead.pid}-{token}": (True, False),
+                 f".bundle.partial-{live.pid}-{token}": (True, False), f".bundle.old-{live.pid}-{token}": (True, False),
+                 f".bundle.old-{dead.pid}-{token}": (False, False), f".bundle.partial-{dead.pid}-ab12_x": (False, False),
+                 f".bundle.ready-{dead.pid}": (False, False), ".bundle.partial-abc": (False, False),
+                 ".bundle.training": (False, False), ".bundle.old-12x": (False, False)}
+        for name, (marked, _) in names.items():
             (tmp_path / name).mkdir()
             (tmp_path / name / "f").write_text("x", encoding="utf-8")
+            if marked:
+                mark(tmp_path / name, out, int(name.split("-")[1]), token)
         with pytest.raises(OutputError, match="not empty"):  # out was missing: the dead run's complete
             Staging(out, overwrite=False)                     # directory is moved in, then it is not empty
-        assert (out / "f").read_text() == "x"
-        assert siblings(out) == sorted(n for n, removed in names.items() if not removed
-                                       and n != f".bundle.ready-{dead.pid}")
+        assert sorted(p.name for p in out.iterdir()) == ["f"]  # its marker removed
+        assert siblings(out) == sorted(n for n, (_, removed) in names.items() if not removed
+                                       and n != f".bundle.ready-{dead.pid}-{token}")
     finally:
         live.kill()
         live.wait()

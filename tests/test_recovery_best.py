@@ -269,3 +269,21 @@ def test_convert_refusal_says_where_the_state_is_kept_and_resume_ships_from_it(t
     assert recovery["resumed_from"]["steps"] == kept_step
     assert recovery["distillation"]["stages"][-1]["steps"] == 8 and recovery["best"]["steps"] >= kept_step
     assert out.is_dir() and not kept.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "truncated, unrecorded"])
+def test_a_damaged_kept_state_is_refused_with_the_fix(damage, tmp_path):
+    expected = kept_state.identity(teacher="t", transforms=["nonorm", "relu"], recipe={}, train_file="",
+                                   dev_file="")
+    out = tmp_path / "bundle"
+    where = kept_state.keep(out, {"step": 3, "weights": torch.zeros(4096)}, {"identity": expected})
+    state = where / kept_state.STATE
+    state.write_bytes(state.read_bytes()[:state.stat().st_size // 2])
+    if damage == "truncated, unrecorded":  # a state kept before its SHA-256 was recorded: torch reads it
+        record = json.loads((where / kept_state.RECORD).read_text())
+        record.pop("state_sha256", None)
+        (where / kept_state.RECORD).write_text(json.dumps(record))
+    with pytest.raises(ConverterInputError) as info:
+        kept_state.load(out, expected)
+    assert "training_state.pt' is damaged" in info.value.problem
+    assert "without --resume" in info.value.fix

@@ -33,7 +33,14 @@ def layout(path: Path) -> str:
     return f"columns {', '.join(texts)}" + (f" and label column {label}" if label else ", no label column")
 
 
-def task_file(record: dict, data_dir: str | None) -> Path | None:
+def recorded_path(name: str, bundle: str | Path | None) -> Path:
+    """A file the bundle's record names: a relative name is read from the bundle folder, never from wherever the
+    command runs (from another folder, that folder's ``data/dev.tsv`` would be scored instead)."""
+    path = Path(name)
+    return path if path.is_absolute() or bundle is None else Path(bundle) / path
+
+
+def task_file(record: dict, data_dir: str | None, bundle: str | Path | None = None) -> Path | None:
     """A file of the bundle's own task to compare layouts with: the built-in task's dev file, else the
     training file the record names (None when neither is here)."""
     from pocketbert.converter.data.tasks import TASKS, resolve_task
@@ -46,19 +53,20 @@ def task_file(record: dict, data_dir: str | None) -> Path | None:
         except ConverterInputError:  # no data directory: the labels are still checked
             return None
     for name in (record.get("dev_file"), record.get("train_file"), task):
-        if name and Path(name).is_file():
-            return Path(name)
+        if name and recorded_path(name, bundle).is_file():
+            return recorded_path(name, bundle)
     return None
 
 
-def check(dev: str | Path, record: dict, *, labels: list[str], regression: bool, data_dir: str | None) -> None:
+def check(dev: str | Path, record: dict, *, labels: list[str], regression: bool, data_dir: str | None,
+          bundle: str | Path | None = None) -> None:
     """Refuse ``dev`` unless it reads as the bundle's task: its layout, and its labels against ``labels``."""
     from pocketbert.converter.data import load_task
     from pocketbert.converter.errors import ConverterInputError
 
     task, dev = record["task"], Path(dev)
     try:
-        own = task_file(record, data_dir)
+        own = task_file(record, data_dir, bundle)
         mine, theirs = layout(dev), own and layout(own)
         if theirs and mine != theirs:
             raise AccuracyError(f"the dev file {str(dev)!r} is laid out as {mine}, the bundle's task {task} as "

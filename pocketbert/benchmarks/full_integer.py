@@ -70,7 +70,7 @@ def measure_bundle(path: Path, *, limit: int | None = None, threads: int = 1, da
     if record is None:
         raise AccuracyError(f"{path} records no task (not made from a recovered checkpoint)",
                             "convert a checkpoint written by `pocketbert-convert recover`")
-    examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
+    examples = load_task(dev_data(record, bundle=path), "dev", data_dir, limit=limit)
     tokenizer = bundle_tokenizer(bundle)
     arts = [a for a in bundle.artifacts if a.passed]
     max_length = min(128, bundle.input_length)  # as every runtime truncates this bundle

@@ -101,7 +101,7 @@ def measure(bundle_path: Path, *, calibration_rows: int = 256, limit: int | None
     tokenizer = bundle_tokenizer(bundle)
     train = load_task(record["task"], "train", data_dir, limit=calibration_rows)
     texts = [" ".join(t) if isinstance(t, (list, tuple)) else t for t in train.texts]  # NER words, pairs
-    examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
+    examples = load_task(dev_data(record, bundle=bundle_path), "dev", data_dir, limit=limit)
     features = examples.encode(tokenizer, max_length=max(fp32.details["buckets"]), label_names=bundle.labels)
     data = schema.new_file("full-integer-levers", fast=limit is not None, machine=describe(), bundle=str(bundle_path))
     with silenced():

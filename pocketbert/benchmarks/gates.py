@@ -54,25 +54,28 @@ def without_recovery(manifest: dict, record: dict, metric: str) -> float | None:
     return scores[metric]
 
 
-def dev_data(record: dict, dev: str | Path | None = None) -> str:
+def dev_data(record: dict, dev: str | Path | None = None, bundle: str | Path | None = None) -> str:
     """What to score as the dev split: a short name's dev file under the data directory, or for a task given
-    as a file, ``dev`` or the dev file the record names.  Never the training file."""
+    as a file, ``dev`` or the dev file the record names (relative to ``bundle``).  Never the training file."""
     from pocketbert.converter.data.tasks import TASKS
 
     task = record["task"]
     if dev is None and task.lower() in TASKS:
         return task
-    dev = dev or record.get("dev_file")
-    train = record.get("train_file") or task
-    if not dev:
+    recorded = record.get("dev_file")
+    train = dev_file.recorded_path(record.get("train_file") or task, bundle)
+    if not dev and not recorded:
         raise AccuracyError(f"the bundle's task is the file {task!r}, and it records no dev file (made before dev "
                             "files were recorded): scoring the training file would not be a dev score",
                             "pass the task's dev file: pocketbert-bench gates BUNDLE --dev DEV_FILE")
-    if Path(dev).resolve() == Path(train).resolve():
+    given, dev = bool(dev), Path(dev) if dev else dev_file.recorded_path(recorded, bundle)
+    if dev.resolve() == train.resolve():
         raise AccuracyError(f"the dev file {str(dev)!r} is the training file: its scores would not be dev scores",
                             "give the task's own dev file (--dev), held out from training")
-    if not Path(dev).is_file():
-        raise AccuracyError(f"the dev file {str(dev)!r} the bundle records is not here",
+    if not dev.is_file():
+        whose = "given with --dev" if given else "the bundle records" + (
+            "" if Path(recorded).is_absolute() else f" ({recorded!r}, read from the bundle folder)")
+        raise AccuracyError(f"the dev file {str(dev)!r} {whose} is not here",
                             "pass where it is now: pocketbert-bench gates BUNDLE --dev DEV_FILE")
     return str(dev)
 
@@ -94,10 +97,10 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     task, metric = record["task"], record["metric"]
     teacher = record["dev_scores"]["teacher"][metric]
     before_recovery = without_recovery(manifest, record, metric)
-    scored = dev_data(record, dev)
+    scored = dev_data(record, dev, bundle)
     if dev is not None:  # a user's file: it must be this task's, or its score means nothing
         dev_file.check(dev, record, labels=list(manifest.get("labels") or []),
-                       regression=manifest.get("problem_type") == "regression", data_dir=data_dir)
+                       regression=manifest.get("problem_type") == "regression", data_dir=data_dir, bundle=bundle)
     data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]

@@ -86,7 +86,7 @@ def measure(bundle_paths: list[Path], *, threads: int = 1, seq_len: int = 128, r
     for path, bundle, record, arts in planned:
         metric, teacher = record["metric"], record["dev_scores"]["teacher"][record["metric"]]
         try:
-            examples = load_task(dev_data(record), "dev", data_dir, limit=limit)
+            examples = load_task(dev_data(record, bundle=path), "dev", data_dir, limit=limit)
             max_length = min(128, bundle.input_length)  # as every runtime truncates this bundle (accuracy.py)
             features = examples.encode(bundle_tokenizer(bundle), max_length=max_length, label_names=bundle.labels)
         except ConverterInputError as exc:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from . import choice
 from .bundle import Artifact, Bundle, parse_pin
 from .classification import TextClassificationPipeline, TruncationWarning
-from .consistency import check_model_file
+from .consistency import check_model_file, check_packed_files
+from .contract import VOCAB_FILE
 from .errors import BackendUnavailableError, BundleError, Error, InputError, ModelError
 from .ner import AGGREGATIONS, TokenClassificationPipeline
 
@@ -48,6 +49,13 @@ def _check_counts(**counts: int | None) -> None:
         raise InputError(f"threads={threads}: at most {MAX_THREADS} are accepted",
                          f"pass at most the CPUs this process may use ({usable_cpus()} here), or leave it out "
                          "for the backend's default")
+
+
+def _check_opened(bundle: Bundle, artifact: Artifact, model: Backend) -> None:
+    """The opened model file against the manifest: its buckets, and the labels and vocabulary it packs."""
+    check_model_file(artifact.file, artifact.details, model.buckets)
+    vocab = bundle.listed_text(bundle.tokenizer_settings.get("vocab_file") or VOCAB_FILE)
+    check_packed_files(artifact.backend, artifact.path, file=artifact.file, labels=bundle.labels, vocab=vocab)
 
 
 def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int | None = None,
@@ -98,7 +106,7 @@ def load(bundle_dir: str | os.PathLike, backend: str = "auto", *, threads: int |
     tokenizer_path = bundle.file(bundle.tokenizer_settings["tokenizer_file"], verify=verify,
                                  entry="tokenizer.tokenizer_file")
     model = open_backend(artifact, bundle.input_names, threads, instances)
-    check_model_file(artifact.file, artifact.details, model.buckets)
+    _check_opened(bundle, artifact, model)
     # the bundle's length, not the backend's: ONNX windows and truncates exactly as TFLite does (the
     # backend's own limit only matters for a hand-written manifest that lists no buckets)
     max_length = min(bundle.input_length, model.max_length or bundle.input_length)

@@ -19,7 +19,6 @@ every file read (README, "What a bundle guarantees").
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from . import backends
 from .backends import BACKENDS
 from .bundle_paths import resolve_inside
 from .consistency import check_consistency
-from .contract import DAMAGED, MANIFEST, REBUILD, SHA256_HEX, bundle_input_length, sha256, shown, validate_manifest
+from .contract import (DAMAGED, MANIFEST, REBUILD, SHA256_HEX, bundle_input_length, parse_manifest, sha256, shown,
+                       validate_manifest)
 from .errors import BackendUnavailableError, BundleError
 
 #: a manifest is a few kilobytes; reading a larger file whole would let a hostile bundle exhaust memory
@@ -124,12 +124,7 @@ class Bundle:
                                   f"{actual}, the pin is {pin}",
                                   "use the bundle the pin was made for (copy it again from its source); if it was "
                                   "rebuilt on purpose, pin the SHA-256 the converter printed for the new one")
-        try:
-            manifest = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise BundleError(f"{manifest_path} is not valid JSON ({exc})", REBUILD) from exc
-        if not isinstance(manifest, dict):
-            raise BundleError(f"{manifest_path} does not hold a JSON object", REBUILD)
+        manifest = parse_manifest(data, manifest_path)
         validate_manifest(manifest, manifest_path)
         for entry, name in _named_files(manifest):  # every name, used by this load or not
             resolve_inside(root, name, entry)

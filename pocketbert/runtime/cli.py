@@ -8,7 +8,6 @@ endless pipe streams.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -21,11 +20,12 @@ from rich.table import Table
 
 from . import MAX_THREADS, load
 from .backends import BACKENDS
-from .bundle import parse_pin
+from .bundle import Bundle, parse_pin
 from .corpus import command as corpus
 from .errors import Error, InputError
 from .machine import usable_cpus
 from .ner import AGGREGATIONS
+from .quiet import native_stderr_silenced
 from .terminal import plain, styled
 
 CHUNK = 256  # lines per model call: keeps memory flat on long input, batches well
@@ -45,24 +45,6 @@ class BackendChoice(click.Choice):
     @choices.setter
     def choices(self, value) -> None:  # click.Choice.__init__ assigns it
         pass
-
-
-@contextlib.contextmanager
-def _native_logs_silenced():
-    """LiteRT's C++ side prints "INFO: Created TensorFlow Lite XNNPACK delegate" on file descriptor 2
-    while a model loads; keep the CLI's stderr for its own messages (POCKETBERT_VERBOSE=1 shows it)."""
-    if os.environ.get("POCKETBERT_VERBOSE") == "1":
-        yield
-        return
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _lines(stream) -> Iterator[str]:
@@ -161,6 +143,7 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
     err = Console(stderr=True, soft_wrap=True)  # messages stay one line each: greppable
     try:
         _check_arguments(bundle, texts, file, expect_sha256, no_verify=no_verify)
+        _refuse_options_for_the_other_task(bundle, click.get_current_context())
         _warn_oversubscribed(threads, err)
         load_options = dict(backend=backend, threads=threads, precision=precision, recipe=recipe,
                             batch_size=batch_size, verify=not no_verify, expected_sha256=expect_sha256)
@@ -169,13 +152,13 @@ def main(bundle, texts, file, pairs, aggregation, stride, top_k, backend, precis
                 raise click.UsageError("--input reads the texts from the corpus file: drop TEXTS/--file/--pairs "
                                        "(sentence pairs: --pair-field)")
             corpus.run(bundle, output, load_options, top_k=top_k, aggregation=aggregation, stride=stride,
-                       input_path=input_path, err=err, quiet_load=_native_logs_silenced, **corpus_options)
+                       input_path=input_path, err=err, quiet_load=native_stderr_silenced, **corpus_options)
             return
         if output not in (None, "auto", "jsonl", "table"):
             raise click.BadParameter(f"{output!r} is not one of auto, jsonl, table (a results file needs --input)",
                                      param_hint="--output")
         source = _source(texts, file)
-        with _native_logs_silenced():
+        with native_stderr_silenced():
             pipe = load(bundle, **load_options)
         if err.is_terminal:
             for note in pipe.bundle.notes:
@@ -199,6 +182,25 @@ def _check_arguments(bundle: str, texts, file, expect_sha256, no_verify: bool) -
         raise click.UsageError("give texts as arguments or with --file, not both")
     if expect_sha256 and no_verify:
         raise click.UsageError("--expect-sha256 pins the bundle through the SHA-256 checks: drop --no-verify")
+
+
+#: options that only one task reads: given for the other, they would change nothing, silently
+TASK_OPTIONS = {"aggregation": ("--aggregation", "ner"), "stride": ("--stride", "ner"),
+                "top_k": ("--top-k", "classification")}
+
+
+def _refuse_options_for_the_other_task(bundle: str, ctx: click.Context) -> None:
+    given = [name for name in TASK_OPTIONS
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if not given:
+        return
+    task = Bundle.open(bundle).task  # a few milliseconds, and only when such an option was given
+    for name in given:
+        flag, reads = TASK_OPTIONS[name]
+        if task != reads:
+            other = "--top-k" if reads == "ner" else "--aggregation and --stride"
+            raise click.UsageError(f"{flag} applies to {reads} bundles only, and {bundle} is a {task} bundle: it "
+                                   f"would change nothing (a {task} bundle takes {other}); drop {flag}")
 
 
 def _warn_oversubscribed(threads: int | None, err: Console) -> None:

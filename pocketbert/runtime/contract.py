@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ LABELS_FILE = "labels.txt"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+#: the file by which the converter knows a folder it is still writing as its own (converter/output/staging.py);
+#: never a bundle or checkpoint file, so the lists of written files leave it out
+STAGING_MARKER = ".pocketbert-staging.json"
 TASKS = ("classification", "ner")
 PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression", "token_classification")
 #: largest max_sequence_length accepted: far above any BERT's position embeddings (512); more is a damaged
@@ -108,7 +112,7 @@ def write_manifest(directory: Path, manifest: dict) -> Path:
     partial = path.with_name(f".{MANIFEST}.partial")
     manifest = dict(manifest)
     manifest["files"] = {p.name: file_entry(p) for p in sorted(Path(directory).iterdir())
-                         if p.is_file() and p.name not in (MANIFEST, partial.name)}
+                         if p.is_file() and p.name not in (MANIFEST, partial.name, STAGING_MARKER)}
     partial.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(partial, path)
     return path
@@ -247,6 +251,38 @@ def in_schema_order(fields: dict) -> dict:
         raise ValueError(f"manifest fields {unknown} are not in contract.MANIFEST_FIELDS; describe them there "
                          "and in docs/manifest.md")
     return {key: fields[key] for key in MANIFEST_FIELDS if key in fields}
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def parse_manifest(data: bytes, where: Path) -> dict:
+    """manifest.json's bytes as a JSON object, or a BundleError saying why not.  A key given twice in one object
+    is refused: JSON parsers differ on which one they keep, so two readers of one bundle could use different
+    labels."""
+    try:
+        manifest = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise BundleError(f"{where} gives the key {shown(exc.args[0])} twice in one object: readers differ on which "
+                          "one they use", DAMAGED) from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise BundleError(f"{where} is not valid JSON ({exc})", REBUILD) from exc
+    except ValueError as exc:  # an integer of thousands of digits: Python refuses to convert it (int_max_str_digits)
+        raise BundleError(f"{where} holds an integer of more than {sys.get_int_max_str_digits()} digits, which "
+                          "Python does not read and no field of a manifest needs", DAMAGED) from exc
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{where} does not hold a JSON object", REBUILD)
+    return manifest
 
 
 def validate_manifest(m: dict, where: Path) -> None:

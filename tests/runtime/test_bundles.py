@@ -128,8 +128,7 @@ def test_tokenizer_of_another_vocabulary_size(ner_bundle, tmp_path):
     _wordpiece({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello"])}).save(
         str(bundle / "tokenizer.json"))
     relist(bundle, "tokenizer.json")
-    with pytest.raises(ModelError, match="tokenizer.json has 5 tokens but the model was converted with a "
-                                         "30522-token vocabulary"):
+    with pytest.raises(BundleError, match="'tokenizer.vocab_size' is 30522 but tokenizer.json holds 5 tokens"):
         runtime.load(bundle)
 
 
@@ -156,9 +155,11 @@ def test_tokenizer_larger_than_the_model_is_caught_by_the_model_check(ner_bundle
         m.pop("model_vocab_size")
         forget_metadata(m)
     edit_manifest(bundle, larger)
-    for backend in ("onnx", "tflite"):
-        with pytest.raises(ModelError, match="rejects token id 30522: the tokenizer and the model do not belong"):
-            runtime.load(bundle, backend=backend)
+    with pytest.raises(ModelError, match="rejects token id 30522: the tokenizer and the model do not belong"):
+        runtime.load(bundle, backend="onnx")
+    # a TFLite file packs the vocabulary it was converted with: that differs first
+    with pytest.raises(ModelError, match="model.tflite was converted with another vocabulary than the bundle's"):
+        runtime.load(bundle, backend="tflite")
 
 
 def test_labels_that_do_not_match_the_model(ner_bundle, tmp_path):

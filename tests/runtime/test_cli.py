@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -84,3 +85,27 @@ def test_python_dash_m(ner_bundle):
     (record,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert record["text"] == "Peter Blackburn" and record["entities"]
     assert "XNNPACK" not in done.stderr
+
+
+LOAD_AND_RUN = """
+import sys
+from pocketbert import runtime
+ner = runtime.load(sys.argv[1], backend="tflite", instances=2)
+ner(["Peter Blackburn", "Peter Blackburn " * 40])
+print("the program's own line", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_runtime_load_keeps_litert_info_line_out_of_a_programs_stderr(ner_bundle, verbose, tmp_path):
+    """LiteRT prints "INFO: Created TensorFlow Lite XNNPACK delegate" from C++ at an interpreter's first run; a
+    program using the library sees only its own lines (POCKETBERT_VERBOSE=1: everything)."""
+    env = {k: v for k, v in os.environ.items() if k != "POCKETBERT_VERBOSE"} | ({"POCKETBERT_VERBOSE": "1"} if verbose
+                                                                                else {})
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_RUN, str(ner_bundle)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)  # a user's folder: the installed package is imported
+    assert done.returncode == 0, done.stderr
+    if verbose:
+        assert "XNNPACK delegate" in done.stderr
+    else:
+        assert done.stderr == "the program's own line\n"

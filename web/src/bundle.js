@@ -197,6 +197,14 @@ export function checkConsistency(m, labels, vocab, vocabFile) {
     need(size == null || !(token?.id >= size), `'tokenizer.special_tokens.${name}' has id ${token?.id}, outside the `
       + `${size}-token vocabulary`);
   }
+  // the page tokenizes from vocab.txt with the manifest's ids: each must name its token's line (a token the
+  // vocabulary lacks is never emitted)
+  const known = new Set(vocab);
+  for (const [name, token] of Object.entries(m.tokenizer.special_tokens ?? {})) {
+    need(!(token?.id < vocab.length) || !known.has(token.token) || vocab[token.id] === token.token,
+      `'tokenizer.special_tokens.${name}' is ${shown(token?.token)} with id ${token?.id}, but line ${token?.id + 1} `
+      + `of ${vocabFile} is ${shown(vocab[token?.id])}`);
+  }
   const length = m.max_sequence_length;
   need((m.tokenizer.max_sequence_length ?? length) === length, `'max_sequence_length' is ${length} but `
     + `'tokenizer.max_sequence_length' is ${shown(m.tokenizer.max_sequence_length)}`);

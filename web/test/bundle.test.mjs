@@ -142,6 +142,8 @@ test('the manifest must agree with itself as the Python runtime requires (runtim
     [{ tokenizer: { vocab_size: 2, special_tokens: { unk: { token: '[UNK]', id: 5 } } } },
       /'tokenizer.special_tokens.unk' has id 5, outside the 2-token vocabulary/],
     [{ tokenizer: { vocab_size: 2, max_sequence_length: 512 } }, /'max_sequence_length' is 128 but 'tokenizer.max_sequence_length' is 512/],
+    [{ tokenizer: { vocab_size: 2, special_tokens: { unk: { token: '[UNK]', id: 0 } } } },
+      /'tokenizer.special_tokens.unk' is "\[UNK\]" with id 0, but line 1 of vocab.txt is "\[PAD\]"/],
     [{ verification: { max_length: 128 }, artifacts: [tflite({ buckets: [32, 64] })] },
       /input length is 64 .* verified at 128 tokens/],
     [{ inputs: [{ name: 'input_ids' }, { name: 'input_ids' }, { name: 'attention_mask' }] }, /must name input_ids and attention_mask, each once/],

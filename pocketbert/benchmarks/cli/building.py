@@ -10,7 +10,7 @@ import click
 
 from pocketbert.cli_options import threads_option
 
-from .common import RESULTS, data_dir_option, fail, ints, log, quiet_transformers, results_file_option, work_dir_option
+from .common import RESULTS, data_dir_option, fail, ints, log, quiet_transformers, results_file_option, work_dir_for, work_dir_option
 from .group import cli
 
 
@@ -26,6 +26,7 @@ def bundles(models, variants, buckets, work_dir, fast):
     from .. import models as registry
 
     quiet_transformers()
+    work_dir = work_dir_for(work_dir, None)
     names = models.split(",") if models else list(registry.FAST_MODELS if fast else registry.DEFAULT_MODELS)
     chosen = variants.split(",") if variants else list(registry.FAST_VARIANTS if fast else registry.DEFAULT_VARIANTS)
     for name in names:

@@ -108,5 +108,15 @@ def results_file_option(default: Path | None = None, help: str | None = None):
                         show_default=True if default is not None else None, help=help)
 
 
-work_dir_option = click.option("--work-dir", type=click.Path(path_type=Path), default=WORK, show_default=True)
+work_dir_option = click.option("--work-dir", type=click.Path(path_type=Path), default=None,
+                               help=f"work files (inputs, built bundles) [default: {WORK}; with --out, "
+                                    f"{cache_dir() / 'benchmarks'}]")
+
+
+def work_dir_for(work_dir: Path | None, out: Path | None) -> Path:
+    """--work-dir, else the checkout's cache when results go to the checkout too; results sent elsewhere with --out
+    keep their work files in the user's cache, never in the checkout."""
+    if work_dir is not None:
+        return work_dir
+    return WORK if out is None else cache_dir() / "benchmarks"
 one_thread_option = threads_option(default=1)  # the converter's --threads: 1 to 256, default 1

@@ -41,6 +41,12 @@ def size_frontier(bundle_dirs, threads, seq_len, rounds, limit, data_dir, out):
     from ..accuracy import AccuracyError
 
     quiet_transformers()
+    try:  # the plot is drawn after minutes of measuring: a missing matplotlib must stop it before them
+        import matplotlib  # noqa: F401
+    except ImportError:
+        fail("size-frontier draws size_frontier.png with matplotlib, which is not installed (it comes with the "
+             "'bench' extra, not 'convert')", "pip install -e '.[bench]' in the checkout (or pip install "
+             "'pocketbert[bench]'), then run the command again", 2)
     try:
         data = job.measure(list(bundle_dirs), threads=threads, seq_len=seq_len, rounds=rounds, limit=limit,
                            data_dir=data_dir, progress=log)

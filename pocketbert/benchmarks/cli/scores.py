@@ -20,6 +20,7 @@ from .common import (
     log,
     quiet_transformers,
     results_file_option,
+    work_dir_for,
     work_dir_option,
 )
 from .group import cli
@@ -52,6 +53,7 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
     from .. import schema
 
     quiet_transformers()
+    work_dir = work_dir_for(work_dir, out)
     task = task or ("glue:sst2" if fast else None)
     if not task:
         fail("no --task given", "pass --task glue:sst2 (or glue:mrpc, glue:cola, glue:stsb, conll2003)", 2)

@@ -19,6 +19,7 @@ from .common import (
     progress,
     quiet_transformers,
     results_file_option,
+    work_dir_for,
     work_dir_option,
 )
 from .group import cli
@@ -48,6 +49,7 @@ def latency(bundle_dirs, backends, threads, seq_len, batch, runs, warmup, rounds
     from .. import schema
 
     quiet_transformers()
+    work_dir = work_dir_for(work_dir, out)
     usable = usable_cpus()
     settings = lat.LatencySettings(backends=[b.strip() for b in backends.split(",") if b.strip()], peers=peers,
                             checkpoint=checkpoint, floor=not no_floor, fast=fast, rounds=rounds)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import RESULTS, WORK, bundles_argument, data_dir_option, fail, ints, log, quiet_transformers
+from .common import RESULTS, bundles_argument, data_dir_option, fail, ints, log, quiet_transformers, work_dir_for
 from .group import cli
 
 
@@ -41,8 +41,10 @@ def web_peers(bundle_dirs, texts, runs, warmup, threads_text, seq_text, quick, w
              "data_dir": data_dir, "web_src": web_src}
     settings = (job.PeerSettings.quick(**shape) if quick
                 else job.PeerSettings(texts=texts, warmup=warmup, runs=runs, **shape))
+    # results sent elsewhere with --out keep their work files out of the checkout too
+    work = work_dir_for(None, None if Path(out) == RESULTS else out) / "web-peers"
     try:
-        data = job.measure(list(bundle_dirs), settings, WORK / "web-peers", log=log)
+        data = job.measure(list(bundle_dirs), settings, work, log=log)
     except job.WebPeersError as exc:
         fail(exc.problem, exc.fix)
     except ConverterError as exc:  # a dev file missing under the data directory

@@ -132,14 +132,15 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
               "segmentation of rare words costs.")
 @click.option("--retune-lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
 @checkpoint_job_options()
-def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, threads, train_limit, data_dir, overwrite):
+def trim_vocab(checkpoint, task_name, size, out, dev, fp16, retune, retune_lr, threads, train_limit, data_dir,
+               overwrite):
     """Trim CHECKPOINT's vocabulary to the pieces TASK's training text uses; report the dev score before/after."""
     from ..levers.vocab_trim import trim_checkpoint
 
     refuse_own_input(out, source=checkpoint)
     path, record = trim_checkpoint(checkpoint, task_name, size, out, data_dir=data_dir, fp16=fp16, retune=retune,
                                    retune_lr=retune_lr, threads=threads, train_limit=train_limit,
-                                   overwrite=overwrite, log=log)
+                                   overwrite=overwrite, dev=_text(dev), log=log)
     out_console.print(plain(f"wrote {path}"))
 
 
@@ -154,7 +155,8 @@ def trim_vocab(checkpoint, task_name, size, out, fp16, retune, retune_lr, thread
               help="Distillation budget: 15m, 1epoch, 300steps.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=3e-5, show_default=True)
 @checkpoint_job_options()
-def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads, train_limit, data_dir, overwrite):
+def share_embeddings(checkpoint, base, task_name, retune, lr, out, dev, fp16, threads, train_limit, data_dir,
+                     overwrite):
     """Re-tune CHECKPOINT with BASE's word embeddings (frozen) by distillation from CHECKPOINT itself, and write
     it without the table: PocketBERT's loader takes it from BASE (sha256 checked). For all-MiniLM-L6-v2 that
     halves the checkpoint with no change to tokenization."""
@@ -163,7 +165,7 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
     refuse_own_input(out, source=checkpoint, base=base)
     path, record = share_checkpoint(checkpoint, base, task_name, out, retune=retune, lr=lr, fp16=fp16,
                                     threads=threads, train_limit=train_limit, data_dir=data_dir,
-                                    overwrite=overwrite, log=log)
+                                    overwrite=overwrite, dev=_text(dev), log=log)
     out_console.print(plain(f"wrote {path}"))
 
 
@@ -184,8 +186,8 @@ def share_embeddings(checkpoint, base, task_name, retune, lr, out, fp16, threads
               "weight from CHECKPOINT (sha256 checked), which must then stay installed.")
 @checkpoint_job_options()
 @accuracy_gate_options
-def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share_body, out, fp16, threads, train_limit,
-                      data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
+def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share_body, out, dev, fp16, threads,
+                      train_limit, data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Factor CHECKPOINT's word embeddings at RANK (a narrow table and a learned projection, as MobileBERT's
     embedding) and re-tune the factors by distillation from CHECKPOINT on TASK's text. With int4 rows a 384-wide
     table shrinks from 204 to RANK/2 + 12 bytes a row."""
@@ -195,7 +197,7 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
     options = FactorOptions(rank=rank, vocab_size=vocab_size, retune=retune, lr=lr, share_body=share_body, fp16=fp16,
                             threads=threads, train_limit=train_limit, data_dir=data_dir, overwrite=overwrite,
                             allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop)
-    path, record = factor_checkpoint(checkpoint, task_name, out, options, log=log)
+    path, record = factor_checkpoint(checkpoint, task_name, out, options, log=log, dev=_text(dev))
     out_console.print(plain(f"wrote {path}"))
 
 
@@ -213,7 +215,7 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
               "(about an eighth of the float32 checkpoint).")
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, train_limit, data_dir, overwrite,
+def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, dev, threads, train_limit, data_dir, overwrite,
               max_accuracy_drop, allow_accuracy_loss):
     """Train every weight of CHECKPOINT with its Linears and word-embedding table rounded to the int4 grid of
     tflite:int4-dynamic (one scale per row, max|w|/7), matching the teacher's logits and hidden states on TASK's
@@ -224,7 +226,7 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
     options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
                           data_dir=data_dir, overwrite=overwrite, allow_accuracy_loss=allow_accuracy_loss,
                           max_accuracy_drop=max_accuracy_drop)
-    path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log)
+    path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log, dev=_text(dev))
     out_console.print(plain(f"wrote {path}"))
 
 
@@ -243,8 +245,8 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, threads, tr
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, threads, train_limit, data_dir, overwrite,
-           max_accuracy_drop, allow_accuracy_loss):
+def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, dev, threads, train_limit, data_dir,
+           overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Keep --ffn-width hidden units of every feed-forward block of CHECKPOINT (those contributing most to the
     block's output on TASK's text) and refit each block's output projection by least squares to what the wide
     block computed, block by block; then distil for --budget (or run int4-tune on the result)."""
@@ -254,7 +256,7 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, thread
     options = NarrowOptions(width=width, texts=texts, teacher=teacher, budget=budget, lr=lr, threads=threads,
                             train_limit=train_limit, data_dir=data_dir, overwrite=overwrite,
                             allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop)
-    path, _ = narrow_checkpoint(checkpoint, task_name, out, options, log=log)
+    path, _ = narrow_checkpoint(checkpoint, task_name, out, options, log=log, dev=_text(dev))
     out_console.print(plain(f"wrote {path}"))
 
 
@@ -273,8 +275,8 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, thread
               "(share-embeddings) is then written without it, as it was.")
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, threads, train_limit, data_dir,
-           overwrite, max_accuracy_drop, allow_accuracy_loss):
+def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, dev, threads, train_limit,
+           data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
     (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
     score, so the accuracy gates judge the result against it."""
@@ -285,9 +287,13 @@ def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, ou
                                      freeze_word_embeddings=freeze_word_embeddings, data_dir=data_dir,
                                      train_limit=train_limit, overwrite=overwrite,
                                      allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop,
-                                     log=log)
+                                     dev=_text(dev), log=log)
     scores, metric = record["dev_scores"], record["metric"]
     out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, parent "
                             f"{scores['parent'][metric]:.2f}, {layers} blocks before distillation "
                             f"{scores['without_recovery'][metric]:.2f}, distilled {scores['recovered'][metric]:.2f} "
                             f"({record['delta_vs_teacher']:+.2f})"))
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)

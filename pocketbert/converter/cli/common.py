@@ -129,9 +129,11 @@ def seed_option(help: str | None = None):
 
 def checkpoint_job_options(*, fp16: bool = True):
     """The options every command that reworks a checkpoint takes (trim-vocab, share-embeddings, factor-embeddings,
-    shrink), in one place: where to write, float16 weights (``fp16``), threads, training data, --overwrite."""
+    int4-tune, narrow, shrink), in one place: where to write, the dev file of a task given as a file, float16
+    weights (``fp16``), threads, training data, --overwrite."""
     options = [click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
                             help="Checkpoint directory to write."),
+               click.option("--dev", type=click.Path(path_type=Path), help="Dev file, when --task is a file."),
                *([fp16_option] if fp16 else []),
                threads_option(None), train_limit_option, data_dir_option, overwrite_checkpoint_option]
 

@@ -5,8 +5,8 @@ TFLite file, the web page one TFLite file, a desktop the ONNX files.  The cut co
 that the target reads, checked against the source manifest, into a new bundle whose manifest lists only
 them (``contract.subset_manifest``), through the converter's staging directory.  The source is checked as
 the runtime checks it (``Bundle.open``: the manifest against its own files, pin or no pin; the kept model
-files opened), so a bundle the runtime would refuse is never cut into one with a fresh pin.  It reads the
-source, never writes it, and needs no torch.
+files opened, and the labels and vocabulary a TFLite file packs compared), so a bundle the runtime would refuse
+is never cut into one with a fresh pin.  It reads the source, never writes it, and needs no torch.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from pocketbert.runtime.backends import installed as backend_installed
 from pocketbert.runtime.backends import open_backend
 from pocketbert.runtime.bundle import Artifact, Bundle, preferred
-from pocketbert.runtime.consistency import check_model_file
+from pocketbert.runtime.consistency import check_model_file, check_packed_files
 from pocketbert.runtime.contract import LABELS_FILE, MANIFEST, VOCAB_FILE, sha256, subset_manifest, write_manifest
 from pocketbert.runtime.errors import BundleError, ModelError
 
@@ -160,10 +160,14 @@ def _check_models(bundle: Bundle, kept: list[Artifact]) -> None:
     file's signatures its listed buckets (``contract.check_model_file``), or the cut would ship a bundle
     that the runtime refuses.  A backend that is not installed here cannot look: its file was still
     checked against its SHA-256."""
+    vocab = bundle.listed_text(bundle.tokenizer_settings.get("vocab_file") or VOCAB_FILE)
     for artifact in kept:
-        if not backend_installed(artifact.backend):
-            continue
         try:
+            # the labels and vocabulary a TFLite file packs need no backend to be read
+            check_packed_files(artifact.backend, bundle.resolve(artifact.file), file=artifact.file,
+                               labels=bundle.labels, vocab=vocab)
+            if not backend_installed(artifact.backend):
+                continue
             model = open_backend(artifact, bundle.input_names, threads=1)
             check_model_file(artifact.file, artifact.details, model.buckets)
         except (BundleError, ModelError) as exc:

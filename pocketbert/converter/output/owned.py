@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from pocketbert.runtime.contract import MANIFEST, file_entry, sha256
+from pocketbert.runtime.contract import MANIFEST, STAGING_MARKER, file_entry, sha256
 
 BUNDLE = "bundle"
 CHECKPOINT = "checkpoint"
@@ -36,7 +36,7 @@ class Refusal(NamedTuple):
 def record_files(directory: Path) -> dict[str, dict]:
     """training.json's ``files``: size and SHA-256 of every file in a checkpoint but the record itself."""
     return {p.name: file_entry(p) for p in sorted(Path(directory).iterdir())
-            if p.name != TRAINING_RECORD and p.is_file() and not p.is_symlink()}
+            if p.name not in (TRAINING_RECORD, STAGING_MARKER) and p.is_file() and not p.is_symlink()}
 
 
 def why_not_replaceable(directory: Path, kind: str) -> Refusal | None:

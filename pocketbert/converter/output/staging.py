@@ -1,11 +1,15 @@
 """Write a directory beside its destination and swap it into place only when it is complete.
 
-Names beside DEST, all hidden and all carrying the writer's process id, so that a later run can tell
-a killed writer's leftovers from a running one's (and never touches a name it did not make):
+Names beside DEST, all hidden and all carrying the writer's process id and a random token:
 
-    .DEST.partial-PID-XXXX   being written
-    .DEST.ready-PID          complete: renamed so once everything is written, then swapped in
-    .DEST.old-PID            the previous DEST, during a swap by two renames
+    .DEST.partial-PID-TOKEN   being written
+    .DEST.ready-PID-TOKEN     complete: renamed so once everything is written, then swapped in
+    .DEST.old-PID-TOKEN       the previous DEST, during a swap by two renames
+
+A name is no proof of who made a directory (a user may keep a ``.DEST.old-1234`` of their own), so each
+of these holds a marker file (output/leftovers.py) naming DEST, the pid and the token; the previous
+DEST gets one just before it is swapped away.  A later run only touches a directory whose marker matches
+its name and whose process is gone, and removes the marker again from whatever it puts in place.
 
 The swap is one atomic rename(2) when DEST is missing, and renameat2(RENAME_EXCHANGE) when it exists
 (Linux; the previous DEST then sits at the ready name until it is removed).  Where the file system
@@ -21,14 +25,13 @@ import ctypes
 import errno
 import functools
 import os
-import re
+import secrets
 import shutil
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OutputError, output_error_for_disk
+from .leftovers import mark, recover_interrupted, unmark
 from .owned import BUNDLE, why_not_replaceable
 from .termination import SigtermAsInterrupt
 
@@ -80,57 +83,6 @@ def refuse_overlap(source: Path, out: Path, what: str = "source checkpoint", fla
                           "never replaces (not even with --overwrite)",
                           f"give {flag} a path outside the {what}, e.g. {flag} "
                           f"{str(source.parent / (source.name + '-new'))!r}")
-
-
-# --- leftovers of earlier runs -------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Leftover:
-    path: Path
-    stage: str  # partial, ready or old
-    pid: int
-
-
-def _leftovers(dest: Path) -> list[Leftover]:
-    pattern = re.compile(re.escape(f".{dest.name}.") + r"(?:(partial)-(\d+)-[a-z0-9_]+|(ready)-(\d+)|(old)-(\d+))")
-    found = []
-    with contextlib.suppress(OSError), os.scandir(dest.parent) as entries:
-        for entry in entries:
-            match = pattern.fullmatch(entry.name)
-            if match and entry.is_dir(follow_symlinks=False):
-                stage, pid = [g for g in match.groups() if g is not None]
-                found.append(Leftover(Path(entry.path), stage, int(pid)))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):  # someone else's process, or not a pid: leave its directory alone
-        return True
-    return True
-
-
-def recover_interrupted(dest: Path) -> None:
-    """Finish or undo a swap that a killed run left half done; remove dead runs' staging directories."""
-    stale = [s for s in _leftovers(dest) if not _alive(s.pid)]
-    try:
-        if not os.path.lexists(dest):
-            # a complete new directory if there is one, else the previous one
-            for stage in ("ready", "old"):
-                candidates = sorted((s for s in stale if s.stage == stage), key=lambda s: s.path.stat().st_mtime)
-                if candidates:
-                    _rename(candidates[-1].path, dest)
-                    stale.remove(candidates[-1])
-                    break
-        for leftover in stale:
-            shutil.rmtree(leftover.path, ignore_errors=True)
-    except OSError:
-        pass  # best effort: the checks that follow report an unwritable location
 
 
 # --- file modes ----------------------------------------------------------------------------------
@@ -195,13 +147,17 @@ class Staging:
         self.path: Path | None = None
         self.needed: tuple[int, str] | None = None  # estimate given to reserve(), for a disk-full message
         self._created: list[Path] = []  # parent directories we made, removed again on failure
+        self._token = secrets.token_hex(8)  # with the pid, names (and marks) this run's directories
         self._sigterm = SigtermAsInterrupt()
         if self.dest.parent.is_dir():
             recover_interrupted(self.dest)
         self._check()
 
     def _sibling(self, stage: str) -> Path:
-        return self.dest.with_name(f".{self.dest.name}.{stage}-{os.getpid()}")
+        return self.dest.with_name(f".{self.dest.name}.{stage}-{os.getpid()}-{self._token}")
+
+    def _mark(self, directory: Path) -> None:
+        mark(directory, self.dest, os.getpid(), self._token)
 
     def _check(self) -> None:
         dest = self.dest
@@ -251,8 +207,10 @@ class Staging:
             missing = [p for p in [self.dest.parent, *self.dest.parent.parents] if not p.exists()]
             self.dest.parent.mkdir(parents=True, exist_ok=True)
             self._created = missing  # deepest first
-            self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.partial-{os.getpid()}-",
-                                              dir=self.dest.parent))
+            path = self._sibling("partial")
+            path.mkdir(mode=0o700)
+            self.path = path
+            self._mark(path)
         except OSError as exc:
             self._sigterm.uninstall()
             raise output_error_for_disk(exc, str(self.dest)) or OutputError(
@@ -307,18 +265,34 @@ class Staging:
         if not self.dest.exists():
             _rename(ready, self.dest)
             self.path = None
+            unmark(self.dest)
             return self.dest
-        if _exchange(ready, self.dest):
+        # the previous dest, once set aside, must be known as this run's to be removed after a crash
+        with contextlib.suppress(OSError):  # a read-only dest: a crash then leaves it beside, untouched
+            self._mark(self.dest)
+        try:
+            exchanged = _exchange(ready, self.dest)
+        except BaseException:
+            unmark(self.dest)
+            raise
+        if exchanged:
             self.path = None
+            unmark(self.dest)
             shutil.rmtree(ready, ignore_errors=True)  # the previous dest
             return self.dest
         backup = self._sibling("old")
-        _rename(self.dest, backup)
+        try:
+            _rename(self.dest, backup)
+        except BaseException:
+            unmark(self.dest)
+            raise
         try:
             _rename(ready, self.dest)
         except BaseException:  # includes Ctrl-C between the two renames: put the old one back
             _rename(backup, self.dest)
+            unmark(self.dest)
             raise
         self.path = None
+        unmark(self.dest)
         shutil.rmtree(backup, ignore_errors=True)
         return self.dest

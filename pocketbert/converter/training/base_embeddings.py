@@ -29,13 +29,14 @@ from .loop import parse_budget
 
 def share_checkpoint(checkpoint: str, base: str, task: str, out: Path, *, retune: str, lr: float = 3e-5,
                      fp16: bool = False, threads: int | None = None, train_limit: int | None = None, data_dir=None,
-                     overwrite: bool = False, log=print) -> tuple[Path, dict]:
+                     overwrite: bool = False, dev: str | None = None, log=print) -> tuple[Path, dict]:
     """``pocketbert-convert share-embeddings``: re-tune ``checkpoint`` with ``base``'s word embeddings
-    (frozen) by distillation from itself on ``task``'s training text, and write it without the table."""
+    (frozen) by distillation from itself on ``task``'s training text, and write it without the table.  ``dev``:
+    the dev file, when ``task`` is a training file."""
     job.begin(out, overwrite, threads)
     budget = parse_budget(retune)
     table = base_table(base)
-    train, dev = job.splits(task, data_dir, train_limit)
+    train, dev = job.splits(task, data_dir, train_limit, dev)
     teacher, student = loading.load(checkpoint), loading.load(checkpoint)
     embedding = whole_table(student.model, "share-embeddings")
     if tuple(table.shape) != tuple(embedding.shape):

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import torch
 
+from ..checkpoints.loading import SAVED_TRANSFORMS_KEY
 from ..checks import accuracy_gate
 from ..data import load_task
-from ..checkpoints.loading import SAVED_TRANSFORMS_KEY
+from ..data.tasks import TASKS
+from ..errors import ConverterInputError
 from .card import model_card
 from .evaluate import evaluate
 from .save import check_output, save_trained
@@ -41,8 +43,16 @@ def begin(out: Path, overwrite: bool, threads: int | None) -> None:
 
 
 def splits(task: str, data_dir, train_limit: int | None = None, dev: str | None = None):
-    """The task's training and dev splits; ``dev``: the dev file beside a training file (a training file is its own
-    "dev split" otherwise, and every dev score would be a training score)."""
+    """The task's training and dev splits; ``dev``: the dev file beside a training file, required with one (the
+    file would be its own "dev split", and its training score would be recorded as the task's dev score, which
+    the one command then takes for the teacher's)."""
+    if dev is None and task.lower() not in TASKS:
+        raise ConverterInputError(f"--task {task} is a training file and no dev file was given: the dev scores "
+                                  "would be taken on the training text and recorded as the task's dev scores",
+                                  "add --dev DEV_FILE, the task's held-out dev file")
+    if dev is not None and Path(dev).resolve() == Path(task).resolve():
+        raise ConverterInputError(f"--dev {dev} is the training file: its scores would not be dev scores",
+                                  "give the task's held-out dev file to --dev")
     return load_task(task, "train", data_dir, limit=train_limit), load_task(dev or task, "dev", data_dir)
 
 

@@ -69,6 +69,9 @@ def load_splits(task: str, dev: str | None, data_dir, train_limit=None, dev_limi
         load_task(task, "dev", data_dir, limit=dev_limit) if ":" in task or task.lower() == "conll2003" else None)
     if dev_data is None:
         raise ConverterInputError("no dev data to evaluate on", "pass --dev FILE when the task is given as a file")
+    if dev and Path(dev).resolve() == Path(task).resolve():
+        raise ConverterInputError(f"--dev {dev} is the training file: its scores would not be dev scores",
+                                  "give the task's held-out dev file to --dev")
     if dev_data.kind != train.kind:
         raise ConverterInputError(f"dev data is {dev_data.kind} but training data is {train.kind}",
                                   "give the same task's files")

@@ -82,7 +82,8 @@ def keep(output: Path, state: dict, record: dict) -> Path:
     staging.mkdir()
     try:
         torch.save(state, staging / STATE)
-        (staging / RECORD).write_text(json.dumps({"kind": KIND, **record}, indent=2) + "\n", encoding="utf-8")
+        record = {"kind": KIND, **record, "state_sha256": sha256(staging / STATE)}  # a later load checks it whole
+        (staging / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
@@ -115,7 +116,25 @@ def load(output: Path, expected: dict) -> tuple[dict, dict]:
                                   + "; ".join(differences),
                                   "resume with the same checkpoint, --opt, data files and recovery settings, or "
                                   "run without --resume (a refused run then replaces the kept state)")
-    return torch.load(target / STATE, weights_only=False), record
+    return _read_state(target, record), record
+
+
+def _read_state(target: Path, record: dict) -> dict:
+    """The kept training state, or a clear refusal when it is damaged (a copy cut short, a full disk when it was
+    written, an edit): torch's own error would be a RuntimeError traceback about zip archives."""
+    damaged = ConverterInputError(f"--resume: the kept training state {str(target / STATE)!r} is damaged (truncated "
+                                  "or changed since it was written), so the recovery cannot continue from it",
+                                  f"run the same command without --resume to recover from the start (a refused "
+                                  f"run then keeps a new state), or delete {str(target)!r}")
+    if "state_sha256" in record and sha256(target / STATE) != record["state_sha256"]:
+        raise damaged
+    try:
+        state = torch.load(target / STATE, weights_only=False)
+    except Exception as exc:  # RuntimeError (zip), EOFError, UnpicklingError...: what a damaged file raises
+        raise damaged from exc
+    if not isinstance(state, dict):
+        raise damaged
+    return state
 
 
 def differing(kept: dict, expected: dict) -> list[str]:

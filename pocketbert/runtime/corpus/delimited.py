@@ -1,8 +1,10 @@
 """CSV and TSV: a header row, then one record per row; results are the record with prediction columns added.
 
 CSV follows RFC 4180 (quoted fields may hold commas and line breaks; the line reported for a record is
-the one it starts on).  A quote that is never closed would swallow every line after it into one field:
-that record is a bad row of its first line only, and reading goes on at the line after it.  TSV is the
+the one it starts on).  A quote that is never closed would swallow every line after it into one field,
+and one closed by a stray quote that more text follows (``"a`` … ``b " c``) the lines between: that
+record is a bad row of its first line only, and reading goes on at the line after it.  A header naming a
+column twice is refused.  TSV is the
 IANA text/tab-separated-values format: no quoting at all, so quotes in a text (common in GLUE's files)
 are just characters, and a carriage return inside a line (which no field can hold) makes that line a
 bad row, as one in an unquoted CSV field does.  Every field stays the exact string it was (an id
@@ -21,9 +23,11 @@ from pathlib import Path
 from .formats import Chunk, CorpusError
 from .predict import MISSING
 
-DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL, "lineterminator": "\n"},
+# strict: a closing quote followed by more text is an error, not a quote silently dropped with the field running on
+DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL, "lineterminator": "\n", "strict": True},
             "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None, "lineterminator": "\n"}}
 UNCLOSED = "unclosed"  # a quoted field still open at the end of the file
+STRAY = "stray"  # a quoted field closed by a quote that more text follows (a quote meant as a character)
 
 
 def _lines(f, state: dict) -> Iterator[str]:
@@ -36,6 +40,13 @@ def _lines(f, state: dict) -> Iterator[str]:
         state["taken"].append(len(raw))
         yield raw.decode("utf-8", "surrogateescape")
     state["eof"] = True
+
+
+def _kind(exc: csv.Error) -> str | None:
+    """UNCLOSED or STRAY for the errors the strict reader raises for them (None: another error)."""
+    if "unexpected end of data" in str(exc):
+        return UNCLOSED
+    return STRAY if "expected after" in str(exc) else None
 
 
 class DelimitedReader:
@@ -59,15 +70,21 @@ class DelimitedReader:
             try:
                 header = next(reader, None)
             except csv.Error as exc:
-                raise CorpusError(f"{self.path}, line 1: the header row {self._unreadable(exc)}",
-                                  "fix the header row: it names the columns") from None
-            if not header:
-                raise CorpusError(f"{self.path} is empty: a {self.kind.upper()} input needs a header row naming "
-                                  "its columns", f"write a header such as id{DIALECTS[self.kind]['delimiter']}text")
+                if _kind(exc) != UNCLOSED:
+                    raise CorpusError(f"{self.path}, line 1: the header row {self._unreadable(exc)}",
+                                      "fix the header row: it names the columns") from None
+                header, state["eof"] = [], True
             if state["eof"]:
                 raise CorpusError(f"{self.path}, line 1: a quoted field of the header is never closed (it runs to "
                                   "the end of the file)", "close the quote in the header row")
+            if not header:
+                raise CorpusError(f"{self.path} is empty: a {self.kind.upper()} input needs a header row naming "
+                                  "its columns", f"write a header such as id{DIALECTS[self.kind]['delimiter']}text")
             header[0] = header[0].removeprefix("\ufeff")
+            twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
+            if twice is not None:  # which of the two would be the text? (and the results repeat the header)
+                raise CorpusError(f"{self.path}, line 1: the header names the column {twice!r} twice",
+                                  "give every column its own name in the header row")
             return {"offset": state["offset"], "line": reader.line_num, "header": header}
 
     def _index(self, name: str) -> int:
@@ -104,13 +121,12 @@ class DelimitedReader:
                 reader = csv.reader(_lines(f, state), **DIALECTS[self.kind])
                 for record, start, end, broken in self._read(reader, state, line):
                     if broken:  # the csv reader cannot go on from here: start a new one after the bad record
-                        # an unclosed quote took every line to the end: only its first line is the bad row
-                        taken = state["taken"][:1] if broken == UNCLOSED else state["taken"]
+                        # a quote never closed, or closed by a stray one lines later, took the lines after it:
+                        # only its first line is the bad row, and the lines it took are read as rows again
+                        taken = state["taken"][:1] if broken in (UNCLOSED, STRAY) else state["taken"]
                         offset, line = self._offset + sum(taken), start + len(taken) - 1
                         self._offset = offset
-                        yield record, start, line, (f"a quoted field opened on this line is never closed: it runs "
-                                                    f"to the end of the file (line {end})" if broken == UNCLOSED
-                                                    else broken)
+                        yield record, start, line, self._broken(broken, end)
                         break
                     self._offset = state["offset"]
                     if record:  # a blank line is no record
@@ -126,12 +142,21 @@ class DelimitedReader:
             try:
                 record = next(reader, None)
             except csv.Error as exc:
-                yield [], where, line + reader.line_num, self._unreadable(exc)
+                yield [], where, line + reader.line_num, _kind(exc) or self._unreadable(exc)
                 return
             if record is None:
                 return
             end = line + reader.line_num
             yield record, end - len(state["taken"]) + 1, end, UNCLOSED if state["eof"] else None
+
+    @staticmethod
+    def _broken(broken: str, end: int) -> str:
+        if broken == UNCLOSED:
+            return f"a quoted field opened on this line is never closed: it runs to the end of the file (line {end})"
+        if broken == STRAY:
+            return (f"a quoted field opened on this line ends at a quote on line {end} that more text follows: the "
+                    "lines between would be one field (a quote inside a quoted field is written twice, \"\")")
+        return broken
 
     def _unreadable(self, exc: csv.Error) -> str:
         if "new-line" not in str(exc):

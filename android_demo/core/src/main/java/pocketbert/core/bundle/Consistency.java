@@ -2,10 +2,13 @@ package pocketbert.core.bundle;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import pocketbert.core.BundleException;
 import pocketbert.core.text.SpecialToken;
@@ -58,6 +61,9 @@ public final class Consistency {
                         + ", outside the " + vocabSize + "-token vocabulary");
             }
         }
+        if (vocab != null) {
+            checkSpecialLines(m, lines(vocab));
+        }
         if (m.tokenizerMaxLength() != null) {
             need(m.tokenizerMaxLength() == m.maxSequenceLength(), "'max_sequence_length' is " + m.maxSequenceLength()
                     + " but 'tokenizer.max_sequence_length' is " + m.tokenizerMaxLength());
@@ -97,6 +103,31 @@ public final class Consistency {
             need(a.metadataVocabSize().equals(vocabSize), "'" + entry + "' metadata vocab_size " + a.metadataVocabSize()
                     + " disagrees with 'tokenizer.vocab_size' " + vocabSize);
         }
+    }
+
+    /**
+     * This reader tokenizes from vocab.txt with the manifest's ids: each special token must be the line its id
+     * names (a token the vocabulary lacks is never emitted).
+     */
+    private static void checkSpecialLines(Manifest m, List<String> lines) {
+        Set<String> known = new HashSet<>(lines);
+        for (Map.Entry<String, SpecialToken> special : m.tokenizer().specialTokens().entrySet()) {
+            SpecialToken token = special.getValue();
+            if (token.id() < lines.size() && known.contains(token.token())) {
+                need(lines.get(token.id()).equals(token.token()), "'tokenizer.special_tokens." + special.getKey()
+                        + "' is '" + token.token() + "' with id " + token.id() + ", but line " + (token.id() + 1)
+                        + " of " + m.tokenizer().vocabFile() + " is '" + lines.get(token.id()) + "'");
+            }
+        }
+    }
+
+    /** The lines of a UTF-8 text file, without a last empty one after the final newline. */
+    static List<String> lines(byte[] data) {
+        List<String> out = new ArrayList<>(Arrays.asList(new String(data, StandardCharsets.UTF_8).split("\n", -1)));
+        if (!out.isEmpty() && out.get(out.size() - 1).isEmpty()) {
+            out.remove(out.size() - 1);
+        }
+        return out;
     }
 
     /** Lines of a text file: newlines, plus a last line without one. */

@@ -117,7 +117,12 @@ public final class Json {
             if (peek() != '"') {
                 throw error("expected a string key");
             }
+            int keyStart = pos;
             String key = string();
+            if (map.containsKey(key)) { // parsers differ on which value they keep: refuse, as the Python runtime
+                pos = keyStart;
+                throw error("the key \"" + key + "\" appears twice in one object");
+            }
             skipWhitespace();
             expect(':');
             skipWhitespace();

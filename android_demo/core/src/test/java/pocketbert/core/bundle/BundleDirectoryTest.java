@@ -155,6 +155,23 @@ class BundleDirectoryTest {
     }
 
     @Test
+    void aSpecialTokenIdNamingAnotherLineOfTheVocabularyIsRefused() throws IOException {
+        Path dir = bundle();
+        editManifest(dir, "(?<head>\"cls\": \\{\\s*\"token\": \"\\[CLS\\]\",\\s*\"id\": )\\d+", "${head}1037");
+        String problem = problem(dir);
+        assertTrue(problem.startsWith("manifest.json: 'tokenizer.special_tokens.cls' is '[CLS]' with id 1037, but "
+                + "line 1038 of vocab.txt is '"), problem);
+    }
+
+    @Test
+    void aManifestGivingAKeyTwiceIsRefused() throws IOException {
+        Path dir = bundle();
+        editManifest(dir, "\"labels\": \\[", "\"labels\": [\"a\"], \"labels\": [");
+        String problem = problem(dir);
+        assertTrue(problem.startsWith("manifest.json is not valid JSON: the key \"labels\" appears twice"), problem);
+    }
+
+    @Test
     void aHostileSchemaVersionOrLengthIsRefused() throws IOException {
         Path dir = bundle();
         editManifest(dir, "\"max_sequence_length\": \\d+", "\"max_sequence_length\": 1000000000000");

@@ -30,10 +30,12 @@ class JsonTest {
     }
 
     @Test
-    void keepsKeyOrderAndTheLastOfRepeatedKeys() {
-        Map<String, Object> m = Json.parseObject("{\"b\": 1, \"a\": 2, \"b\": 3}");
+    void keepsKeyOrderAndRefusesARepeatedKey() {
+        Map<String, Object> m = Json.parseObject("{\"b\": 1, \"a\": 2}");
         assertEquals(Arrays.asList("b", "a"), Arrays.asList(m.keySet().toArray()));
-        assertEquals(3L, m.get("b"));
+        JsonException e = assertThrows(JsonException.class, () -> Json.parse("{\"b\": 1, \"a\": {\"b\": 2, \"b\": 3}}"));
+        assertTrue(e.getMessage().contains("the key \"b\" appears twice in one object"), e.getMessage());
+        assertEquals(23, e.offset());
     }
 
     @Test
