@@ -9,7 +9,8 @@ android {
 
     defaultConfig {
         applicationId = "pocketbert.demo"
-        minSdk = 24  // the core uses String.chars(), codePoints() and streams: API 24
+        // 24: the core uses String.chars(), codePoints() and streams
+        minSdk = 24
         targetSdk = 35
         versionCode = 1
         versionName = "0.1.0"

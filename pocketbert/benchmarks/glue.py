@@ -122,8 +122,20 @@ def convert_recipes(options: GlueOptions, checkpoint: Path, out: Path, recipes: 
                 refused[recipe] = exc.problem.split(f"{recipe}:", 1)[1].split(";")[0].strip()
                 log(f"  {recipe} refused by the converter: {refused[recipe]}")
             recipes = [r for r in recipes if r not in failed]
+    refused.update(_not_shipped(out, recipes))
     record.write_text(json.dumps(refused, indent=1) + "\n", encoding="utf-8")
     return out, refused
+
+
+def _not_shipped(bundle: Path, recipes: list[str]) -> dict[str, str]:
+    """Recipes converted but left out of the bundle (an int8 file slower than fp32 at every step of its ladder), with
+    the manifest's note on why: a row of the table, as a refusal is."""
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    shipped = {a["recipe"] for a in manifest["artifacts"]}
+    notes = manifest.get("notes") or []
+    return {recipe: next((n.split(" not shipped: ", 1)[1] for n in notes if n.startswith(f"{recipe} not shipped: ")),
+                         "converted, not shipped")
+            for recipe in recipes if recipe not in shipped}
 
 
 def bundles(options: GlueOptions, task: str, teacher_dir: Path, recovered_dir: Path, log) -> tuple[dict, dict]:

@@ -58,6 +58,10 @@ def test_every_artifact_of_every_task_is_scored_against_its_teacher(run):
         teacher, recovered = torch_rows["teacher"]["score"], torch_rows["recovered"]["score"]
         artifacts = {r["runner"]: r for r in mine if r["stage"] == "artifact"}
         assert set(artifacts) == set(RECIPES.split(","))
+        # an int8 file slower than its fp32 file is not shipped (a tiny model's may be, on some CPUs): a row saying so
+        for r in [r for r in artifacts.values() if r.get("refused")]:
+            assert ":int8" in r["runner"] and r["refused"].startswith("slower than "), r
+            del artifacts[r["runner"]]
         exports = {r["runner"]: r for r in mine if r["stage"] == "teacher-artifact"}
         assert set(exports) == {"onnx:fp32", "tflite:fp32"}
         # the runtime's fp32 exports score what PyTorch scored: the teacher's and the recovered model's
@@ -73,7 +77,8 @@ def test_every_artifact_of_every_task_is_scored_against_its_teacher(run):
             else:
                 assert r["gate"]["passed"] == (r["score"] >= teacher - 1.0 - 1e-9)
             assert r["size_bytes"] > 0 and r["latency_ms"] > 0
-        assert artifacts["onnx:int8-dynamic"]["size_bytes"] < artifacts["onnx:fp32"]["size_bytes"]
+        if "onnx:int8-dynamic" in artifacts:
+            assert artifacts["onnx:int8-dynamic"]["size_bytes"] < artifacts["onnx:fp32"]["size_bytes"]
 
 
 def test_a_rerun_resumes_from_the_cache_through_the_command_line(run):
