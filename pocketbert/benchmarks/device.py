@@ -51,7 +51,7 @@ class DeviceSettings:
     use_nnapi: bool = False
     fast: bool = False
     apk: Path | None = None  # the demo APK (android_demo/build_apk.sh): its page measured in the System WebView
-    apk_tasks: list[str] = field(default_factory=lambda: list(device_webview.TASKS))
+    apk_tasks: list[str] = field(default_factory=lambda: list(device_webview.APK_TASKS))
     apk_timeout: float = 600.0  # seconds one task's page may take to write files/measure.json
     apk_poll: float = 2.0  # seconds between two reads of files/measure.json
 
