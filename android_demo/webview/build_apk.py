@@ -191,8 +191,8 @@ def build_page(cuts: dict[str, tuple[Path, str]], assets: Path) -> Path:
     """The web demo with both bundles in assets/www, LiteRT.js's threaded build left out."""
     _npm_ready()
     www = assets / "www"
-    args = [f"--{task}={path}" for task, (path, _) in cuts.items()]
-    _run(["node", WEB_DEMO / "build.mjs", "--out", www, *[a for arg in args for a in arg.split("=", 1)]],
+    args = [a for task, (path, _) in cuts.items() for a in (f"--{task}", path)]
+    _run(["node", WEB_DEMO / "build.mjs", "--out", www, *args],
          "building the page (web_demo/build.mjs)", "run node web_demo/build.mjs by hand to see why")
     wasm = www / "pocketbert-wasm"
     for file in list(wasm.iterdir()):
