@@ -211,7 +211,7 @@ def test_a_truncated_latency_record_is_refused_before_measuring(files, tmp_path)
 
 def test_a_negative_spent_budget_is_refused_and_a_continuation_stays_within_its_share(files, tmp_path):
     from pocketbert.converter import levers
-    from pocketbert.converter.one_command.lever_run import _more
+    from pocketbert.converter.one_command.lever_steps import _more
     from pocketbert.converter.levers.plan import PlannedStep
 
     out = tmp_path / "bundle"

@@ -16,7 +16,8 @@ from pocketbert.converter.errors import ConverterInputError
 from pocketbert.converter.training import dev_noise, kept_state, loop
 from pocketbert.converter.training.evaluate import evaluate
 from pocketbert.converter.training.finetune import FinetuneOptions, finetune
-from pocketbert.converter.training.recovery import RecoverOptions, after_gate, prepare, run
+from pocketbert.converter.training.recovery import RecoverOptions, prepare, run
+from pocketbert.converter.training.recovery_resume import after_gate
 from pocketbert.converter.transforms import OPTS
 
 from .conftest import DATA

@@ -49,7 +49,8 @@ class Lever:
     #: its training.json's shipped dev scores (``checkpoint_job.record_shipped``) are its output's, scored on the
     #: plan's dev file: the plan reads them instead of scoring the dev set again
     records_score: bool = False
-    #: can train further from its own output (a longer --budget continues it instead of starting again)
+    #: can train further from its own output (a longer --budget continues it instead of starting again): its
+    #: ``run`` then reads :attr:`Step.resume_from`
     continues: bool = False
     #: ``(shape, setting) -> shape`` after the lever; the identity for levers that keep the shapes
     reshape: Callable = field(default=lambda shape, setting: shape, compare=False)
@@ -89,6 +90,10 @@ class Step:
     log: Callable = print
     #: the source's dev scores on this dev set, recorded by the step before (None: the lever scores its source)
     source_scores: dict | None = None
+    #: this lever's own output from an earlier run, to train further for ``budget`` (a lever that ``continues``);
+    #: ``source`` stays what it was made from, and ``resume_scores`` are its recorded dev scores
+    resume_from: str | None = None
+    resume_scores: dict | None = None
 
 
 LEVERS: Registry[Lever] = Registry("lever", __name__)

@@ -111,6 +111,9 @@ def _record(student, train, dev, *, options: FactorOptions, report: dict) -> dic
         "fp16": options.fp16, "retune": None,
         **{k: job.rounded(v) if k.startswith("dev_") else v for k, v in report.items()}}
     record["factored_embeddings"]["weighted_relative_error"] = round(report["weighted_relative_error"], 5)
+    retune = report.get("retune") or {}
+    record["training"] = {"steps": retune.get("steps", 0), "seconds": retune.get("seconds", 0),
+                          "stopped_by": "budget" if retune else "n/a"}
     name = (f"shipped: word embeddings factored at rank {options.rank}" + (", re-tuned" if report.get("retune") else "")
             + (", fp16" if options.fp16 else ""))
     job.record_shipped(record, name, job.rounded(report["dev_after"]))
@@ -141,9 +144,47 @@ def _retune(teacher, student, features, *, budget, lr: float) -> TrainLog:
                               description="re-tune the factored word embeddings")
 
 
+def retune_further(checkpoint: str, whole: str, task: str, out: Path, options: FactorOptions, log=print,
+                   dev: str | None = None, scores: dict | None = None) -> Path:
+    """Continue re-tuning the factors of ``checkpoint`` (which this command made from ``whole``, the teacher of
+    its re-tuning) for ``options.retune`` more.  ``scores``: its dev scores, when known.  The state that scores
+    higher on the dev set ships: continuing never ships worse than where it started."""
+    refuse_as_output(out, source=checkpoint, teacher=whole)
+    job.begin(out, options.overwrite, options.threads)
+    budget = parse_budget(options.retune)
+    train, dev = job.splits(task, options.data_dir, options.train_limit, dev)
+    student, teacher = loading.load(checkpoint), loading.load(whole)
+    if student.model.get_input_embeddings().num_embeddings != teacher.model.get_input_embeddings().num_embeddings:
+        raise ConverterInputError(f"{checkpoint} was not factored from {whole}: their vocabularies differ",
+                                  "factor the table again from the start")
+    metric, length = train.metric, eval_length(student)
+    before = scores or _score(student, student.tokenizer, dev, length)
+    start = {k: v.detach().clone() for k, v in student.model.state_dict().items()}
+    run = _retune(teacher.model, student, train.encode(student.tokenizer, 128, student.labels), budget=budget,
+                  lr=options.lr)
+    after = _score(student, student.tokenizer, dev, length)
+    shipped = after if after[metric] >= before[metric] else before
+    log(f"factors re-tuned further ({run.steps} steps, {run.seconds:.0f} s): dev {metric} {before[metric]:.2f} -> "
+        f"{after[metric]:.2f}" + ("" if shipped is after else f"; the state it started from ({before[metric]:.2f}) "
+                                  "ships"))
+    if shipped is before:
+        student.model.load_state_dict(start)
+    record = job.input_record(student.checkpoint, "factor-embeddings", train, dev)
+    retuned = (record.get("factored_embeddings") or {}).setdefault("further", [])
+    retuned.append({"budget": budget.to_json(), "steps": run.steps, "seconds": round(run.seconds, 1),
+                    "dev_before": job.rounded(before), "dev_after": job.rounded(after)})
+    record["training"] = {"steps": run.steps, "seconds": round(run.seconds, 1), "stopped_by": "budget"}
+    job.record_shipped(record, "shipped: word embeddings factored, re-tuned further", job.rounded(shipped))
+    return job.write(student.model, student.tokenizer, out, overwrite=options.overwrite, record=record,
+                     transforms=job.saved_transforms(student.model.config))
+
+
 def _run_lever(step) -> Path:
     options = FactorOptions(rank=step.setting, allow_accuracy_loss=True, retune=budget_text(step.budget),
                             threads=step.threads, train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
+    if step.resume_from:
+        return retune_further(step.resume_from, whole=step.source, task=step.task, out=step.out, options=options,
+                              log=step.log, dev=step.dev, scores=step.resume_scores)
     path, _ = factor_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
                                 source_scores=step.source_scores)
     return path
@@ -175,5 +216,6 @@ def _gentler(shape, goal, rank):
 
 
 register(Lever("factor-embeddings", "the word table: a narrow table and a projection, the factors re-tuned by "
-               "distillation", order=20, trains=True, records_score=True, setting="rank", budget_weight=8,
+               "distillation", order=20, trains=True, records_score=True, continues=True, setting="rank",
+               budget_weight=8,
                reshape=lambda shape, rank: shape.factored(rank), choose=_choose, gentler=_gentler, run=_run_lever))

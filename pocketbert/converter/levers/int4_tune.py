@@ -23,7 +23,8 @@ from ..checkpoints.checkpoint_inputs import refuse_as_output
 from ..errors import ConverterInputError
 from ..training import checkpoint_job as job
 from ..training.finetune import eval_length
-from ..training.loop import Budget, TrainLog, parse_budget
+from ..training.best_state import BestState, Check
+from ..training.loop import Budget, Milestones, TrainLog, parse_budget
 from ..training.teacher import distil_every_token, frozen_teacher
 from . import Lever, register
 
@@ -44,7 +45,9 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
                         dev: str | None = None, source_scores: dict | None = None) -> tuple[Path, dict]:
     """Tune ``checkpoint`` through int4 rounding from ``options.teacher`` and write it snapped onto the grid
     (a budget of 0 steps snaps without training: e.g. to pack an already tuned checkpoint).  ``dev``: the dev file
-    beside a training file ``task``; ``source_scores``: the checkpoint's dev scores on it, when they are known."""
+    beside a training file ``task``; ``source_scores``: the checkpoint's dev scores on it, when they are known.
+    The state that scores highest on the grid ships: the end of tuning, its dev check half-way, or the checkpoint
+    as it came (so tuning further never ships worse than where it started)."""
     refuse_as_output(out, source=checkpoint, teacher=options.teacher)
     job.begin(out, options.overwrite, options.threads)
     train_split, dev = job.splits(task, options.data_dir, options.train_limit, dev)
@@ -57,21 +60,56 @@ def int4_tune_checkpoint(checkpoint: str, task: str, out: Path, options: Int4Opt
     scores["dev_int4_before"] = _grid_scores(student, dev, length, scores["dev_float"])
     log(f"dev {metric}: float {scores['dev_float'][metric]:.2f}, its weights on the int4 grid "
         f"{scores['dev_int4_before'][metric]:.2f}")
-    run = _tune(student, teacher, train_split, options) if teacher is not None else None
+    run = best = None
+    if teacher is not None:
+        run, best = _tune_keeping_best(student, teacher=teacher, train_split=train_split, dev=dev, options=options,
+                                       start=scores["dev_int4_before"][metric], log=log)
     tensors = _snap(student.model, options.pack)
     scores["dev_after"] = after = job.score(student, dev, length)
     log(f"{f'tuned through int4 ({run.steps} steps, {run.seconds:.0f} s) and ' if run else ''}put on the grid "
         f"({tensors} tensors{', stored packed, the rest float16' if options.pack else ''}): dev {metric} "
         f"{scores['dev_int4_before'][metric]:.2f} -> {after[metric]:.2f}")
+    if best is not None and best.best.score > after[metric]:
+        scores["dev_after"] = after = _ship_best(student, best, pack=options.pack, dev=dev, length=length, end=after,
+                                                 log=log)
     accuracy_gate.check("int4-tune", metric, scores["dev_float"], after, allow=options.allow_accuracy_loss,
                         max_drop=options.max_accuracy_drop, log=log)
     report = {"teacher": (options.teacher or "the checkpoint itself") if run else None, "tensors_on_grid": tensors,
               "packed": options.pack, "budget": options.budget.to_json(), "lr": options.lr,
-              "steps": run.steps if run else 0, "seconds": round(run.seconds, 1) if run else 0, "loss": LOSS}
+              "steps": run.steps if run else 0, "seconds": round(run.seconds, 1) if run else 0, "loss": LOSS,
+              "best": best.to_json() if best is not None else None}
     record = _record(student, train_split, dev, report={**report, **scores})
     path = job.write(student.model, student.tokenizer, out, overwrite=options.overwrite, record=record,
                      transforms=job.saved_transforms(student.model.config), int4=options.pack, fp16=options.pack)
     return path, record
+
+
+def _tune_keeping_best(student, *, teacher, train_split, dev, options: Int4Options, start: float, log):
+    """Tune, offering the checkpoint as it came (scored on the grid: ``start``) and a dev check half-way as
+    candidates; returns the run and the candidates (:class:`~converter.training.best_state.BestState`), whose best
+    ships when it beats the end."""
+    metric, length = train_split.metric, eval_length(student)
+    best = BestState(metric, start)
+    came = {k: v.detach().clone() for k, v in student.model.state_dict().items()}
+    best.offer(Check(0, 0.0, 0.0, start), lambda: {"model": came})
+
+    def check(point) -> None:  # runs inside the int4 simulation: the score is the grid's
+        now = job.score(student, dev, length)[metric]
+        best.offer(Check(point.step, point.fraction, point.seconds, now), point.state)
+        log(f"dev {metric} on the int4 grid after {point.seconds / 60:.1f} min ({point.step} steps): {now:.2f}")
+
+    return _tune(student, teacher, train_split, options, milestones=Milestones((0.5,), check)), best
+
+
+def _ship_best(student, best, *, pack: bool, dev, length: int, end: dict, log) -> dict:
+    """A candidate beat the end of tuning: put its state on the grid instead; returns its dev scores."""
+    metric = best.metric
+    student.model.load_state_dict(best.state["model"])
+    _snap(student.model, pack)
+    scores = job.score(student, dev, length)
+    where = "the checkpoint as it came" if best.best.step == 0 else f"the dev check at step {best.best.step}"
+    log(f"dev {metric}: {where} scores {scores[metric]:.2f} on the grid, above the end's {end[metric]:.2f}: it ships")
+    return scores
 
 
 def _grid_scores(student, dev, length: int, float_scores: dict) -> dict:
@@ -111,27 +149,31 @@ def _record(student, train_split, dev, *, report: dict) -> dict:
     record["int4_grid"] = {k: job.rounded(v) if k.startswith("dev_") else v for k, v in report.items()}
     if earlier:
         record["int4_grid"]["input"] = earlier
+    record["training"] = {"steps": report["steps"], "seconds": report["seconds"],
+                          "stopped_by": "budget" if report["steps"] else "n/a"}
     name = "shipped: " + ("tuned through int4 and " if report["steps"] else "") + "put on the int4 grid"
     job.record_shipped(record, name + (", stored as int4 (the rest float16)" if report["packed"] else ""),
                        job.rounded(report["dev_after"]))
     return record
 
 
-def _tune(student, teacher: tuple, train_split, options: Int4Options) -> TrainLog:
+def _tune(student, teacher: tuple, train_split, options: Int4Options, milestones=None) -> TrainLog:
     """Every weight of ``student`` trained, through int4 rounding, to compute ``teacher``'s logits and hidden
     states."""
     model, pieces = teacher
     features = train_split.encode(student.tokenizer, 128, student.labels)
     with int4_grid.simulated(student.model):
         return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
-                                  description="tune through int4")
+                                  description="tune through int4", milestones=milestones)
 
 
 def _run_lever(step) -> Path:
     options = Int4Options(teacher=step.teacher, allow_accuracy_loss=True, budget=step.budget, threads=step.threads,
                           train_limit=step.train_limit, data_dir=step.data_dir, overwrite=True)
-    path, _ = int4_tune_checkpoint(step.source, step.task, step.out, options, log=step.log, dev=step.dev,
-                                   source_scores=step.source_scores)
+    # continuing: tune its own earlier output further, from the same teacher
+    source, scores = (step.resume_from, step.resume_scores) if step.resume_from else (step.source, step.source_scores)
+    path, _ = int4_tune_checkpoint(source, step.task, step.out, options, log=step.log, dev=step.dev,
+                                   source_scores=scores)
     return path
 
 

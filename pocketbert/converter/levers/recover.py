@@ -14,7 +14,8 @@ from . import Lever, register
 def _run_lever(step) -> Path:
     # one part-way check, not three: the steps after it distil again, and each check is a dev pass
     options = RecoverOptions(task=step.task, dev=step.dev, budget=step.budget, data_dir=step.data_dir,
-                             train_limit=step.train_limit, progress=False, dev_checks=1)
+                             train_limit=step.train_limit, progress=False, dev_checks=1,
+                             continue_from=step.resume_from)
     path, _ = recover_checkpoint(step.source, list(step.opts), options, step.out, overwrite=True,
                                  threads=step.threads or 2, log=step.log)
     return path
@@ -26,4 +27,4 @@ def _choose(shape, goal):
 
 
 register(Lever("recover", "the norms and activations (--opt nonorm,relu), recovered by distillation", order=5,
-               trains=True, budget_weight=13, records_score=True, choose=_choose, run=_run_lever))
+               trains=True, budget_weight=13, records_score=True, continues=True, choose=_choose, run=_run_lever))

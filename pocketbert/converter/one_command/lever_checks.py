@@ -4,6 +4,7 @@ surface only after the budget was spent, or never."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from ..errors import ConverterInputError, OutputError
@@ -85,3 +86,18 @@ def check_save_checkpoint(save: Path, out: Path) -> None:
                               "the bundle are written to separate folders",
                               f"give --save-checkpoint a folder beside the bundle, e.g. "
                               f"{str(Path(out).with_name(Path(out).name + '-checkpoint'))!r}")
+
+
+def warn_if_loaded(threads: int, log, loadavg=os.getloadavg) -> bool:
+    """The budget is wall-clock: on cores shared with other work the same minutes buy fewer training steps (each
+    step's log says how many it bought).  Warn when the last minute's load average is above the threads asked."""
+    try:
+        load = loadavg()[0]
+    except OSError:  # not every platform reports one
+        return False
+    if load <= threads:
+        return False
+    log(f"warning: the load average is {load:.1f} with --threads {threads}: other work shares these cores, so the "
+        "budget's minutes will buy fewer training steps than on quiet cores (each step says what it bought); the "
+        "plan's scores assume quiet cores")
+    return True

@@ -4,11 +4,12 @@ them with CHECKPOINT as the frozen teacher inside one budget, gate the result, a
 The plan (:mod:`converter.levers.plan`) is printed before anything is trained.  Each step writes its checkpoint into
 a work folder beside ``--out`` (``OUT.levers``, created here) and records it in ``steps.json`` under a digest of its
 inputs (the checkpoint's files, the training and dev files' content, the lever and its setting, and the steps before
-it), with the SHA-256 of the files it wrote.  A rerun skips every step already recorded whose files are unchanged; a
-lever that can train further from its own output (``int4-tune``) continues for the part of its new share it has not
-spent, so a longer ``--budget`` resumes instead of starting again.  When the dev score
-after the last step misses the gate (the teacher's minus ``--max-accuracy-drop``), the run refuses with the numbers
-and keeps the work folder.
+it), with the SHA-256 of the files it wrote (:mod:`.lever_steps` runs them).  A rerun skips every step already
+recorded whose files are unchanged; a lever that can train further from its own output (recovery, the factored
+table's re-tuning, ``int4-tune``) continues for the part of its new share it has not spent, so a longer ``--budget``
+resumes every training step instead of starting again.  When a step leaves the dev score below the gate (the
+teacher's minus ``--max-accuracy-drop``) with steps to go, or the last step does, the run refuses with what each step
+cost and keeps the work folder.
 
 With ``--max-latency MS`` the plan's milliseconds come from a latency model measured on this machine first
 (:mod:`converter.levers.latency`, cached in the work folder); after the conversion, :func:`check_latency` compares
@@ -29,13 +30,13 @@ from pocketbert.runtime.contract import sha256
 
 from ..checkpoints import loading
 from ..errors import AccuracyLossRefused, ConverterInputError
-from .lever_checks import check_budget, check_splits, check_targets
-from ..levers import Step, latency, shapes
-from .lever_work import (changed_files, digest, digest_inputs, fresh, load_state, open_work, save_state, step_files,
-                         work_folder)
+from .lever_checks import check_budget, check_splits, check_targets, warn_if_loaded
+from ..levers import latency, shapes
+from .lever_steps import Gate, longer_budget_fix, run_steps, score_checkpoint
+from .lever_work import digest_inputs, load_state, open_work, work_folder
 from ..levers import plan as planning
 from ..opts import parse_opts
-from ..checkpoints.training_record import shipped_scores, training_record
+from ..checkpoints.training_record import training_record
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02
@@ -80,19 +81,19 @@ def run_levers(run: LeverRun, log=print) -> Path:
     check_budget(made)
     work = open_work(run.out)
     load_state(work, run.overwrite)  # an invalid record is refused before any work
-    teacher = recorded[1] if recorded else _score(str(path), dev, f"of the teacher ({run.checkpoint})", log)
+    teacher = recorded[1] if recorded else score_checkpoint(str(path), dev, f"of the teacher ({run.checkpoint})", log)
+    gate = Gate(teacher, run.max_drop, dev.metric)
     inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts)
-    source, score = _run_steps(run, made, work, start=(str(path), inputs), dev=dev, log=log)
-    gate = teacher - run.max_drop
-    if score < gate:
+    warn_if_loaded(run.threads or LATENCY_THREADS, log)
+    source, score, costs = run_steps(run, made, work, start=(str(path), inputs), dev=dev, gate=gate, log=log)
+    if score < gate.value:
         raise AccuracyLossRefused(
-            f"after the planned levers the dev {dev.metric} is {score:.2f}, below the gate {gate:.2f} (the teacher's "
-            f"{teacher:.2f} − {run.max_drop:g}) within --budget {_budget_words(made)}; the trained checkpoints are "
-            f"kept in {work}",
-            "run the same command with a longer --budget: the steps done are skipped"
-            + (" and int4-tune continues from its checkpoint" if "int4-tune" in made.levers else "")
-            + " (or accept more loss with --max-accuracy-drop)")
-    log(f"dev {dev.metric} {score:.2f} meets the gate {gate:.2f} (the teacher's {teacher:.2f} − {run.max_drop:g})")
+            f"after the planned levers the dev {dev.metric} is {score:.2f}, below {gate.words()} within --budget "
+            f"{_budget_words(made)}; the trained checkpoints are kept in {work}. What each step cost:\n"
+            + "\n".join(costs.table()), longer_budget_fix(made, work))
+    for line in ["what each step cost:", *costs.table()]:
+        log(line)
+    log(f"dev {dev.metric} {score:.2f} meets {gate.words()}")
     return Path(source)
 
 
@@ -202,96 +203,16 @@ def _recorded_teacher(path: Path, train, dev, *, own_split: bool) -> tuple[str, 
     return planning.teacher_score(path) if same else None
 
 
-def _run_steps(run: LeverRun, made: planning.LeverPlan, work: Path, *, start: tuple[str, str], dev, log):
-    """Each planned step in order, skipping or continuing those done; returns (last checkpoint, its dev score)."""
-    source, key = start
-    teacher, recover = run.checkpoint, made.goal.recover
-    score = recorded = None
-    for index, planned in enumerate(made.steps, 1):
-        key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
-        state = load_state(work, run.overwrite)
-        done = state.get(key)
-        step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
-                    dev=run.dev,
-                    setting=planned.setting, budget=planned.budget, opts=recover, data_dir=run.data_dir,
-                    threads=run.threads, train_limit=run.train_limit, log=log, source_scores=recorded)
-        log(f"step {index} of {len(made.steps)}: {planned.describe()}")
-        done = _step(planned, step, done, work=work, dev=dev, log=log)
-        state[key] = done
-        save_state(work, state)
-        source, score = str(work / done["out"]), done["score"]
-        recorded = _recorded_scores(work / done["out"], dev.metric) if planned.lever.records_score else None
-        teacher = source if planned.lever.new_teacher else teacher
-        key = digest(key, json.dumps(done["budget"]))
-    return source, score
 
 
-def _step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> dict:
-    """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
-    ``work``)."""
-    continued = 0
-    why = changed_files(work / done["out"], done.get("files")) if done else None
-    if why:  # reused only as written: an edited checkpoint would be converted and gated on its old score
-        log(f"  {work / done['out']} was done in an earlier run, but {why}: running the step again")
-        done = None
-    if done:
-        more = _more(planned, done)
-        if more is None:
-            log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
-            return done
-        continued = done.get("continued", 0) + 1
-        mine = work / done["out"]
-        step = replace(step, source=str(mine), budget=more, out=step.out.with_name(f"{step.out.name}-more{continued}"),
-                       source_scores=_recorded_scores(mine, dev.metric) if planned.lever.records_score else None)
-        log(f"  continued from {work / done['out']} for {more.describe()} more")
-    path = Path(planned.lever.run(replace(step, out=fresh(step.out))))
-    what = f"after {planned.lever.name}"
-    score = _recorded_score(path, dev, what, log) if planned.lever.records_score else None
-    return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
-            "budget": planned.budget.to_json() if planned.budget is not None else None,
-            "score": _score(str(path), dev, what, log) if score is None else score, "continued": continued,
-            "files": step_files(path)}
 
 
-def _recorded_scores(path: Path, metric: str) -> dict[str, float] | None:
-    """The dev scores a lever recorded for its output (``checkpoint_job.record_shipped``), taken on this run's dev
-    set: every step is given the same one.  None when they lack ``metric``: the next step then scores its source."""
-    scores = shipped_scores(training_record(path) or {})
-    return scores if metric in scores else None
 
 
-def _recorded_score(path: Path, dev, what: str, log) -> float | None:
-    """The dev score the lever recorded for its output, or None when it recorded none in the dev set's metric."""
-    scores = _recorded_scores(path, dev.metric)
-    if scores is None:
-        return None
-    log(f"  dev {dev.metric} {what}: {scores[dev.metric]:.2f}")
-    return scores[dev.metric]
 
 
-def _more(planned, done: dict):
-    """The budget ``planned`` has beyond what ``done`` spent, for a lever that continues, never more than its
-    planned share; None otherwise."""
-    from ..training.loop import Budget
-
-    if not planned.lever.continues or planned.budget is None or not done.get("budget"):
-        return None
-    spent, new = done["budget"], planned.budget.to_json()
-    for unit in ("steps", "seconds"):
-        if unit in new and unit in spent and new[unit] > spent[unit]:
-            more = min(new[unit], new[unit] - spent[unit])
-            return Budget(**{unit: int(more) if unit == "steps" else more})
-    return None
 
 
-def _score(checkpoint: str, dev, what: str, log) -> float:
-    from ..training import checkpoint_job as job
-    from ..training.finetune import eval_length
-
-    loaded = loading.load(checkpoint)
-    value = job.score(loaded, dev, eval_length(loaded))[dev.metric]
-    log(f"  dev {dev.metric} {what}: {value:.2f}")
-    return value
 
 
 def _budget_words(made: planning.LeverPlan) -> str:

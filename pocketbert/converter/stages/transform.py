@@ -137,9 +137,9 @@ def _after_gate(conversion: Conversion, recovered: dict | None, passed: bool) ->
     """A refused recovery keeps its best state beside the output: how to continue it (None: nothing kept)."""
     if not recovered:
         return None
-    from ..training import recovery as recovery_job
+    from ..training.recovery_resume import after_gate
 
-    return recovery_job.after_gate(conversion.load.recovery, recovered, passed)
+    return after_gate(conversion.load.recovery, recovered, passed)
 
 
 def damage_message(comparison: verify.Comparison, changed: list[TransformReport], recovered: dict | None = None) -> str:

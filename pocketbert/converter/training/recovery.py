@@ -20,7 +20,7 @@ from ..errors import ConverterInputError
 from ..weights.factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
-from . import dev_noise, kept_state, loop
+from . import dev_noise, kept_state, loop, recovery_resume
 from .best_state import BestState, Check
 from .defaults import RECOVERY_BUDGET
 from .evaluate import evaluate, logits
@@ -62,6 +62,9 @@ class RecoverOptions:
     output: Path | None = None
     resume: bool = False
     transforms: tuple[str, ...] = ()  # the --opt transforms trained through (nonorm, relu): part of what is resumed
+    # a checkpoint an earlier recovery of the same teacher wrote: the student starts from its weights (it is then a
+    # candidate of the checks, so continuing never ships worse than where it started)
+    continue_from: str | None = None
 
 
 @dataclass
@@ -118,15 +121,19 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     names = prepared.input_names
     metric = prepared.metric
     prepared.identity = _identity(prepared, teacher) if options.output is not None else None
-    resumed = _resumed(prepared) if options.resume else None
+    resumed = recovery_resume.resumed(prepared) if options.resume else None
     teacher_logits = logits(teacher, prepared.dev_features, input_names=names)
     teacher_scores = metrics.score(prepared.dev_features, teacher_logits)
     scoring = time.perf_counter() - start
     before = evaluate(student, prepared.dev_features, input_names=names)
-    log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, transformed without recovery {before[metric]:.2f}")
+    began = "recovered in an earlier run" if options.continue_from else "transformed without recovery"
+    log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, {began} {before[metric]:.2f}")
     log(_expected_time(options, scoring))
     eval_batches = prepared.dev_features.batches(64, input_names=names)
     best = prepared.best = _start_best(prepared, teacher_scores[metric], resumed, log)
+    if options.continue_from:
+        kept = {k: v.detach().clone() for k, v in student.state_dict().items()}
+        best.offer(Check(0, 0.0, 0.0, before[metric]), lambda: {"model": kept})
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
                      weights={"hard": options.hard_weight, "attention": options.attention_weight,
@@ -149,6 +156,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     record = _record(prepared, report, best, scores={"teacher": teacher_scores, "without_recovery": before,
                                                      "recovered": after})
     record.update(dev_noise=noise, distillation=report.to_json(), wall_seconds=round(time.perf_counter() - start, 1))
+    if options.continue_from:
+        record["continued_from"] = str(options.continue_from)
     if resumed is not None:
         record["resumed_from"] = {"steps": resumed[1]["best"]["steps"],
                                   "kept": str(kept_state.kept_dir(options.output))}
@@ -225,49 +234,12 @@ def _identity(prepared: PreparedRecovery, teacher) -> dict:
                                dev_file=prepared.dev_file)
 
 
-def _resumed(prepared: PreparedRecovery) -> tuple[dict, dict]:
-    """The kept state --resume continues, once it is shown to be this recovery's and the budget is longer."""
-    options = prepared.options
-    if options.output is None:
-        raise ConverterInputError("--resume needs the output whose refused recovery it continues",
-                                  "give the same --out as the refused conversion")
-    state, record = kept_state.load(options.output, prepared.identity)
-    if options.schedule == "joint" and options.budget.fraction(state["step"], state["seconds"],
-                                                               len(prepared.batches)) >= 1:
-        spent = f"{state['step']} steps, {state['seconds']:.0f} s"
-        raise ConverterInputError(f"--resume: the kept state has already spent {spent}, all of --recover-budget "
-                                  f"{options.budget.describe()}",
-                                  "give a longer --recover-budget (e.g. twice the refused run's) with --resume")
-    return state, record
 
 
-def after_gate(prepared: PreparedRecovery, record: dict, passed: bool) -> str | None:
-    """The gate's verdict on ``record``: refused, keep the best state beside the output and return how to
-    continue from it; passed, remove an earlier kept state for this output (it is in the bundle now)."""
-    options = prepared.options
-    if options.output is None:
-        return None
-    if passed:
-        kept_state.discard(options.output)
-        return None
-    if prepared.best is None or prepared.best.state is None:
-        return None
-    best = record["best"]
-    where = kept_state.keep(options.output, prepared.best.state,
-                            {"identity": prepared.identity, "best": best, "dev_curve": record["dev_curve"],
-                             "metric": record["metric"], "budget": options.budget.to_json()})
-    longer = _doubled(options.budget)
-    return (f"its best state (step {best['steps']}, dev {record['metric']} {best[record['metric']]:.2f}) is kept at "
-            f"{str(where)!r}: continue it with the same command plus --resume and a longer --recover-budget (e.g. "
-            f"--recover-budget {longer} --resume), or pass --allow-accuracy-loss to accept it")
 
 
-def _doubled(budget: loop.Budget) -> str:
-    if budget.seconds is not None:
-        return f"{budget.seconds * 2 / 60:g}m"
-    if budget.steps is not None:
-        return f"{budget.steps * 2}steps"
-    return f"{budget.epochs * 2:g}epochs"
+
+
 
 
 def _expected_time(options: RecoverOptions, scoring: float) -> str:
@@ -323,7 +295,10 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher))
     student = copy.deepcopy(teacher.model)
     reports = [OPTS[name].apply(student, teacher.family) for name in changing]
-    if all(r.noop for r in reports) and options.qat:
+    if options.continue_from:
+        recovery_resume.start_from(student, options.continue_from)
+        options.init = "none"  # the NoNorm fit would undo the training continued
+    elif all(r.noop for r in reports) and options.qat:
         # already nonorm/relu: quantization-aware training of the model itself, its float self the teacher
         options.init = "none"
     elif all(r.noop for r in reports):

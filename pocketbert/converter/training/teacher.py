@@ -58,11 +58,13 @@ def _piece_map(student, teacher, train_split) -> torch.Tensor | None:
 
 
 def distil_every_token(student, teacher: torch.nn.Module, features, *, budget, lr: float, description: str,
-                       pieces: torch.Tensor | None = None, params=None) -> TrainLog:
+                       pieces: torch.Tensor | None = None, params=None, milestones=None) -> TrainLog:
     """Train ``student`` (a loaded checkpoint; only ``params`` when given) to compute ``teacher``'s logits and every
-    layer's hidden states at every real token of ``features``, in shuffled batches of 32, dropout off."""
+    layer's hidden states at every real token of ``features``, in shuffled batches of 32, dropout off
+    (``milestones``: callbacks part-way, :class:`~.loop.Milestones`)."""
     names = student.family.input_names
     batches = features.batches(32, shuffle=True, seed=0, input_names=names)
     loss_fn = every_token_distillation(teacher, student.model, names, teacher_ids=pieces)
     with no_dropout(student.model):
-        return train(student.model, loss_fn, batches, params=params, budget=budget, lr=lr, description=description)
+        return train(student.model, loss_fn, batches, params=params, budget=budget, lr=lr, description=description,
+                     milestones=milestones)
