@@ -1,0 +1,139 @@
+"""What a longer --budget buys: every training step continues from its own checkpoint (recovery, the factored
+table's re-tuning, int4 tuning) for the part of its larger share it has not spent, says what its share bought, and
+never ships a state worse on the dev set than the one it continued from; a machine busier than --threads is said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pocketbert.converter import levers
+from pocketbert.converter.data import load_task
+from pocketbert.converter.levers import Step
+from pocketbert.converter.levers.plan import PlannedStep
+from pocketbert.converter.one_command.lever_checks import warn_if_loaded
+from pocketbert.converter.one_command.lever_steps import run_step
+from pocketbert.converter.training.loop import Budget
+
+from .conftest import DATA, build_checkpoint
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory, tokenizer) -> Path:
+    root = tmp_path_factory.mktemp("resume")
+    for name, rows in (("train.tsv", 48), ("dev.tsv", 32)):
+        lines = (DATA / "glue" / "SST-2" / name).read_text(encoding="utf-8").splitlines()[: rows + 1]
+        (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    build_checkpoint(root / "teacher", "bert", tokenizer, labels=("negative", "positive"))
+    return root
+
+
+def _factor_step(task: Path, work: Path, steps: int, log) -> tuple[PlannedStep, Step]:
+    planned = PlannedStep(levers.get("factor-embeddings"), 8, 0, 0, budget=Budget(steps=steps))
+    step = Step(source=str(task / "teacher"), out=work / "1-factor-embeddings", teacher=str(task / "teacher"),
+                task=str(task / "train.tsv"), dev=str(task / "dev.tsv"), setting=8, budget=planned.budget, threads=1,
+                log=log)
+    return planned, step
+
+
+def test_a_longer_share_continues_the_factored_tables_retuning_from_its_checkpoint(task, tmp_path):
+    work, printed = tmp_path / "bundle.levers", []
+    work.mkdir()
+    dev = load_task(str(task / "dev.tsv"), "dev")
+    planned, step = _factor_step(task, work, 2, printed.append)
+    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    assert first["trained"] == {"steps": 2, "seconds": first["trained"]["seconds"]} and first["continued"] == 0
+
+    printed.clear()
+    planned, step = _factor_step(task, work, 5, printed.append)
+    again = run_step(planned, step, first, work=work, dev=dev, log=printed.append)
+    out = "\n".join(printed)
+    assert f"continued from {work / first['out']} for 3 steps more" in out
+    assert "factors re-tuned further (3 steps" in out and "factor-embeddings: 5 training steps in" in out
+    assert again["continued"] == 1 and again["trained"]["steps"] == 5 and again["out"] != first["out"]
+    from pocketbert.converter.checkpoints.loading import load
+
+    continued, earlier = load(str(work / again["out"])), load(str(work / first["out"]))
+    factors = [name for name, _ in continued.model.get_input_embeddings().named_parameters()]
+    assert factors and all(  # the factors were trained further from the earlier checkpoint's, not refactored
+        not continued.model.get_input_embeddings().get_parameter(n).equal(
+            earlier.model.get_input_embeddings().get_parameter(n)) for n in factors)
+    # and nothing else moved: the table's re-tuning trains the factors only
+    body = {k: v for k, v in continued.model.state_dict().items() if "embeddings.word" not in k}
+    assert all(v.equal(earlier.model.state_dict()[k]) for k, v in body.items())
+
+    planned, step = _factor_step(task, work, 5, printed.append)
+    assert run_step(planned, step, again, work=work, dev=dev, log=printed.append) is again  # all of it spent
+
+
+def test_a_share_already_spent_is_skipped_not_continued(task, tmp_path):
+    work, printed = tmp_path / "bundle.levers", []
+    work.mkdir()
+    dev = load_task(str(task / "dev.tsv"), "dev")
+    planned, step = _factor_step(task, work, 2, printed.append)
+    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    planned, step = _factor_step(task, work, 1, printed.append)
+    assert run_step(planned, step, first, work=work, dev=dev, log=printed.append) is first
+    assert "skipped" in printed[-1]
+
+
+@pytest.mark.parametrize("load, warned", [(3.5, True), (2.0, False), (0.1, False)])
+def test_a_load_average_above_the_threads_asked_is_warned_about(load, warned):
+    printed: list[str] = []
+    assert warn_if_loaded(2, printed.append, loadavg=lambda: (load, 0.0, 0.0)) is warned
+    assert bool(printed) is warned
+    if warned:
+        assert f"the load average is {load:.1f} with --threads 2" in printed[0] and "fewer training steps" in printed[0]
+
+
+def test_a_platform_without_a_load_average_warns_of_nothing():
+    def missing():
+        raise OSError("no load average here")
+
+    assert warn_if_loaded(2, print, loadavg=missing) is False
+
+
+def _split_down_the_middle(directory: Path, tokenizer, texts: list[str]) -> list[int]:
+    """A tiny NoNorm model (MobileBERT) whose head's bias puts half of ``texts`` on each side, saved in place;
+    returns its answers with its weights on the int4 grid (random tiny models otherwise answer one class)."""
+    import torch
+
+    from pocketbert.converter.checkpoints.loading import load
+    from pocketbert.converter.weights import int4_grid
+
+    build_checkpoint(directory, "mobilebert", tokenizer, labels=("negative", "positive"))
+    loaded = load(str(directory))
+    encoded = tokenizer(texts, padding=True, return_tensors="pt")
+    inputs = {name: encoded[name] for name in loaded.family.input_names if name in encoded}
+    head = loaded.model.classifier
+    with torch.no_grad(), int4_grid.simulated(loaded.model):
+        head.weight *= 1e4  # a random tiny model's answers differ by ~1e-5 between sentences: make them differ
+        head.bias.zero_()
+        margin = loaded.model(**inputs).logits.diff(dim=-1).squeeze(-1).sort().values
+        head.bias[1] -= (margin[len(margin) // 2 - 1] + margin[len(margin) // 2]) / 2
+        answers = loaded.model(**inputs).logits.argmax(-1).tolist()
+    loaded.model.save_pretrained(directory)
+    return answers
+
+
+def test_int4_tuning_that_only_loses_ships_the_checkpoint_as_it_came(task, tmp_path, tokenizer):
+    """Tuning further with a step size that wrecks the model: the dev set (labelled with the input's own answers on
+    the grid) scores the input highest, so it ships, not the end of tuning (which is what shipped before)."""
+    from pocketbert.converter.levers.int4_tune import Int4Options, int4_tune_checkpoint
+
+    rows = (DATA / "glue" / "SST-2" / "dev.tsv").read_text(encoding="utf-8").splitlines()
+    texts = [row.rsplit("\t", 1)[0] for row in rows[1:33]]
+    answers = _split_down_the_middle(tmp_path / "student", tokenizer, texts)
+    assert 0 < sum(answers) < len(answers)
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("\n".join([rows[0], *(f"{t}\t{a}" for t, a in zip(texts, answers))]) + "\n", encoding="utf-8")
+    printed: list[str] = []
+    options = Int4Options(lr=0.05, budget=Budget(steps=4), threads=1, allow_accuracy_loss=True)
+    _, record = int4_tune_checkpoint(str(tmp_path / "student"), str(task / "train.tsv"), tmp_path / "tuned", options,
+                                     log=printed.append, dev=str(dev))
+    out = "\n".join(printed)
+    grid = record["int4_grid"]
+    assert "the checkpoint as it came scores" in out and "above the end's" in out, out
+    assert grid["dev_after"]["accuracy"] == grid["dev_int4_before"]["accuracy"] > 90
+    assert grid["best"]["steps"] == 0 and record["training"]["steps"] == 4
