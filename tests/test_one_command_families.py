@@ -113,7 +113,8 @@ def test_every_family_and_head_is_covered():
 
 def test_the_plan_is_printed_first_and_run_in_its_order(run):
     assert run.code == 0, run.out[-3000:]
-    planned = re.findall(r"^  \d\. (\S+)", run.out, re.MULTILINE)
+    plan = run.out[run.out.index("plan from the shapes"):run.out.index("dev score to keep")]
+    planned = re.findall(r"^  \d\. (\S+)", plan, re.MULTILINE)
     assert planned == list(run.combo.plan)
     assert set(planned) & TRAINING and set(planned) & SHAPES and planned[-2:] == ["int4-tune", "pack"]
     first = run.out.index(f"step 1 of {len(planned)}: {planned[0]}")
