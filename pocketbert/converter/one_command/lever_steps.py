@@ -15,6 +15,7 @@ from ..checkpoints import loading
 from ..checkpoints.training_record import shipped_scores, training_record
 from ..errors import AccuracyLossRefused
 from ..levers import Step
+from ..levers.plan import duration
 from .lever_work import changed_files, digest, fresh, load_state, save_state, step_files
 
 
@@ -46,7 +47,8 @@ class StepCosts:
         lines, before = [f"  teacher{'':<34}{self.gate.teacher:7.2f}"], self.gate.teacher
         for index, (what, score, trained) in enumerate(self.rows, 1):
             bought = f"  {bought_words(trained)}" if trained else ""
-            lines.append(f"  {index}. {what:<36}{score:7.2f}  ({round(score - before, 2) + 0:+.2f}){bought}")
+            change = round(score, 2) - round(before, 2) + 0  # the change of the figures shown; never "-0.00"
+            lines.append(f"  {index}. {what:<36}{score:7.2f}  ({change:+.2f}){bought}")
             before = score
         return lines
 
@@ -108,8 +110,8 @@ def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log) ->
     score = _recorded_score(path, dev, what, log) if planned.lever.records_score else None
     trained = _trained(path, done) if planned.lever.trains else None
     if trained:
-        log(f"  {planned.lever.name}: {bought_words(trained)} of training"
-            + (f" (over {continued + 1} runs)" if continued else ""))
+        log(f"  {planned.lever.name}: {bought_words(trained)}" + (f" over {continued + 1} runs" if continued else "")
+            + f" (its share of the budget: {duration(planned.budget)})")
     return {"lever": planned.lever.name, "setting": planned.setting, "out": path.name,
             "budget": planned.budget.to_json() if planned.budget is not None else None,
             "score": score_checkpoint(str(path), dev, what, log) if score is None else score,
