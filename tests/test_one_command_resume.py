@@ -137,3 +137,45 @@ def test_int4_tuning_that_only_loses_ships_the_checkpoint_as_it_came(task, tmp_p
     assert "the checkpoint as it came scores" in out and "above the end's" in out, out
     assert grid["dev_after"]["accuracy"] == grid["dev_int4_before"]["accuracy"] > 90
     assert grid["best"]["steps"] == 0 and record["training"]["steps"] == 4
+
+
+def test_a_retuning_of_the_factors_that_only_loses_ships_the_svds_factors(task, tmp_path, tokenizer):
+    """The dev set is labelled with the answers of the source's SVD factors (the same SVD the command makes, so they
+    score 100): a re-tuning with a step size that wrecks them ships the SVD's factors, not its own."""
+    import torch
+
+    from pocketbert.converter.checkpoints.loading import load
+    from pocketbert.converter.levers.factor_embeddings import FactorOptions, factor_checkpoint
+
+    rows = (DATA / "glue" / "SST-2" / "dev.tsv").read_text(encoding="utf-8").splitlines()
+    texts = [row.rsplit("\t", 1)[0] for row in rows[1:33]]
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("\n".join([rows[0], *(f"{t}\t{i % 2}" for i, t in enumerate(texts))]) + "\n", encoding="utf-8")
+    source = build_checkpoint(tmp_path / "student", "bert", tokenizer, labels=("negative", "positive"))
+    loaded = load(str(source))
+    with torch.no_grad():
+        loaded.model.classifier.weight *= 1e4  # a random tiny model's answers differ by ~1e-5: make them differ
+    loaded.model.save_pretrained(source)
+    options = FactorOptions(rank=16, retune=None, threads=1, allow_accuracy_loss=True)
+    factor_checkpoint(str(source), str(task / "train.tsv"), tmp_path / "svd", options, log=lambda _: None,
+                      dev=str(dev))
+    svd = load(str(tmp_path / "svd"))
+    encoded = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        margin = svd.model(**{n: encoded[n] for n in svd.family.input_names}).logits.diff(dim=-1).squeeze(-1)
+    middle = margin.sort().values[len(texts) // 2 - 1: len(texts) // 2 + 1].mean()
+    answers = (margin > middle).long().tolist()
+    assert 0 < sum(answers) < len(answers)
+    with torch.no_grad():
+        loaded.model.classifier.bias[1] -= middle  # the source's head, which the factored model keeps
+    loaded.model.save_pretrained(source)
+    dev.write_text("\n".join([rows[0], *(f"{t}\t{a}" for t, a in zip(texts, answers))]) + "\n", encoding="utf-8")
+
+    printed: list[str] = []
+    options = FactorOptions(rank=16, retune="4steps", lr=1.0, threads=1, allow_accuracy_loss=True)
+    _, record = factor_checkpoint(str(source), str(task / "train.tsv"), tmp_path / "factored", options,
+                                  log=printed.append, dev=str(dev))
+    table = record["factored_embeddings"]
+    assert "the factors as the SVD gave them score higher; they ship" in "\n".join(printed), printed
+    assert table["dev_after"]["accuracy"] == table["dev_factored"]["accuracy"] > 90
+    assert record["dev_scores"]["accuracy"] == table["dev_factored"]["accuracy"]

@@ -74,12 +74,17 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
         f"factored at rank {options.rank} (weighted relative error {report['weighted_relative_error']:.3f}): dev "
         f"{metric} {scores['dev_before'][metric]:.2f} -> {after[metric]:.2f}")
     if budget:
+        factored = {k: v.detach().clone() for k, v in student.model.get_input_embeddings().state_dict().items()}
         run = _retune(whole, student, train.encode(tokenizer, 128, student.labels), budget=budget, lr=options.lr)
         report["retune"] = {"budget": budget.to_json(), "lr": options.lr, "steps": run.steps,
                             "seconds": round(run.seconds, 1), "loss": LOSS}
         after = _score(student, tokenizer, dev, length)
         log(f"factors re-tuned by distillation ({run.steps} steps, {run.seconds:.0f} s): dev {metric} "
             f"{scores['dev_factored'][metric]:.2f} -> {after[metric]:.2f}")
+        if after[metric] < scores["dev_factored"][metric]:  # the re-tuning lost on the dev set: the SVD's factors ship
+            student.model.get_input_embeddings().load_state_dict(factored)
+            after = report["retune"]["shipped"] = scores["dev_factored"]
+            log(f"dev {metric}: the factors as the SVD gave them score higher; they ship")
     if options.fp16:  # a shared body is the source's, bit for bit: only the factors are rounded
         job.round_to_fp16(student.model, keep=lambda name: options.share_body and not shared_body.is_own_key(name))
         after = _score(student, tokenizer, dev, length)
