@@ -225,6 +225,16 @@ def test_a_negative_spent_budget_is_refused_and_a_continuation_stays_within_its_
     assert _more(planned, {"budget": {"seconds": 20}}).seconds == 40
 
 
+@pytest.mark.parametrize("trained", [{"steps": -1, "seconds": 3}, {"steps": 2}, "many", {"steps": True, "seconds": 1}])
+def test_a_record_of_training_bought_that_is_not_counts_is_refused(trained, files, tmp_path):
+    out = tmp_path / "bundle"
+    _run(files, out)
+    _edit_state(out, trained=trained)
+    with pytest.raises(OutputError) as refused:
+        _run(files, out)
+    assert "is not a count of steps and seconds" in str(refused.value)
+
+
 # --- the gate: teacher and student scored on the same dev file -----------------------------------------------------
 
 def test_a_task_name_with_a_dev_file_gates_on_the_teachers_score_on_that_file(files, tmp_path):

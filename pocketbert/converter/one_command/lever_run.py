@@ -203,18 +203,6 @@ def _recorded_teacher(path: Path, train, dev, *, own_split: bool) -> tuple[str, 
     return planning.teacher_score(path) if same else None
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def _budget_words(made: planning.LeverPlan) -> str:
     return made.budget.describe() if made.budget is not None else "(none)"
 

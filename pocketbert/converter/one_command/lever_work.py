@@ -86,6 +86,11 @@ def _entry_problem(work: Path, entry) -> str | None:
     continued = entry.get("continued", 0)
     if isinstance(continued, bool) or not isinstance(continued, int) or continued < 0:
         return f"its count of continuations {continued!r} is not a whole number ≥ 0"
+    trained = entry.get("trained")
+    if trained is not None and (not isinstance(trained, dict) or set(trained) != {"steps", "seconds"}
+                                or isinstance(trained["steps"], bool) or not isinstance(trained["steps"], int)
+                                or trained["steps"] < 0 or not _number(trained["seconds"]) or trained["seconds"] < 0):
+        return f"what it trained {trained!r} is not a count of steps and seconds, each ≥ 0"
     files = entry.get("files")
     if files is not None and (not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values())):
         return "its files are not a list of names and SHA-256 digests"
