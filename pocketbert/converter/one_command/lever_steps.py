@@ -65,8 +65,7 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
     still to go."""
     source, key = start
     teacher, recover = run.checkpoint, made.goal.recover
-    recorded, costs = None, StepCosts(gate)
-    score = gate.teacher
+    recorded, costs, score = None, StepCosts(gate), gate.teacher
     for index, planned in enumerate(made.steps, 1):
         key = digest(key, planned.lever.name, json.dumps(planned.setting), ",".join(recover))
         state = load_state(work, run.overwrite)
