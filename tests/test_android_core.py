@@ -23,6 +23,7 @@ import pytest
 from pocketbert.converter.output.cut import cut
 
 from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
+from .test_web_demo import sst2_phone_bundle
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "android_demo"
@@ -39,8 +40,10 @@ def java_run(tmp_path_factory):
                          "(Debian: apt-get install -y openjdk-17-jdk-headless)")
     work = tmp_path_factory.mktemp("android-core")
     env = {**os.environ, "POCKETBERT_PYTHON": sys.executable}
-    done = subprocess.run([str(CORE / "run_tests.sh"), "--work-dir", str(work)], capture_output=True, text=True,
-                          env=env, timeout=1800)
+    # the sst2-phone bundle the browser tests use (the same model, buckets and int4 file), not a second conversion
+    phone = sst2_phone_bundle(tmp_path_factory)
+    done = subprocess.run([str(CORE / "run_tests.sh"), "--work-dir", str(work), "--sst2-phone", str(phone)],
+                          capture_output=True, text=True, env=env, timeout=1800)
     return done, work
 
 

@@ -4,6 +4,7 @@ signature's outputs bit for bit, every weight stored once), and a failed second 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from ai_edge_litert.interpreter import Interpreter
 from ai_edge_litert.schema_py_generated import Model
 
@@ -21,11 +22,19 @@ def _examples(spec, buckets):
     return {f"seq_{b}": {n: batch[n] for n in spec.input_names} for b, batch in batches.items()}
 
 
-def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints, tmp_path):
+@pytest.fixture(scope="module")
+def one_export(checkpoints) -> bytes:
+    """Signatures seq_16 and seq_32 converted in one process: the first half of the merge below and the reference of
+    the two-process export, the same model and inputs in both tests (a conversion costs ~10 s of CPU)."""
+    _, spec = export_spec(checkpoints["bert"]["classification"], buckets=(16, 32))
+    return signatures.converted(spec.model, _examples(spec, (16, 32)))
+
+
+def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints, one_export, tmp_path):
     _, spec = export_spec(checkpoints["bert"]["classification"])
     examples = _examples(spec, (16, 32, 48))
     whole = signatures.converted(spec.model, examples)
-    first = signatures.converted(spec.model, {k: examples[k] for k in ("seq_16", "seq_32")})
+    first = one_export  # seq_16 and seq_32
     second = signatures.converted(spec.model, {"seq_48": examples["seq_48"]})
     merged = signatures.merged(first, second)
     assert signatures.same_outputs(merged, dict.fromkeys(examples, whole), examples)
@@ -47,13 +56,13 @@ def test_two_files_merged_are_the_one_export_of_all_their_signatures(checkpoints
         assert np.isfinite(logits["logits"]).all()
 
 
-def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_second_fails(checkpoints, monkeypatch,
-                                                                                           tmp_path):
+def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_second_fails(checkpoints, one_export,
+                                                                                           monkeypatch, tmp_path):
     _, spec = export_spec(checkpoints["bert"]["classification"], buckets=(16, 32))
     examples = _examples(spec, (16, 32))
     assert not signatures.two_processes_pay(spec.model, 2, threads=2)  # a tiny model: one process is quicker
     assert signatures.export_in_two_processes(spec.model, examples, tmp_path / "two.tflite")
-    one = signatures.converted(spec.model, examples)
+    one = one_export
     assert signatures.same_outputs((tmp_path / "two.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
     monkeypatch.setattr(signatures.sys, "executable", "/bin/false")  # the second process fails
     assert not signatures.export_in_two_processes(spec.model, examples, tmp_path / "failed.tflite")

@@ -123,17 +123,24 @@ def _convert(name: str, out: Path, *recipes: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def web_bundles(tmp_path_factory):
-    """The three bundles of the browser tests, converted once per session (every worker shares them)."""
+def sst2_phone_bundle(tmp_path_factory) -> Path:
+    """sst2-phone as the browser tests convert it, once per session; also the phone bundle of the Android core's
+    tests (tests/test_android_core.py), which would otherwise convert the same 40 MB model again."""
     # int4 on one real model only, the phone-sized one (sst2-demo with factored word embeddings): quantising and
     # verifying it adds ~5 s; ner-demo's int4 quantisation runs its accuracy ladder (584 s) and its file runs the
     # same ops (docs/web.md)
-    return once(tmp_path_factory, "web-bundles", lambda work: {
-        "ner": _convert("ner-demo", work / "ner"),
-        "classification": _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic"),
-        # the phone-sized NER model: its weights are on the int4 grid, so its int4 ladder ends at the first file
-        "ner_phone": _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic")})
+    return once(tmp_path_factory, "web-sst2", lambda work: _convert("sst2-phone", work / "sst2", "tflite:int4-dynamic"))
+
+
+@pytest.fixture(scope="session")
+def web_bundles(tmp_path_factory):
+    """The three bundles of the browser tests, converted once per session (every worker shares them). Each is its
+    own build, so that a worker wanting only one (the Android core's sst2-phone) builds it beside this one."""
+    return {"ner": once(tmp_path_factory, "web-ner", lambda work: _convert("ner-demo", work / "ner")),
+            "classification": sst2_phone_bundle(tmp_path_factory),
+            # the phone-sized NER model: its weights are on the int4 grid, so its int4 ladder ends at the first file
+            "ner_phone": once(tmp_path_factory, "web-ner-phone",
+                              lambda work: _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic"))}
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,15 @@
 # run them with the JUnit console launcher, and print "N passed, N failed" as the last line; the exit
 # code is non-zero when anything failed or could not run.
 #
-#   android_demo/core/run_tests.sh [--work-dir DIR] [--fuzz-count N]
+#   android_demo/core/run_tests.sh [--work-dir DIR] [--fuzz-count N] [--sst2-phone BUNDLE]
 #
 # The tests compare Java with the Python runtime, so their inputs come from the repository's Python
 # (.venv/bin/python, or $POCKETBERT_PYTHON): the golden vectors in tests/golden, the vocabulary they
 # were written with, random texts tokenized by the runtime (tools/make_fuzz_cases.py; --fuzz-count
 # single texts per tokenizer) and two converted TFLite bundles with the runtime's results on them
-# (tools/make_pipeline_cases.py). Generated files go to --work-dir (default: a temporary directory,
-# removed afterwards); nothing generated is committed. A test whose input could not be generated
+# (tools/make_pipeline_cases.py; --sst2-phone: an sst2-phone bundle already converted, buckets 32 and 64
+# with its int4 file, used instead of converting one). Generated files go to --work-dir (default: a
+# temporary directory, removed afterwards); nothing generated is committed. A test whose input could not be generated
 # fails and says why. JUnit 5 comes from Debian (apt-get install junit5), installed here if missing.
 set -euo pipefail
 
@@ -18,11 +19,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 work=""
 fuzz_count=2500
+sst2_phone=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --work-dir) work="$2"; shift 2 ;;
         --fuzz-count) fuzz_count="$2"; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --sst2-phone) sst2_phone=(--sst2-phone "$(cd "$2" && pwd)"); shift 2 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "run_tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -72,7 +75,7 @@ else
     else
         echo "run_tests.sh: make_fuzz_cases.py failed: the fuzz test will fail" >&2
     fi
-    if (cd "$repo" && "$python" "$here/tools/make_pipeline_cases.py" "$work/pipeline") >"$work/pipeline.log" 2>&1; then
+    if (cd "$repo" && "$python" "$here/tools/make_pipeline_cases.py" "$work/pipeline" "${sst2_phone[@]}") >"$work/pipeline.log" 2>&1; then
         grep -E '^wrote ' "$work/pipeline.log" >&2 || true
         props+=("-Dpocketbert.pipeline=$work/pipeline")
     else

@@ -1,6 +1,6 @@
 """Real TFLite bundles and the Python runtime's results on them, for the Java pipeline tests.
 
-    .venv/bin/python android_demo/core/tools/make_pipeline_cases.py WORKDIR
+    .venv/bin/python android_demo/core/tools/make_pipeline_cases.py WORKDIR [--sst2-phone BUNDLE]
 
 1. Saves two tiny seeded checkpoints (the converter's ``tiny_config`` of a family, random weights):
    BERT with a CoNLL BIO token-classification head, DistilBERT (no ``token_type_ids``) with a
@@ -12,7 +12,9 @@
    ``WORKDIR/cls-int4-phone`` from it: the phone cut keeping the int4 file, as the app's assets hold it.
    Converts the shipped phone-sized SST-2 model as its documentation says (``sst2-phone --format tflite
    --max-size 8MB``, buckets 32 and 64) and cuts ``WORKDIR/sst2-phone-cut`` from it for the phone: its int4 file,
-   every Linear at 4 bits, and its 16,000-piece vocabulary.
+   every Linear at 4 bits, and its 16,000-piece vocabulary. With ``--sst2-phone BUNDLE`` it cuts that bundle
+   instead (an sst2-phone conversion with buckets 32 and 64 and its int4 file: the test suite passes the one its
+   browser tests convert, so that the 40 MB model is not converted twice).
 3. Runs texts through ``runtime.load(bundle, backend="tflite")`` while recording every LiteRT
    signature call (signature key, named inputs, the raw ``logits`` output with its dtype and
    quantisation), and writes ``WORKDIR/pipeline_cases.json``: the recorded calls, the signature list,
@@ -183,9 +185,13 @@ def classification_cases(bundle: Path, recorder: Recorder) -> dict:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    sst2_phone = None
+    if len(args) == 3 and args[1] == "--sst2-phone":
+        args, sst2_phone = args[:1], Path(args[2]).resolve()
+    if len(args) != 1:
         raise SystemExit(__doc__)
-    work = Path(sys.argv[1]).resolve()
+    work = Path(args[0]).resolve()
     work.mkdir(parents=True, exist_ok=True)
     checkpoints = build_checkpoints(work)
     convert(checkpoints["ner"], work / "ner-bundle", "--recipe", "tflite:int8-static", "--buckets", "16,32")
@@ -194,9 +200,11 @@ def main() -> int:
     # int4 ranks after int8, so the full bundle's replay runs int8; the cut is where the app meets int4
     cut(work / "cls-bundle", "phone", work / "cls-int4-phone", recipe="tflite:int4-dynamic", overwrite=True)
     # the real phone-sized model with its documented small-size option; the phone cut keeps its int4 file
-    convert(Path("sst2-phone"), work / "sst2-phone", "--opt", "nonorm,relu,fold", "--format", "tflite",
-            "--max-size", "8MB", "--buckets", "32,64")
-    cut(work / "sst2-phone", "phone", work / "sst2-phone-cut", overwrite=True)
+    if sst2_phone is None:
+        sst2_phone = work / "sst2-phone"
+        convert(Path("sst2-phone"), sst2_phone, "--opt", "nonorm,relu,fold", "--format", "tflite", "--max-size", "8MB",
+                "--buckets", "32,64")
+    cut(sst2_phone, "phone", work / "sst2-phone-cut", overwrite=True)
     recorder = Recorder()
     restore = recorder.install()
     try:
