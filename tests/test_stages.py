@@ -91,3 +91,28 @@ def test_every_stage_does_its_work_inside_timed_steps(options, checkpoints):
     wall = time.perf_counter() - start
     assert {"load", "transform", "export", "quantize", "verify", "bundle"} <= set(result.stage_seconds)
     assert sum(result.stage_seconds.values()) >= 0.9 * wall
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_conversion_leaves_the_callers_pytorch_threads_as_they_were(fails, options, checkpoints, tmp_path):
+    """--threads is the conversion's: a program converting in-process keeps its own thread count after it, and
+    after a stage failed once the load stage had set them."""
+    import torch
+
+    class Fails(Planted):
+        def run(self, conversion: Conversion) -> None:
+            raise RuntimeError("a stage after the load failed")
+
+    before = torch.get_num_threads()
+    mine = 1 if before != 1 else 2
+    torch.set_num_threads(mine)
+    try:
+        made = options(checkpoints["bert"]["classification"], threads=3, out=tmp_path / "bundle")
+        if fails:
+            with pytest.raises(RuntimeError, match="a stage after the load failed"):
+                convert(made, stages=(STAGES[0], Fails("fails", reads=("load",))))
+        else:
+            convert(made)
+        assert torch.get_num_threads() == mine
+    finally:
+        torch.set_num_threads(before)

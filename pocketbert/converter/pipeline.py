@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+
 from .conversion import GIVEN, PARTS, ArtifactResult, Conversion, ConvertResult
 from .events import Listener, ignore
 from .options import ConvertOptions, plan
@@ -28,9 +30,13 @@ def convert(options: ConvertOptions, events: Listener | None = None, *,
     """``stages``: the converter's own unless a test plants others."""
     check_order(stages, GIVEN, PARTS)  # a wiring bug is refused before any slow work
     conversion = Conversion(options, plan(options), Staging(options.out, options.overwrite), events or ignore)
-    with conversion.staging:
-        for stage in stages:
-            before = conversion.produced()
-            stage.run(conversion)
-            check_produced(stage, before, conversion.produced())
+    threads = torch.get_num_threads()
+    try:
+        with conversion.staging:
+            for stage in stages:
+                before = conversion.produced()
+                stage.run(conversion)
+                check_produced(stage, before, conversion.produced())
+    finally:  # the load stage sets PyTorch's threads to --threads: a caller's own setting is theirs again after
+        torch.set_num_threads(threads)
     return conversion.result()
