@@ -247,8 +247,8 @@ def _expected_time(options: RecoverOptions, scoring: float) -> str:
     budget = options.budget
     checks = f"{options.dev_checks + 1} dev scores of ~{scoring:.0f} s each"
     if budget.seconds is not None:
-        return (f"recovery: at most {budget.seconds / 60:.1f} min of training ({budget.describe()}), plus {checks} "
-                "and the NoNorm fit")
+        fit = "" if options.init == "none" else " and the NoNorm fit"
+        return f"recovery: at most {budget.seconds / 60:.1f} min of training ({budget.describe()}), plus {checks}{fit}"
     return f"recovery: {budget.describe()} (the progress line estimates the time), plus {checks}"
 
 
