@@ -48,7 +48,8 @@ def _convert(root, capsys, *extra) -> tuple[int, str]:
 
 def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(user_files, capsys):
     """Recovery leaves the tiny model below the gate with five steps to go: the run stops there with what the step
-    cost, keeps its checkpoint, and a longer --budget continues the recovery from it, then runs the steps after it."""
+    cost and keeps its checkpoint; a longer --budget continues the recovery from it; with a gate it is within, the
+    steps after it run."""
     root = user_files
     code, out = _convert(root, capsys, "--budget", "6steps")
     assert code == AccuracyLossRefused.exit_code, out
@@ -60,16 +61,25 @@ def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(us
     assert "after step 1 of 6 (recover) the dev accuracy is" in flat and "below the gate 98.00" in flat
     assert "with 5 steps to go (trim-vocab 3,000 pieces, narrow" in flat and "stopped here" in flat
     assert re.search(r"1\. recover +\d+\.\d\d +\(-\d+\.\d\d\) +2 training steps in \d+ s", out)  # its cost
-    assert "recover continues from its checkpoint in " + str(root / "bundle.levers") in flat
+    assert "recover, the step that fell below the gate, continues from its checkpoint in " + str(
+        root / "bundle.levers") in flat
     assert "step 2 of 6" not in out and not (root / "bundle").exists()
     state = json.loads((root / "bundle.levers" / "steps.json").read_text())
     assert [(step["lever"], step["trained"]["steps"]) for step in state.values()] == [("recover", 2)]
 
-    code, out = _convert(root, capsys, "--budget", "12steps", "--max-accuracy-drop", "100",
+    code, out = _convert(root, capsys, "--budget", "12steps")
+    assert code == AccuracyLossRefused.exit_code, out
+    assert f"continued from {root / 'bundle.levers' / '1-recover'} for 2 steps more" in out
+    assert "recovered in an earlier run" in out and "recover: 4 training steps in" in out and "over 2 runs" in out
+    state = json.loads((root / "bundle.levers" / "steps.json").read_text())
+    assert [(step["continued"], step["budget"], step["trained"]["steps"]) for step in state.values()] == [
+        (1, {"steps": 4}, 4)]
+
+    # a gate the recovered student is within: the recovery is kept as it is, and the steps after it run
+    code, out = _convert(root, capsys, "--budget", "18steps", "--max-accuracy-drop", "100",
                          "--save-checkpoint", str(root / "phone"))
     assert code == 0, out
-    assert f"continued from {root / 'bundle.levers' / '1-recover'} for 2 steps more" in out
-    assert "recovered in an earlier run" in out and "recover: 4 training steps in" in out
+    assert "within the gate; skipped" in out and "continued from" not in out
     assert re.findall(r"^step \d of 6: (\S+)", out, re.MULTILINE) == PLAN  # run in the plan's order
     assert "what each step cost:" in out
     assert (root / "bundle" / "manifest.json").is_file()
@@ -77,10 +87,7 @@ def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(us
     manifest = json.loads((root / "bundle" / "manifest.json").read_text())
     assert any(a["recipe"].startswith("tflite:") and a["recipe"] != "tflite:fp32" for a in manifest["artifacts"])
     state = json.loads((root / "bundle.levers" / "steps.json").read_text())
-    recovered = [step for step in state.values() if step["lever"] == "recover"]
-    assert [(step["continued"], step["budget"], step["trained"]["steps"]) for step in recovered] == [
-        (1, {"steps": 4}, 4)]
-    assert [step["lever"] for step in state.values()] == PLAN  # the steps after it ran again, from its new state
+    assert [step["lever"] for step in state.values()] == PLAN
     # --save-checkpoint: the last step's checkpoint, file for file, beside the bundle
     last = root / "bundle.levers" / list(state.values())[-1]["out"]
     saved = sorted(p.relative_to(root / "phone") for p in (root / "phone").rglob("*") if p.is_file())

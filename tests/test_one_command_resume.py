@@ -13,7 +13,7 @@ from pocketbert.converter.data import load_task
 from pocketbert.converter.levers import Step
 from pocketbert.converter.levers.plan import PlannedStep
 from pocketbert.converter.one_command.lever_checks import warn_if_loaded
-from pocketbert.converter.one_command.lever_steps import run_step
+from pocketbert.converter.one_command.lever_steps import Gate, StepCosts, longer_budget_fix, run_step
 from pocketbert.converter.training.loop import Budget
 
 from .conftest import DATA, build_checkpoint
@@ -76,6 +76,41 @@ def test_a_share_already_spent_is_skipped_not_continued(task, tmp_path):
     planned, step = _factor_step(task, work, 1, printed.append)
     assert run_step(planned, step, first, work=work, dev=dev, log=printed.append) is first
     assert "skipped" in printed[-1]
+
+
+def test_a_step_done_within_the_gate_is_kept_and_the_one_below_it_continues(task, tmp_path):
+    """A longer budget goes to the step that fell below the gate: one done within it is kept as it is (continuing
+    it would make every step after it run again)."""
+    work, printed = tmp_path / "bundle.levers", []
+    work.mkdir()
+    dev = load_task(str(task / "dev.tsv"), "dev")
+    planned, step = _factor_step(task, work, 2, printed.append)
+    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    planned, step = _factor_step(task, work, 5, printed.append)
+    kept = run_step(planned, step, first, work=work, dev=dev, log=printed.append, gate=first["score"])
+    assert kept is first and printed[-1].endswith(", within the gate; skipped")
+    again = run_step(planned, step, first, work=work, dev=dev, log=printed.append, gate=first["score"] + 0.01)
+    assert again["continued"] == 1
+
+
+class _Plan:
+    def __init__(self, *steps):
+        self.steps = list(steps)
+
+
+def test_the_fix_names_the_step_that_fell_below_the_gate_and_what_wins_it_back(tmp_path):
+    recover, narrow = (PlannedStep(levers.get(name), setting, 0, 0, budget=budget)
+                       for name, setting, budget in (("recover", True, Budget(seconds=60)), ("narrow", 768, None)))
+    costs = StepCosts(Gate(teacher=90.0, drop=1.0, metric="f1"))
+    costs.add(recover.describe(), 88.5, {"steps": 10, "seconds": 60})
+    fix = longer_budget_fix(_Plan(recover, narrow), costs, tmp_path)
+    assert "longer --budget: recover, the step that fell below the gate, continues" in fix
+
+    costs = StepCosts(Gate(teacher=90.0, drop=1.0, metric="f1"))
+    costs.add(recover.describe(), 89.5, {"steps": 10, "seconds": 60})
+    costs.add(narrow.describe(), 88.25, None)
+    fix = longer_budget_fix(_Plan(recover, narrow), costs, tmp_path)
+    assert "narrow 768 units cost 1.25 and trains nothing" in fix and "--max-macs" in fix and "--budget" not in fix
 
 
 @pytest.mark.parametrize("load, warned", [(3.5, True), (2.0, False), (0.1, False)])

@@ -90,7 +90,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
         raise AccuracyLossRefused(
             f"after the planned levers the dev {dev.metric} is {score:.2f}, below {gate.words()} within --budget "
             f"{_budget_words(made)}; the trained checkpoints are kept in {work}. What each step cost:\n"
-            + "\n".join(costs.table()), longer_budget_fix(made, work))
+            + "\n".join(costs.table()), longer_budget_fix(made, costs, work))
     for line in ["what each step cost:", *costs.table()]:
         log(line)
     log(f"dev {dev.metric} {score:.2f} meets {gate.words()}")

@@ -73,7 +73,7 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
                     dev=run.dev, setting=planned.setting, budget=planned.budget, opts=recover, data_dir=run.data_dir,
                     threads=run.threads, train_limit=run.train_limit, log=log, source_scores=recorded)
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
-        done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log)
+        done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log, gate=gate.value)
         save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
         costs.add(planned.describe(), score, done.get("trained"))
@@ -85,18 +85,21 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
     return source, score, costs
 
 
-def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log) -> dict:
+def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log, gate: float | None = None) -> dict:
     """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
-    ``work``)."""
+    ``work``).  A step done within ``gate`` is kept as it is: a longer budget goes to the step that fell below it
+    (continuing an earlier one would make every step after it run again)."""
     continued = 0
     why = changed_files(work / done["out"], done.get("files")) if done else None
     if why:  # reused only as written: an edited checkpoint would be converted and gated on its old score
         log(f"  {work / done['out']} was done in an earlier run, but {why}: running the step again")
         done = None
     if done:
-        more = _more(planned, done)
+        within = gate is not None and done["score"] >= gate
+        more = None if within else _more(planned, done)
         if more is None:
-            log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}; skipped")
+            log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}"
+                f"{', within the gate' if within and _more(planned, done) else ''}; skipped")
             return done
         continued = done.get("continued", 0) + 1
         mine = work / done["out"]
@@ -128,17 +131,21 @@ def _trained(path: Path, done: dict | None) -> dict | None:
     return {"steps": earlier["steps"] + steps, "seconds": round(earlier["seconds"] + seconds, 1)}
 
 
-def longer_budget_fix(made, work: Path, done: int | None = None) -> str:
-    """What a longer --budget does after a refusal that came after ``done`` steps (default: all): the first of them
-    that trains further continues from its checkpoint, and the steps after it run again from what it gives."""
-    steps = made.steps[:done] if done is not None else made.steps
-    first = next((step for step in steps if step.lever.continues and step.budget is not None), None)
-    if first is None:
-        what = "the steps done are skipped, and the training steps after them get larger shares"
-    else:
-        what = (f"{first.lever.name} continues from its checkpoint in {work} for the part of its larger share not "
-                "yet spent, and the steps after it run again from what it gives")
-    return f"run the same command with a longer --budget: {what} (or accept more loss with --max-accuracy-drop)"
+def longer_budget_fix(made, costs: StepCosts, work: Path) -> str:
+    """What wins back the loss after a refusal: the first step that fell below the gate continues with a longer
+    --budget when it trains (the steps before it are within the gate and kept); one that trains nothing needs a
+    gentler setting."""
+    index, (what, score, _) = next((i, row) for i, row in enumerate(costs.rows) if row[1] < costs.gate.value)
+    step = made.steps[index]
+    before = costs.rows[index - 1][1] if index else costs.gate.teacher
+    if step.lever.continues and step.budget is not None:
+        return (f"run the same command with a longer --budget: {what}, the step that fell below the gate, continues "
+                f"from its checkpoint in {work} for the part of its larger share not yet spent, the steps before it "
+                "are kept, and the steps after it run again from what it gives (or accept more loss with "
+                "--max-accuracy-drop)")
+    return (f"{what} cost {before - score:.2f} and trains nothing: give the target more room (a larger --max-size "
+            "or --max-macs; the plan then sets it gentler or leaves it out), or accept more loss with "
+            "--max-accuracy-drop")
 
 
 def _stopped_early(made, index: int, *, costs: StepCosts, work: Path, metric: str, score: float):
@@ -149,7 +156,7 @@ def _stopped_early(made, index: int, *, costs: StepCosts, work: Path, metric: st
         f"({', '.join(rest)}) that only "
         "lose more: stopped here, the trained checkpoints kept in " + f"{work}. What each step cost:\n"
         + "\n".join(costs.table()),
-        longer_budget_fix(made, work, index))
+        longer_budget_fix(made, costs, work))
 
 
 def _more(planned, done: dict):
