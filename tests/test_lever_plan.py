@@ -111,3 +111,15 @@ def test_the_plan_for_a_tiny_model_of_every_family(family, task, capsys):
 def test_the_teacher_score_is_the_original_teachers():
     assert plan.teacher_score(DEMO / "sst2-minilm-nonorm-relu") == ("accuracy", 89.335)
     assert plan.teacher_score(DEMO / "conll2003-minilm-nonorm-relu") == ("f1", 89.499)
+
+
+def test_a_recovery_alone_is_followed_by_int4_tuning_since_the_plans_sizes_are_all_int4(minilm_dir):
+    """A LayerNorm checkpoint whose all-int4 file already fits: recovery is the only lever the size needs, and int4
+    tuning follows it, since an untuned int4 ladder keeps Linears in int8 (all-MiniLM recovered on WNUT-17: 17.6 MB
+    where the plan said 13.0)."""
+    goal = plan.Goal(max_bytes=14_000_000, max_macs=1.0, buckets=(32, 64, 128, 256), recover=("nonorm", "relu"),
+                     nonorm=True)
+    made = plan.make(shapes.read(minilm_dir), goal)
+    assert made.reached and made.levers == ["recover", "int4-tune", "pack"]
+    plain = plan.make(shapes.read(minilm_dir), plan.Goal(max_bytes=14_000_000, max_macs=1.0, buckets=(32,)))
+    assert plain.levers == []  # nothing to recover, nothing to shrink: no lever at all
