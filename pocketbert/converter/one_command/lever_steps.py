@@ -153,8 +153,8 @@ def _stopped_early(made, index: int, *, costs: StepCosts, work: Path, metric: st
     return AccuracyLossRefused(
         f"after step {index} of {len(made.steps)} ({made.steps[index - 1].describe()}) the dev {metric} is "
         f"{score:.2f}, below {costs.gate.words()}, with {len(rest)} step{'' if len(rest) == 1 else 's'} to go "
-        f"({', '.join(rest)}) that only "
-        "lose more: stopped here, the trained checkpoints kept in " + f"{work}. What each step cost:\n"
+        f"({', '.join(rest)}) that only {'loses' if len(rest) == 1 else 'lose'} more: stopped here, the trained "
+        f"checkpoints kept in {work}. What each step cost:\n"
         + "\n".join(costs.table()),
         longer_budget_fix(made, costs, work))
 
