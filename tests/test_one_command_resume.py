@@ -37,12 +37,18 @@ def _factor_step(task: Path, work: Path, steps: int, log) -> tuple[PlannedStep, 
     return planned, step
 
 
-def test_a_longer_share_continues_the_factored_tables_retuning_from_its_checkpoint(task, tmp_path):
+def _factored_for_two_steps(task: Path, tmp_path: Path) -> tuple[Path, object, list[str], dict]:
+    """The factored-table step run once with a share of 2 steps in a new work folder: (work folder, dev split,
+    what it printed, its record)."""
     work, printed = tmp_path / "bundle.levers", []
     work.mkdir()
     dev = load_task(str(task / "dev.tsv"), "dev")
     planned, step = _factor_step(task, work, 2, printed.append)
-    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    return work, dev, printed, run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+
+
+def test_a_longer_share_continues_the_factored_tables_retuning_from_its_checkpoint(task, tmp_path):
+    work, dev, printed, first = _factored_for_two_steps(task, tmp_path)
     assert first["trained"] == {"steps": 2, "seconds": first["trained"]["seconds"]} and first["continued"] == 0
 
     printed.clear()
@@ -68,11 +74,7 @@ def test_a_longer_share_continues_the_factored_tables_retuning_from_its_checkpoi
 
 
 def test_a_share_already_spent_is_skipped_not_continued(task, tmp_path):
-    work, printed = tmp_path / "bundle.levers", []
-    work.mkdir()
-    dev = load_task(str(task / "dev.tsv"), "dev")
-    planned, step = _factor_step(task, work, 2, printed.append)
-    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    work, dev, printed, first = _factored_for_two_steps(task, tmp_path)
     planned, step = _factor_step(task, work, 1, printed.append)
     assert run_step(planned, step, first, work=work, dev=dev, log=printed.append) is first
     assert "skipped" in printed[-1]
@@ -81,11 +83,7 @@ def test_a_share_already_spent_is_skipped_not_continued(task, tmp_path):
 def test_a_step_done_within_the_gate_is_kept_and_the_one_below_it_continues(task, tmp_path):
     """A longer budget goes to the step that fell below the gate: one done within it is kept as it is (continuing
     it would make every step after it run again)."""
-    work, printed = tmp_path / "bundle.levers", []
-    work.mkdir()
-    dev = load_task(str(task / "dev.tsv"), "dev")
-    planned, step = _factor_step(task, work, 2, printed.append)
-    first = run_step(planned, step, None, work=work, dev=dev, log=printed.append)
+    work, dev, printed, first = _factored_for_two_steps(task, tmp_path)
     planned, step = _factor_step(task, work, 5, printed.append)
     kept = run_step(planned, step, first, work=work, dev=dev, log=printed.append, gate=first["score"])
     assert kept is first and printed[-1].endswith(", within the gate; skipped")

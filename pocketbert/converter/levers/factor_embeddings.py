@@ -27,7 +27,7 @@ from ..weights.factored_table import factor
 from ..training import checkpoint_job as job
 from ..training.evaluate import evaluate
 from ..training.finetune import eval_length
-from ..training.loop import TrainLog, parse_budget
+from ..training.loop import TrainLog, parse_budget, weights_copy
 from . import Lever, budget_text, register
 from ..training.teacher import distil_every_token
 from .vocab_trim import piece_counts, trim
@@ -74,7 +74,7 @@ def factor_checkpoint(checkpoint: str, task: str, out: Path, options: FactorOpti
         f"factored at rank {options.rank} (weighted relative error {report['weighted_relative_error']:.3f}): dev "
         f"{metric} {scores['dev_before'][metric]:.2f} -> {after[metric]:.2f}")
     if budget:
-        factored = {k: v.detach().clone() for k, v in student.model.get_input_embeddings().state_dict().items()}
+        factored = weights_copy(student.model.get_input_embeddings())
         run = _retune(whole, student, train.encode(tokenizer, 128, student.labels), budget=budget, lr=options.lr)
         report["retune"] = {"budget": budget.to_json(), "lr": options.lr, "steps": run.steps,
                             "seconds": round(run.seconds, 1), "loss": LOSS}
@@ -164,7 +164,7 @@ def retune_further(checkpoint: str, whole: str, task: str, out: Path, options: F
                                   "factor the table again from the start")
     metric, length = train.metric, eval_length(student)
     before = scores or _score(student, student.tokenizer, dev, length)
-    start = {k: v.detach().clone() for k, v in student.model.state_dict().items()}
+    start = weights_copy(student.model)
     run = _retune(teacher.model, student, train.encode(student.tokenizer, 128, student.labels), budget=budget,
                   lr=options.lr)
     after = _score(student, student.tokenizer, dev, length)

@@ -24,7 +24,7 @@ from ..errors import ConverterInputError
 from ..training import checkpoint_job as job
 from ..training.finetune import eval_length
 from ..training.best_state import BestState, Check
-from ..training.loop import Budget, Milestones, TrainLog, parse_budget
+from ..training.loop import Budget, Milestones, TrainLog, parse_budget, weights_copy
 from ..training.teacher import distil_every_token, frozen_teacher
 from . import Lever, register
 
@@ -90,7 +90,7 @@ def _tune_keeping_best(student, *, teacher, train_split, dev, options: Int4Optio
     ships when it beats the end."""
     metric, length = train_split.metric, eval_length(student)
     best = BestState(metric, start)
-    came = {k: v.detach().clone() for k, v in student.model.state_dict().items()}
+    came = weights_copy(student.model)
     best.offer(Check(0, 0.0, 0.0, start), lambda: {"model": came})
 
     def check(point) -> None:  # runs inside the int4 simulation: the score is the grid's

@@ -111,6 +111,11 @@ class _Progress:
             self.bar.__exit__(*exc)
 
 
+def weights_copy(module: nn.Module) -> dict[str, torch.Tensor]:
+    """``module``'s state dict with every tensor cloned: training goes on changing the live ones."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
 def train(model: nn.Module, loss_fn: Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, float]]],
           batches, *, params: list[nn.Parameter] | None = None, budget: Budget, lr: float, warmup: float = 0.1,
           weight_decay: float = 0.01, max_grad_norm: float = 1.0, seed: int = 0, description: str = "training",
@@ -251,7 +256,7 @@ class _Run:
         """A copy of everything a resumed run needs (tensors cloned: training goes on changing the live ones)."""
         import copy
 
-        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+        return {"model": weights_copy(self.model),
                 "optimizer": copy.deepcopy(self.optimizer.state_dict()), "step": self.step, "epoch": self.epoch,
                 "position": self.position, "seconds": self.seconds(), "rng": torch.get_rng_state()}
 

@@ -132,7 +132,7 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     eval_batches = prepared.dev_features.batches(64, input_names=names)
     best = prepared.best = _start_best(prepared, teacher_scores[metric], resumed, log)
     if options.continue_from:
-        kept = {k: v.detach().clone() for k, v in student.state_dict().items()}
+        kept = loop.weights_copy(student)
         best.offer(Check(0, 0.0, 0.0, before[metric]), lambda: {"model": kept})
     report = recover(teacher, student, family, prepared.batches, budget=options.budget, schedule=options.schedule,
                      temperature=options.temperature, lr=options.lr, seed=options.seed,
