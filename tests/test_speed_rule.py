@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from pocketbert.converter.backends.base import float_fallback_search
+from pocketbert.converter.cli.render import short_of_target_line
 from pocketbert.converter.timing.ladder_budget import LadderBudget
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.timing.speed_rule import dropped
@@ -54,6 +55,42 @@ def test_a_slower_file_gives_way_to_a_step_with_fewer_linears_in_float_that_meet
     tried = result["speed"]["tried"]
     assert [(t["float_roles"], t["not_slower"]) for t in tried] == [(["a", "b"], False), (["a"], True)]
     assert tried[0]["linears_in_float"] == 4 and tried[0]["top1_agreement"] == 0.98
+
+
+ROLES4 = {"a": [1], "b": [2], "c": [3], "d": [4]}
+
+
+def _four_role_ladder(written: list):
+    """All-int8 meets the bar; the target needs three roles in float (each step gains a little agreement)."""
+    def attempt(float_roles, final, screen=False):
+        if final:
+            written.append(list(float_roles))
+        alone = {"a": 0.99, "b": 0.98, "c": 0.97, "d": 0.96}
+        cosine = alone[float_roles[0]] if len(float_roles) == 1 else 0.9 + 0.01 * len(float_roles)
+        agreement = 0.985 + 0.004 * len(float_roles)
+        return agreement >= 0.995, {"cosine": cosine, "top1_agreement": agreement, "meets_bar": True}
+    return attempt
+
+
+def test_a_target_that_costs_the_speed_up_gives_way_to_the_cheapest_step_not_to_the_next_one_down():
+    # fp32 at 25 ms: the target's step (3 roles, 30 ms) is slower; two roles (20 ms) would pass, but keep most of
+    # the Linears in float for a fraction of a percent: the cheapest step meeting the bar ships (all-int8, 0 ms)
+    written = []
+    result = float_fallback_search(ROLES4, _four_role_ladder(written), speed=_speed(written, fast_below=2.5))
+    assert result["accepted"] and not result["target_met"] and result["roles"] == [] and written[-1] == []
+    tried = result["speed"]["tried"]
+    assert [(t["linears_in_float"], t["not_slower"]) for t in tried] == [(3, False), (0, True)]
+    line = short_of_target_line("onnx:int8-static", result, target=0.995)
+    assert "was met with 3 of 4 Linear layers in float, but that file ran slower than fp32 (30.0 ms against 25.0 ms)" \
+        in line and line.endswith("0 in float: 0.0 ms against 25.0 ms")
+
+
+def test_a_target_out_of_reach_names_the_best_fully_judged_step_not_a_screen():
+    written = []
+    result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=3))
+    result = {**result, "target_met": False, "search": [*result["search"], {"float_roles": ["c"], "cosine": 1.0,
+                                                                          "top1_agreement": 1.0, "screened": True}]}
+    assert "not reached (best 99.0%)" in short_of_target_line("onnx:int8-dynamic", result, target=0.995)
 
 
 def test_a_file_slower_at_every_step_meeting_the_bar_is_dropped_with_the_numbers():

@@ -53,7 +53,8 @@ class QuantizeStage(Stage):
     def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice,
                texts: int) -> Built | None:
         """``recipe`` quantised (a choice: its chosen candidate), with the seconds it took; None, said in the notes,
-        when its file was slower than the bundle's fp32 file at every step of its ladder (``speed_rule``)."""
+        when its file was slower than the bundle's fp32 file down to its cheapest step meeting the bar
+        (``speed_rule``)."""
         staging, start = conversion.staging.path, time.perf_counter()
         if isinstance(recipe, Fit):
             with conversion.step(self.name, f"Choosing the TFLite file for --max-size {recipe.max_bytes / 1e6:g} MB "
