@@ -10,7 +10,7 @@ from pocketbert.converter.backends.base import float_fallback_search
 from pocketbert.converter.cli.render import short_of_target_line
 from pocketbert.converter.timing.ladder_budget import LadderBudget
 from pocketbert.converter.pipeline import convert
-from pocketbert.converter.timing.speed_rule import dropped
+from pocketbert.converter.timing.speed_rule import dropped, settle
 from pocketbert.converter.stages import STAGES
 from pocketbert.converter.stages.quantize import QuantizeStage
 
@@ -52,9 +52,12 @@ def test_a_slower_file_gives_way_to_a_step_with_fewer_linears_in_float_that_meet
     result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=1))
     assert result["accepted"] and not result["target_met"]  # the trade: short of the target, not slower
     assert result["roles"] == ["a"] and result["linears_in_float"] == 2 and written[-1] == ["a"]
+    # the walk timed each step: the target's step (4 Linears in float) was slower, so it stopped there
+    slow = [s for s in result["search"] if "slower_than_fp32" in s]
+    assert [s["float_roles"] for s in slow] == [["a", "b"]] and slow[0]["top1_agreement"] == 0.98
+    assert slow[0]["slower_than_fp32"] == {"linears_in_float": 4, "latency_ms": 20.0, "fp32_latency_ms": 10.0}
     tried = result["speed"]["tried"]
-    assert [(t["float_roles"], t["not_slower"]) for t in tried] == [(["a", "b"], False), (["a"], True)]
-    assert tried[0]["linears_in_float"] == 4 and tried[0]["top1_agreement"] == 0.98
+    assert [(t["float_roles"], t["not_slower"]) for t in tried] == [(["a"], True)]
 
 
 ROLES4 = {"a": [1], "b": [2], "c": [3], "d": [4]}
@@ -78,11 +81,25 @@ def test_a_target_that_costs_the_speed_up_gives_way_to_the_cheapest_step_not_to_
     written = []
     result = float_fallback_search(ROLES4, _four_role_ladder(written), speed=_speed(written, fast_below=2.5))
     assert result["accepted"] and not result["target_met"] and result["roles"] == [] and written[-1] == []
-    tried = result["speed"]["tried"]
-    assert [(t["linears_in_float"], t["not_slower"]) for t in tried] == [(3, False), (0, True)]
+    assert [s["float_roles"] for s in result["search"] if "slower_than_fp32" in s] == [["a", "b", "c"]]
+    assert [(t["linears_in_float"], t["not_slower"]) for t in result["speed"]["tried"]] == [(0, True)]
     line = short_of_target_line("onnx:int8-static", result, target=0.995)
-    assert "was met with 3 of 4 Linear layers in float, but that file ran slower than fp32 (30.0 ms against 25.0 ms)" \
-        in line and line.endswith("0 in float: 0.0 ms against 25.0 ms")
+    assert "keeping 3 of 4 Linear layers in float for the int8 target (top-1 agreement ≥ 99.5% on calibration text) " \
+        "ran slower than fp32 (30.0 ms against 25.0 ms); shipping the cheapest step that meets the bar, 0 in float: " \
+        "0.0 ms against 25.0 ms" == line.split(": ", 1)[1]
+
+
+def test_the_speed_rule_alone_gives_way_to_the_cheapest_step_when_the_walk_was_not_timed():
+    steps = [([], {"meets_bar": True, "top1_agreement": 0.985}), (["a"], {"meets_bar": True}),
+             (["a", "b"], {"meets_bar": True}), (["a", "b", "c"], {"meets_bar": True})]
+    written, timed = [["a", "b", "c"]], iter([(False, {"latency_ms": 30.0, "fp32_latency_ms": 25.0}),
+                                              (True, {"latency_ms": 10.0, "fp32_latency_ms": 25.0})])
+    roles, shipped, record = settle(steps, ["a", "b", "c"], lambda r, final: written.append(r), lambda: next(timed),
+                                    count=len)
+    assert roles == [] and shipped and written[-1] == []  # not ["a", "b"], the next step down
+    line = short_of_target_line("onnx:int8-static", {"search": [{"top1_agreement": 0.985}], "linears": 4,
+                                                      "speed": record}, target=0.995)
+    assert "keeping 3 of 4 Linear layers" in line and line.endswith("0 in float: 10.0 ms against 25.0 ms")
 
 
 def test_a_target_out_of_reach_names_the_best_fully_judged_step_not_a_screen():
@@ -97,12 +114,13 @@ def test_a_file_slower_at_every_step_meeting_the_bar_is_dropped_with_the_numbers
     written = []
     result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=0.5))
     assert not result["accepted"] and not result["speed"]["shipped"]
-    # the steps with fewer Linears in float that met the bar, most accurate first; all-int8 missed the bar
-    assert [t["float_roles"] for t in result["speed"]["tried"]] == [["a", "b"], ["a"]]
+    # the walk's first step was slower already, so no step after it was built; all-int8 missed the bar
+    assert [s["float_roles"] for s in result["search"] if "slower_than_fp32" in s] == [["a"]]
+    assert [s["float_roles"] for s in result["search"]][-1] == ["a"] and written == [[], ["a"]]
+    assert [t["float_roles"] for t in result["speed"]["tried"]] == [["a"]]
     message = dropped("onnx:int8-dynamic", {"float_fallback": result})
     assert message.startswith("onnx:int8-dynamic not shipped: slower than onnx:fp32")
-    assert "20.0 ms against 5.0 ms with 4 of 6 Linear layers in float, top-1 agreement 98.0%" in message
-    assert "10.0 ms against 5.0 ms with 2 of 6 Linear layers in float" in message
+    assert "10.0 ms against 5.0 ms with 2 of 6 Linear layers in float, top-1 agreement 97.0%" in message
 
 
 class _Clock:
