@@ -236,7 +236,7 @@ def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, 
     appended to ``search`` and ``steps``, until a step meets the target (True) or, with ``stop_at_bar``, the
     bar; False when no step met the target, or when a step ran slower than the fp32 file (``speed``): a step
     with more Linears in float would not be faster, so no step after it can ship (``speed_rule``), and the
-    walk stops there instead of judging them (NER demo, ONNX dynamic int8, AVX2: five steps, 37 s, to a
+    walk stops there instead of judging them (NER demo, ONNX dynamic int8, AVX2: five steps, 46 s, to a
     target met only by a file slower than fp32)."""
     sensitivity = {}
     for role in roles:
