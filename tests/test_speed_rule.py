@@ -47,6 +47,18 @@ def test_a_ladder_file_faster_than_fp32_ships_as_it_was():
     assert dropped("onnx:int8-dynamic", {"float_fallback": result}) is None
 
 
+def test_the_step_the_walk_ended_on_is_timed_once_and_a_file_written_again_is_timed_again():
+    written, timings = [], []
+    check = _speed(written, fast_below=3)
+    result = float_fallback_search(ROLES, _ladder(written), speed=lambda: timings.append(list(written[-1])) or check())
+    assert result["speed"]["shipped"] and timings == [["a"], ["a", "b"]]  # the stop rule reused the walk's timing
+
+    written, timings = [], []
+    check = _speed(written, fast_below=1)
+    float_fallback_search(ROLES, _ladder(written), speed=lambda: timings.append(list(written[-1])) or check())
+    assert timings == [["a"], ["a", "b"], ["a"]]  # ["a"] written again after ["a", "b"]: its file timed again
+
+
 def test_a_slower_file_gives_way_to_a_step_with_fewer_linears_in_float_that_meets_the_bar():
     written = []
     result = float_fallback_search(ROLES, _ladder(written), speed=_speed(written, fast_below=1))

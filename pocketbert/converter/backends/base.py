@@ -205,6 +205,8 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     (``speed_rule.settle``: a step with fewer roles in float, or none), recorded as ``speed``.
     """
     deadline = budget.begin() if budget is not None else None
+    if speed is not None:
+        attempt, speed = _timed_once_per_write(attempt, speed)
     ok, score = attempt([], True)
     search = [{"float_roles": [], **score}]
     steps = [([], score)]  # the cumulative steps, cheapest first
@@ -228,6 +230,23 @@ def float_fallback_search(roles: dict[str, list], attempt: Callable[..., tuple[b
     return {"roles": excluded, "kept_as": kept_as, f"linears_in_{kept_as}": sum(len(roles[r]) for r in excluded),
             "linears": sum(len(ops) for ops in roles.values()), "accepted": ok, "target_met": target_met,
             "search": search, **checked}
+
+
+def _timed_once_per_write(attempt: Callable, speed: Callable[[], tuple]) -> tuple[Callable, Callable[[], tuple]]:
+    """``attempt`` and ``speed`` sharing one timing per file written to the destination: the walk times each step it
+    writes, and the stop rule (``speed_rule.settle``) would otherwise time the step the walk ended on again."""
+    timed: dict[str, tuple] = {}
+
+    def writing(float_roles, final, screen=False):
+        if final:
+            timed.clear()
+        return attempt(float_roles, final, screen)
+
+    def timing() -> tuple:
+        if "destination" not in timed:
+            timed["destination"] = speed()
+        return timed["destination"]
+    return writing, timing
 
 
 def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, stop_at_bar: bool,
