@@ -101,6 +101,10 @@ def test_a_ladder_short_of_its_target_ships_plain_int8_when_plain_meets_the_bar(
     int8 = read_manifest(result.bundle)["artifacts"][1]
     assert int8["details"]["smoothing"] is None
     assert int8["details"]["float_fallback"]["roles"] == [] and not int8["details"]["float_fallback"]["target_met"]
+    # what the smoothed ladder tried before plain shipped stays on record: its search, from smoothed all-int8 on
+    tried = int8["details"]["smoothed_ladder"]
+    assert tried["smoothing"]["method"] == "smoothquant" and tried["float_fallback"]["search"][0]["float_roles"] == []
+    assert not tried["float_fallback"]["target_met"] and tried["float_fallback"]["budget"]["seconds"] > 0
 
 
 def test_static_int8_starts_smoothed_when_plain_dynamic_missed_the_target(checkpoints, options, monkeypatch):

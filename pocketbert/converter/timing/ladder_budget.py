@@ -1,7 +1,7 @@
 """The int8 ladder's time bound: a float-fallback search stops adding Linears to float after ``LADDER_SECONDS``.
 
 The search's cost grows with the Linear roles it screens and the steps it writes (NER demo on an AVX2-only CPU:
-191 s for ``onnx:int8-dynamic``); past the bound it stops where it is and ships what it would ship short of its
+up to 191 s for ``onnx:int8-dynamic``); past the bound it stops where it is and ships what it would ship short of its
 target (the cheapest step meeting the int8 bar), and ``details.float_fallback.budget`` says when it stopped.
 """
 
@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-#: seconds one float-fallback search may take before it stops taking further steps (one search per int8 file:
-#: the NER demo's ONNX ladders took 35-38 s each on an AVX-512 VNNI EPYC, docs/converter.md, so it does not bind there)
-LADDER_SECONDS = 180.0
+#: seconds one float-fallback search may take before it stops taking further steps (one search per int8 file).  The
+#: NER demo's ONNX ladders took 35-38 s each on an AVX-512 VNNI EPYC (docs/converter.md), so it does not bind there.
+#: On an AVX2-only EPYC the same searches ran 100-145 s and, in both fresh-clone runs of set-up command 1, shipped
+#: none of their steps (each ladder ended on its first file, every Linear in int8): a minute ships the same files,
+#: two to three minutes sooner.
+LADDER_SECONDS = 60.0
 
 
 @dataclass
