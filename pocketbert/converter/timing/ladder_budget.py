@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 #: seconds one float-fallback search may take before it stops taking further steps (one search per int8 file).  The
 #: NER demo's ONNX ladders took 35-38 s each on an AVX-512 VNNI EPYC (docs/converter.md), so it does not bind there.
-#: On an AVX2-only EPYC the same searches ran 100-145 s and, in both fresh-clone runs of set-up command 1, shipped
-#: none of their steps (each ladder ended on its first file, every Linear in int8): a minute ships the same files,
-#: two to three minutes sooner.
+#: On an AVX2-only EPYC the same searches ran up to 145 s and, in two fresh-clone runs of set-up command 1, shipped
+#: none of their steps (each ladder ended on a file with every Linear in int8); bounded at a minute, a third run
+#: shipped such files again.  The saving is small (those two ladders: 275 s at three minutes, 242 s at one): most of
+#: a smoothed ladder's time is its plain attempt, the smoothed model's statistics and its export, outside the search.
 LADDER_SECONDS = 60.0
 
 
