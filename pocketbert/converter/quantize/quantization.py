@@ -181,7 +181,8 @@ class Quantizer:
             if not (reached["target_met"] and reached["accepted"]):  # short of the target, or slower than fp32
                 cheapest = self._plain_meeting_the_bar(recipe, dest, artifact, plain_file)
                 if cheapest is not None:  # plain is the cheapest step meeting the bar (and not slower than fp32)
-                    cheapest.details["smoothed_ladder"] = {"smoothing": smoothing, "float_fallback": reached}
+                    cheapest.details["smoothed_ladder"] = {"smoothing": {**smoothing, "float_file": how},
+                                                           "float_fallback": reached}
                     return cheapest
         finally:
             if plain_file is not None:
