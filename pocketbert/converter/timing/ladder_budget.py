@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 #: seconds one float-fallback search may take before it stops taking further steps (one search per int8 file).  The
 #: NER demo's ONNX ladders took 35-38 s each on an AVX-512 VNNI EPYC (docs/converter.md), so it does not bind there.
-#: On an AVX2-only EPYC, in a fresh-clone run of set-up command 1, the same ladders took 131 and 144 s and shipped
-#: none of their search's steps (each ended on a file with every Linear in int8); bounded at a minute, the next run
-#: shipped such files again.  The saving is small (those two ladders: 275 s at three minutes, 242 s at one): most of
-#: a smoothed ladder's time is its plain attempt, the smoothed model's statistics and its export, outside the search.
+#: On an AVX2-only EPYC (family 25 model 1), in a fresh-clone run of set-up command 1, the ladders took 131 and 144 s,
+#: shipping none of their search's steps (each ended on a file with every Linear in int8); bounded at a minute, the
+#: next run shipped such files again.  The saving is small (those two ladders: 275 s at three minutes, 242 s at one):
+#: most of a smoothed ladder's time is its plain attempt, the smoothed model's statistics and its export, outside the
+#: search.
 LADDER_SECONDS = 60.0
 
 
