@@ -170,3 +170,8 @@ def test_a_step_given_its_sources_scores_does_not_score_its_source_again(tokeniz
                ((trimmed, "vocab_trim"), (factored, "factored_embeddings"), (narrowed, "narrow"))]
     assert befores == [given] * 3
     assert all(record["dev_scores"]["accuracy"] != 12.34 for record in (trimmed, factored, narrowed))  # scored after
+
+
+def test_augment_needs_the_training_text(user_files, tmp_path):
+    result = CliRunner().invoke(cli, [str(user_files / "teacher"), "--augment", "20", "-o", str(tmp_path / "b")])
+    assert result.exit_code == 2 and "--augment only applies with --recover" in result.output

@@ -359,3 +359,20 @@ def test_what_the_conversion_would_refuse_is_refused_before_the_levers_train(cas
     assert "plan from the shapes" not in said and not work_folder(out).exists()
     if case != "onnx":
         assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+# --- augmentation is an input of every step --------------------------------------------------------------------------
+
+def test_augmentation_reaches_the_recovery_step_and_is_part_of_what_a_step_reuses(files, tmp_path):
+    out = tmp_path / "bundle"
+    _run(files, out, opts="nonorm,relu", budget=Budget(steps=4))
+    final, printed = _run(files, out, opts="nonorm,relu", budget=Budget(steps=4), augment=2)
+    assert "done in an earlier run" not in printed  # the same steps on other text: run again, not reused
+    records = [json.loads((p / "training.json").read_text(encoding="utf-8"))
+               for p in sorted(work_folder(out).iterdir()) if p.name.split("-")[1:2] == ["recover"]]
+    assert sorted(r["recipe"]["augment"] for r in records) == [0, 2]  # both runs' steps kept, each its own
+    record = next(r for r in records if r["recipe"]["augment"])
+    assert record["augmentation"]["originals"] == 48
+    assert record["train_examples"] == 48 + record["augmentation"]["variants"] > 48
+    _, again = _run(files, out, opts="nonorm,relu", budget=Budget(steps=4), augment=2)
+    assert "done in an earlier run" in again

@@ -18,6 +18,7 @@ from .common import (
     LEVER_EXIT_CODES,
     TASK_HELP,
     accuracy_gate_options,
+    augment_option,
     budget,
     checkpoint_argument,
     checkpoint_job_options,
@@ -96,9 +97,11 @@ def finetune(checkpoint, task_name, dev, out, budget, lr, batch_size, max_length
               "so the result can ship without it: pocketbert-convert share-embeddings.")
 @click.option("--qat", is_flag=True, help="Quantization-aware: train through a simulation of the full-integer "
               "(tflite:int8-static) export. CHECKPOINT may already be nonorm/relu: it is then its own float teacher.")
+@augment_option
 @overwrite_checkpoint_option
 def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, temperature, hard_weight, stream_weight, init,
-            batch_size, max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, qat, overwrite):
+            batch_size, max_length, seed, threads, data_dir, train_limit, freeze_word_embeddings, qat, augment,
+            overwrite):
     """Train CHECKPOINT with nonorm/relu applied to match CHECKPOINT itself (the teacher) on TASK's text."""
     from ..opts import parse_opts
     from ..training.recovery import RecoverOptions, recover_checkpoint
@@ -111,7 +114,8 @@ def recover(checkpoint, task_name, opts, dev, out, budget, schedule, lr, tempera
     options = RecoverOptions(task=task_name, dev=str(dev) if dev else None, budget=budget, schedule=schedule, lr=lr,
                              temperature=temperature, hard_weight=hard_weight, stream_weight=stream_weight, init=init,
                              batch_size=batch_size, max_length=max_length, seed=seed, data_dir=data_dir,
-                             train_limit=train_limit, freeze_word_embeddings=freeze_word_embeddings, qat=qat)
+                             train_limit=train_limit, freeze_word_embeddings=freeze_word_embeddings, qat=qat,
+                             augment=augment)
     path, record = recover_checkpoint(checkpoint, opt_list, options, out, overwrite=overwrite, threads=threads,
                                       log=log)
     scores = record["dev_scores"]
@@ -273,9 +277,10 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, dev, t
 @click.option("--freeze-word-embeddings", is_flag=True,
               help="Keep the word-embedding table as it is; a checkpoint that takes its table from a base model "
               "(share-embeddings) is then written without it, as it was.")
+@augment_option
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, out, dev, threads, train_limit,
+def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, augment, out, dev, threads, train_limit,
            data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
     (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
@@ -287,7 +292,7 @@ def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, ou
                                      freeze_word_embeddings=freeze_word_embeddings, data_dir=data_dir,
                                      train_limit=train_limit, overwrite=overwrite,
                                      allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop,
-                                     dev=_text(dev), log=log)
+                                     dev=_text(dev), augment=augment, log=log)
     scores, metric = record["dev_scores"], record["metric"]
     out_console.print(plain(f"wrote {path}: dev {metric} teacher {scores['teacher'][metric]:.2f}, parent "
                             f"{scores['parent'][metric]:.2f}, {layers} blocks before distillation "

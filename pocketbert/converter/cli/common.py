@@ -120,6 +120,11 @@ train_limit_option = click.option("--train-limit", type=click.IntRange(1), defau
                                   help="Use only the first N training examples.")
 overwrite_checkpoint_option = click.option("--overwrite", is_flag=True, help="Replace a checkpoint PocketBERT "
                                            "wrote at --out (never any other directory).")
+augment_option = click.option(
+    "--augment", type=click.IntRange(0, 100), default=0, show_default=True, metavar="N",
+    help="Distil also on N variants of each training example with words replaced by the teacher's nearest "
+         "word-piece neighbours (NER: and mentions swapped for others of their type), TinyBERT's augmentation: "
+         "for small training sets, where a budget would pass over the same text many times. TinyBERT used 20.")
 fp16_option = click.option("--fp16", is_flag=True, help="Store the weights in float16 (half the size).")
 
 

@@ -15,6 +15,7 @@ from ..training.defaults import RECOVERY_BUDGET
 from .common import (
     EXIT_CODES,
     TASK_HELP,
+    augment_option,
     budget,
     checkpoint_argument,
     data_dir_path,
@@ -121,12 +122,12 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
 @click.option("--max-accuracy-drop", type=click.FloatRange(0), default=1.0, show_default=True,
               help="With --recover: the most points of the task metric the recovered model may lose against the "
                    "original (dev split); more is refused unless --allow-accuracy-loss.")
-
+@augment_option
 @click.option("--recover-qat/--recover-float", "recover_qat", default=None,
               help="With --recover: train through a simulation of the full-integer TFLite export (quantization-"
                    "aware) or in float [default: quantization-aware when a tflite:int8-static file is asked for].")
 def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_schedule, recover_qat, recover_resume,
-            max_macs, max_latency, lever_budget, save_checkpoint, **flags):
+            max_macs, max_latency, lever_budget, save_checkpoint, augment, **flags):
     """The flags are ConvertOptions fields by name; the few that are not are turned into theirs here."""
     from ..pipeline import ConvertOptions
     from ..pipeline import convert as run_convert
@@ -149,11 +150,11 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
         _check_conversion(checkpoint, out, flags)
     if flags["max_size"]:  # planned from the shapes first: the levers that train, or a refusal before any export
         checkpoint, recover_dev = _levers(checkpoint, out, dev=recover_dev, max_macs=max_macs, budget=lever_budget,
-                                          flags=flags, max_latency=max_latency)
+                                          flags=flags, max_latency=max_latency, augment=augment)
     options = ConvertOptions(checkpoint=checkpoint, out=out,
                              measure_latency=not no_latency,
                              recover_options={"budget": recover_budget, "schedule": recover_schedule,
-                                              "qat": recover_qat, "resume": recover_resume,
+                                              "qat": recover_qat, "resume": recover_resume, "augment": augment,
                                               "dev": str(recover_dev) if recover_dev else None}, **flags)
     screen = Screen()
     try:
@@ -179,10 +180,10 @@ def convert(checkpoint, out, no_latency, recover_dev, recover_budget, recover_sc
 RECOVERY_FLAGS = {"recover_dev": "--dev", "recover_budget": "--recover-budget", "recover_schedule": "--recover-schedule",
                   "recover_qat": "--recover-qat/--recover-float", "max_accuracy_drop": "--max-accuracy-drop",
                   "recover_resume": "--resume", "max_macs": "--max-macs", "lever_budget": "--budget",
-                  "save_checkpoint": "--save-checkpoint", "max_latency": "--max-latency"}
+                  "save_checkpoint": "--save-checkpoint", "max_latency": "--max-latency", "augment": "--augment"}
 
 
-def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, max_latency=None):
+def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, max_latency=None, augment=0):
     """``--max-size``: with training text, the planned levers run (converter.one_command.lever_run) and their checkpoint is
     converted; without, a checkpoint no file of which can fit is refused before any export."""
     from ..one_command import lever_run
@@ -199,7 +200,8 @@ def _levers(checkpoint: str, out: Path, *, dev, max_macs, budget, flags: dict, m
                              # a latency target replaces the default MAC target; both hold when both are given
                              max_macs=DEFAULT_MACS if max_macs is None and max_latency is None else max_macs,
                              buckets=flags["buckets"], max_drop=flags["max_accuracy_drop"],
-                             data_dir=flags["data_dir"], threads=flags["threads"], overwrite=flags["overwrite"])
+                             data_dir=flags["data_dir"], threads=flags["threads"], overwrite=flags["overwrite"],
+                             augment=augment)
     final = lever_run.run_levers(run, log=log)
     flags["recover"] = None  # recovery, when asked, was a step of the plan
     return str(final), None

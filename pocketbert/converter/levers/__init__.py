@@ -87,6 +87,7 @@ class Step:
     data_dir: str | None = None
     threads: int | None = None
     train_limit: int | None = None
+    augment: int = 0  # TinyBERT augmentation's variants per training example (data.augment), for distillation
     log: Callable = print
     #: the source's dev scores on this dev set, recorded by the step before (None: the lever scores its source)
     source_scores: dict | None = None

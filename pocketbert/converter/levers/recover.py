@@ -15,7 +15,7 @@ def _run_lever(step) -> Path:
     # one part-way check, not three: the steps after it distil again, and each check is a dev pass
     options = RecoverOptions(task=step.task, dev=step.dev, budget=step.budget, data_dir=step.data_dir,
                              train_limit=step.train_limit, progress=False, dev_checks=1,
-                             continue_from=step.resume_from)
+                             continue_from=step.resume_from, augment=step.augment)
     path, _ = recover_checkpoint(step.source, list(step.opts), options, step.out, overwrite=True,
                                  threads=step.threads or 2, log=step.log)
     return path

@@ -69,7 +69,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
                       allow_accuracy_loss: bool = False, max_accuracy_drop: float = accuracy_gate.MAX_DROP,
-                      dev: str | None = None, log=print) -> tuple[Path, dict]:
+                      dev: str | None = None, augment: int = 0, log=print) -> tuple[Path, dict]:
     """``pocketbert-convert shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
     checkpoint on ``task``'s training text, and write the result with its training record."""
     refuse_as_output(out, source=checkpoint)
@@ -83,9 +83,10 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
                              dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
-                             freeze_word_embeddings=freeze_word_embeddings, dev=dev)
+                             freeze_word_embeddings=freeze_word_embeddings, dev=dev, augment=augment)
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
-                       input_names=teacher.family.input_names, eval_length=eval_length(teacher))
+                       input_names=teacher.family.input_names, eval_length=eval_length(teacher),
+                       embeddings=teacher.model.get_input_embeddings().weight)
     drop_blocks(student.model, student.family, keep)
     log(f"{total} -> {layers} blocks: keeping {keep}")
     # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit
@@ -156,7 +157,7 @@ def _run_lever(step) -> Path:
     path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
                                 allow_accuracy_loss=True,  # the plan gates its end against the teacher
                                 threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
-                                overwrite=True, progress=False, dev=step.dev, log=step.log)
+                                overwrite=True, progress=False, dev=step.dev, augment=step.augment, log=step.log)
     return path
 
 

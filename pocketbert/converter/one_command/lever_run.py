@@ -60,6 +60,7 @@ class LeverRun:
     data_dir: str | None = None
     threads: int | None = None
     train_limit: int | None = None
+    augment: int = 0  # variants per training example for the steps that distil (data.augment)
     overwrite: bool = False  # an invalid record in the work folder is started afresh instead of refused
 
 
@@ -83,7 +84,7 @@ def run_levers(run: LeverRun, log=print) -> Path:
     load_state(work, run.overwrite)  # an invalid record is refused before any work
     teacher = recorded[1] if recorded else score_checkpoint(str(path), dev, f"of the teacher ({run.checkpoint})", log)
     gate = Gate(teacher, run.max_drop, dev.metric)
-    inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts)
+    inputs = digest_inputs(path, train, dev, train_limit=run.train_limit, opts=run.opts, augment=run.augment)
     warn_if_loaded(run.threads or LATENCY_THREADS, log)
     source, score, costs = run_steps(run, made, work, start=(str(path), inputs), dev=dev, gate=gate, log=log)
     if score < gate.value:

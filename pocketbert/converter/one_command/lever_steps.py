@@ -71,7 +71,8 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
         state = load_state(work, run.overwrite)
         step = Step(source=source, out=work / f"{index}-{planned.lever.name}", teacher=teacher, task=run.task,
                     dev=run.dev, setting=planned.setting, budget=planned.budget, opts=recover, data_dir=run.data_dir,
-                    threads=run.threads, train_limit=run.train_limit, log=log, source_scores=recorded)
+                    threads=run.threads, train_limit=run.train_limit, augment=run.augment, log=log,
+                    source_scores=recorded)
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
         done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log, gate=gate.value)
         save_state(work, state)

@@ -136,7 +136,7 @@ def fresh(out: Path) -> Path:
     return candidate
 
 
-def digest_inputs(path: Path, train, dev, *, train_limit: int | None, opts: str | None) -> str:
+def digest_inputs(path: Path, train, dev, *, train_limit: int | None, opts: str | None, augment: int = 0) -> str:
     """The checkpoint's files, the training and dev files the steps read (by their content: a task name stands for
     whatever files the data directory holds now), and the options the steps read."""
     hasher = hashlib.sha256()
@@ -146,7 +146,8 @@ def digest_inputs(path: Path, train, dev, *, train_limit: int | None, opts: str 
     for split in (train, dev):
         hasher.update(bytes.fromhex(sha256(Path(split.path))))
         hasher.update(json.dumps([split.kind, list(split.label_names)]).encode())
-    hasher.update(json.dumps([train_limit, opts]).encode())
+    # augmentation changes the text every distilling step trains on; without it the digest is as it always was
+    hasher.update(json.dumps([train_limit, opts, *([augment] if augment else [])]).encode())
     return hasher.hexdigest()
 
 

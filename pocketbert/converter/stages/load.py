@@ -118,7 +118,8 @@ def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: i
                         "export", keep=True)
     job = recovery_job.RecoverOptions(task=options.recover, **settings)
     return recovery_job.prepare(job, task_kind=loaded.task, tokenizer=loaded.tokenizer, labels=loaded.labels,
-                                input_names=loaded.family.input_names, eval_length=min(512, longest))
+                                input_names=loaded.family.input_names, eval_length=min(512, longest),
+                                embeddings=loaded.model.get_input_embeddings().weight)
 
 
 def full_integer_planned(plan) -> bool:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import metrics
+from ..data import augment, metrics
 from ..data.features import Features
 from ..errors import ConverterInputError
 from ..weights.factored_table import whole_table
@@ -65,6 +65,9 @@ class RecoverOptions:
     # a checkpoint an earlier recovery of the same teacher wrote: the student starts from its weights (it is then a
     # candidate of the checks, so continuing never ships worse than where it started)
     continue_from: str | None = None
+    # TinyBERT's augmentation (data.augment): this many word-replaced variants of each training example, labelled
+    # by the teacher; 0 trains on the task's own text only
+    augment: int = 0
 
 
 @dataclass
@@ -85,8 +88,9 @@ class PreparedRecovery:
 
 
 def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
-            eval_length: int) -> PreparedRecovery:
-    """Read and check everything that can be wrong before training: data, labels, budget, schedule."""
+            eval_length: int, embeddings=None) -> PreparedRecovery:
+    """Read and check everything that can be wrong before training: data, labels, budget, schedule.
+    ``embeddings``: the teacher's input word embeddings, where the augmentation's neighbours come from."""
     if options.schedule not in SCHEDULES:
         raise ConverterInputError(f"unknown recovery schedule {options.schedule!r}",
                                   f"use one of {', '.join(SCHEDULES)}")
@@ -101,6 +105,8 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     if train.kind != "ner" and not train.named_labels and len(train.label_names) != len(labels):
         raise ConverterInputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the "
                                   f"model {len(labels)} {labels}", "recover on the task the model was fine-tuned for")
+    if options.augment:  # variants keep their example's labels: what the model lacks still fails in encode
+        train = augmented(train, tokenizer, embeddings, options)
     features = train.encode(tokenizer, options.max_length, labels)  # tags or label names the model lacks fail here
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
@@ -108,6 +114,20 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     return PreparedRecovery(options, train.name, train.metric, features, dev_features=dev_features,
                             input_names=input_names, batches=batches,
                             train_file=str(train.path), dev_file=str(dev.path))
+
+
+def augmented(train, tokenizer, embeddings, options: RecoverOptions):
+    """``train`` with ``options.augment`` variants of each example (:mod:`..data.augment`)."""
+    if embeddings is None:
+        raise ConverterInputError("augmentation needs the teacher's word embeddings", "pass the teacher's input "
+                                  "embeddings to prepare()")
+    words = {w for text in train.texts for part in _parts(text) for w in augment.WORD.findall(part)}
+    near = augment.neighbours(tokenizer, embeddings, words)
+    return augment.augment(train, near, copies=options.augment, seed=options.seed)
+
+
+def _parts(text) -> list[str]:
+    return list(text) if isinstance(text, (list, tuple)) else [text]
 
 
 def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print, check_score=None) -> dict:
@@ -129,6 +149,10 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     began = "recovered in an earlier run" if options.continue_from else "transformed without recovery"
     log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, {began} {before[metric]:.2f}")
     log(_expected_time(options, scoring))
+    augmented = prepared.features.task.details.get("augmented")
+    if augmented:
+        log(f"training text: {augmented['originals']:,} examples and {augmented['variants']:,} variants of them "
+            f"(TinyBERT's augmentation, at most {augmented['copies']} per example)")
     eval_batches = prepared.dev_features.batches(64, input_names=names)
     best = prepared.best = _start_best(prepared, teacher_scores[metric], resumed, log)
     if options.continue_from:
@@ -191,6 +215,7 @@ def _record(prepared: PreparedRecovery, report, best: BestState, scores: dict[st
         "train_file": prepared.train_file,
         "dev_file": prepared.dev_file,
         "train_examples": len(prepared.features),
+        "augmentation": prepared.features.task.details.get("augmented"),
         "dev_examples": len(prepared.dev_features),
         "metric": metric,
         "recipe": _recipe(options),
@@ -212,7 +237,7 @@ def _recipe(options: RecoverOptions) -> dict:
             "stream_weight": options.stream_weight,
             "init": options.init, "batch_size": options.batch_size, "max_length": options.max_length,
             "seed": options.seed, "word_embeddings": "frozen" if options.freeze_word_embeddings else "trained",
-            "qat": options.qat}
+            "qat": options.qat, "augment": options.augment}
 
 
 def _log_shipped(log, best: BestState, *, shipped: float, teacher: float, metric: str) -> None:
@@ -232,14 +257,6 @@ def _identity(prepared: PreparedRecovery, teacher) -> dict:
     return kept_state.identity(teacher=kept_state.teacher_hash(teacher), transforms=list(prepared.options.transforms),
                                recipe=_recipe(prepared.options), train_file=prepared.train_file,
                                dev_file=prepared.dev_file)
-
-
-
-
-
-
-
-
 
 
 def _expected_time(options: RecoverOptions, scoring: float) -> str:
@@ -292,7 +309,8 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
                                   f"fine-tune it first: pocketbert-convert finetune {checkpoint} --task "
                                   f"{options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
-                       input_names=teacher.family.input_names, eval_length=eval_length(teacher))
+                       input_names=teacher.family.input_names, eval_length=eval_length(teacher),
+                       embeddings=teacher.model.get_input_embeddings().weight)
     student = copy.deepcopy(teacher.model)
     reports = [OPTS[name].apply(student, teacher.family) for name in changing]
     if options.continue_from:
