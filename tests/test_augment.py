@@ -99,3 +99,20 @@ def test_recovery_distils_on_the_variants_and_records_them(checkpoints, tmp_path
     assert record["recipe"]["augment"] == 3
     assert record["augmentation"]["originals"] == 64 and record["augmentation"]["copies"] == 3
     assert record["train_examples"] == 64 + record["augmentation"]["variants"] > 64
+
+
+def test_neighbours_read_a_factored_table_as_the_vectors_it_computes():
+    """A checkpoint factor-embeddings made has no ``.weight``: its vectors are what the module computes."""
+    from transformers import BertConfig, BertModel
+
+    from pocketbert.converter.weights.factored_table import factor
+
+    model = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=32))
+    whole = model.get_input_embeddings().weight.detach().clone()
+    assert torch.equal(augment.word_vectors(model), whole)
+    factor(model, rank=8)
+    vectors = augment.word_vectors(model)
+    assert vectors.shape == whole.shape
+    assert torch.allclose(vectors, model.get_input_embeddings().dense(), atol=1e-6)
+    assert not torch.equal(vectors, whole)  # rank 8 of 16: an approximation, read as it now is

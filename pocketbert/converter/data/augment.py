@@ -43,6 +43,13 @@ class Neighbours:
         return self.table.get(word.lower() if self.lowercase else word, ())
 
 
+@torch.no_grad()
+def word_vectors(model) -> torch.Tensor:
+    """The model's input vector of every vocabulary id, whatever form its table takes (plain or factored)."""
+    table = model.get_input_embeddings()
+    return table(torch.arange(table.num_embeddings, device=next(table.parameters()).device))
+
+
 def neighbours(tokenizer, embeddings: torch.Tensor, words, k: int = NEIGHBOURS) -> Neighbours:
     """The ``k`` nearest whole-word pieces (cosine of the teacher's input embeddings) of each of ``words``."""
     vocab = tokenizer.get_vocab()

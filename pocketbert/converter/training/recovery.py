@@ -310,7 +310,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
                                   f"{options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher),
-                       embeddings=teacher.model.get_input_embeddings().weight)
+                       embeddings=augment.word_vectors(teacher.model))
     student = copy.deepcopy(teacher.model)
     reports = [OPTS[name].apply(student, teacher.family) for name in changing]
     if options.continue_from:
