@@ -110,9 +110,9 @@ def test_neighbours_read_a_factored_table_as_the_vectors_it_computes():
     model = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                  intermediate_size=32))
     whole = model.get_input_embeddings().weight.detach().clone()
-    assert torch.equal(augment.word_vectors(model), whole)
+    assert torch.equal(augment.word_vectors(model.get_input_embeddings()), whole)
     factor(model, rank=8)
-    vectors = augment.word_vectors(model)
+    vectors = augment.word_vectors(model.get_input_embeddings())
     assert vectors.shape == whole.shape
     assert torch.allclose(vectors, model.get_input_embeddings().dense(), atol=1e-6)
     assert not torch.equal(vectors, whole)  # rank 8 of 16: an approximation, read as it now is

@@ -44,9 +44,9 @@ class Neighbours:
 
 
 @torch.no_grad()
-def word_vectors(model) -> torch.Tensor:
-    """The model's input vector of every vocabulary id, whatever form its table takes (plain or factored)."""
-    table = model.get_input_embeddings()
+def word_vectors(table: torch.nn.Module) -> torch.Tensor:
+    """The input vector of every vocabulary id that ``table`` (a model's input embeddings) gives, whatever form
+    it takes (plain or factored)."""
     return table(torch.arange(table.num_embeddings, device=next(table.parameters()).device))
 
 

@@ -31,7 +31,6 @@ import torch
 from ..checks import accuracy_gate
 from ..checkpoints import loading
 from ..checkpoints.checkpoint_inputs import refuse_as_output
-from ..data.augment import word_vectors
 from ..errors import ConverterInputError
 from ..weights.factored_table import whole_table
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY
@@ -87,7 +86,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                              freeze_word_embeddings=freeze_word_embeddings, dev=dev, augment=augment)
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher),
-                       embeddings=word_vectors(teacher.model))
+                       embeddings=teacher.model.get_input_embeddings())
     drop_blocks(student.model, student.family, keep)
     log(f"{total} -> {layers} blocks: keeping {keep}")
     # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit

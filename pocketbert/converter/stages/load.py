@@ -9,7 +9,6 @@ import torch
 
 from ..checkpoints import loading
 from ..checks import verify
-from ..data.augment import word_vectors
 from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
@@ -120,7 +119,7 @@ def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: i
     job = recovery_job.RecoverOptions(task=options.recover, **settings)
     return recovery_job.prepare(job, task_kind=loaded.task, tokenizer=loaded.tokenizer, labels=loaded.labels,
                                 input_names=loaded.family.input_names, eval_length=min(512, longest),
-                                embeddings=word_vectors(loaded.model))
+                                embeddings=loaded.model.get_input_embeddings())
 
 
 def full_integer_planned(plan) -> bool:

@@ -90,7 +90,8 @@ class PreparedRecovery:
 def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
             eval_length: int, embeddings=None) -> PreparedRecovery:
     """Read and check everything that can be wrong before training: data, labels, budget, schedule.
-    ``embeddings``: the teacher's input word embeddings, where the augmentation's neighbours come from."""
+    ``embeddings``: the teacher's input-embedding module, where the augmentation's neighbours come from (read
+    only when ``options.augment`` asks for variants)."""
     if options.schedule not in SCHEDULES:
         raise ConverterInputError(f"unknown recovery schedule {options.schedule!r}",
                                   f"use one of {', '.join(SCHEDULES)}")
@@ -122,7 +123,7 @@ def augmented(train, tokenizer, embeddings, options: RecoverOptions):
         raise ConverterInputError("augmentation needs the teacher's word embeddings", "pass the teacher's input "
                                   "embeddings to prepare()")
     words = {w for text in train.texts for part in _parts(text) for w in augment.WORD.findall(part)}
-    near = augment.neighbours(tokenizer, embeddings, words)
+    near = augment.neighbours(tokenizer, augment.word_vectors(embeddings), words)
     return augment.augment(train, near, copies=options.augment, seed=options.seed)
 
 
@@ -310,7 +311,7 @@ def recover_checkpoint(checkpoint: str, opts: list[str], options: RecoverOptions
                                   f"{options.task}")
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher),
-                       embeddings=augment.word_vectors(teacher.model))
+                       embeddings=teacher.model.get_input_embeddings())
     student = copy.deepcopy(teacher.model)
     reports = [OPTS[name].apply(student, teacher.family) for name in changing]
     if options.continue_from:
