@@ -18,7 +18,7 @@ from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.families import families
 from pocketbert.converter.pipeline import ConvertOptions
 
-from .shared import once
+from .shared import once, shared_root
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("POCKETBERT_DATA", REPO.parent / "shared" / "data"))
@@ -40,6 +40,30 @@ def deterministic_auto_backend(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_exports(tmp_path_factory):
+    """One export cache for the session's workers and the converters they start (converter/backends/export_cache.py):
+    the suite converts the same tiny checkpoints hundreds of times and differs after the export.  Tests about the
+    export itself take ``fresh_exports``."""
+    from pocketbert.converter.backends.export_cache import ENV
+
+    saved = os.environ.get(ENV)
+    os.environ[ENV] = str(shared_root(tmp_path_factory) / "exports")
+    yield
+    if saved is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = saved
+
+
+@pytest.fixture
+def fresh_exports(monkeypatch):
+    """Every export of this test traced and lowered, none served from the session's cache."""
+    from pocketbert.converter.backends.export_cache import ENV
+
+    monkeypatch.delenv(ENV, raising=False)
 
 
 @pytest.fixture(scope="session")

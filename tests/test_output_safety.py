@@ -385,7 +385,7 @@ def test_full_disk_is_an_output_error(checkpoint, small_disk, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "tflite"])
-def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_disk, tmp_path, fmt):
+def test_disk_filling_up_during_the_export_is_an_output_error(checkpoint, small_disk, tmp_path, fmt, fresh_exports):
     """Space that runs out after the up-front check (another program filling the disk) is reported alike,
     by the exporters' own writes too (the TFLite exporter's writer used to exit the process silently)."""
     prelude = ("import shutil, types\n"  # the up-front check sees a roomy disk

@@ -11,7 +11,9 @@ import pytest
 
 from pocketbert.converter.pipeline import convert
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc")
+# the exporters' own files are among what must be released: every export runs (none from the suite's cache)
+pytestmark = [pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc"),
+              pytest.mark.usefixtures("fresh_exports")]
 
 #: names of the converter's intermediate files (staging directory, quantiser inputs and candidates)
 INTERMEDIATE = (".partial-", ".float.tflite", ".candidate", ".candidate-")

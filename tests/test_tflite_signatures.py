@@ -16,6 +16,8 @@ from pocketbert.converter.backends.tflite_weights import float_constants
 
 from .conftest import export_spec
 
+pytestmark = pytest.mark.usefixtures("fresh_exports")  # the export itself is under test
+
 
 def _examples(spec, buckets):
     batches = {b: spec.make_batches(["a film worth seeing , twice"], pad_to=b)[0] for b in buckets}

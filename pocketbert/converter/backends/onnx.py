@@ -47,7 +47,7 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.calibrate import HistogramCollector, create_calibrator, save_tensors_data
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from . import reweight
+from . import export_cache, reweight
 from ..errors import VerificationError
 from ..checks.verify import unpadded_batches
 from . import register
@@ -86,6 +86,14 @@ def _name_nodes_by_module(model: onnx.ModelProto) -> None:
 
 def export_onnx(model: torch.nn.Module, example: dict[str, np.ndarray], input_names: list[str],
                 output_name: str, dest: Path) -> None:
+    settings = {"opset": OPSET, "inputs": list(input_names), "output": output_name, "dynamic": ["batch", "sequence"]}
+    export_cache.cached(lambda: _export_onnx(model, example, input_names, output_name=output_name, dest=dest), dest,
+                        kind="onnx", model=model, settings=settings,
+                        examples={"example": {n: example[n] for n in input_names}})
+
+
+def _export_onnx(model: torch.nn.Module, example: dict[str, np.ndarray], input_names: list[str],
+                 output_name: str, dest: Path) -> None:
     args = tuple(torch.from_numpy(example[name]) for name in input_names)
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
     dynamic = tuple({0: batch, 1: sequence} for _ in input_names)

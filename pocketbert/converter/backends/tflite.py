@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pocketbert.runtime.buckets import signature_name, smallest_bucket
 
-from . import reweight
+from . import export_cache, reweight
 from ..errors import ConverterInputError, VerificationError
 from . import register, tflite_calibration, tflite_weights
 from .base import (ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file,
@@ -133,6 +133,10 @@ class TfliteExportBackend(ExportBackend):
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         examples = {signature_name(b): spec.make_batches(["x"], pad_to=b)[0] for b in spec.buckets}
         examples = {name: {n: example[n] for n in spec.input_names} for name, example in examples.items()}
+        export_cache.cached(lambda: self._export(spec, examples, dest), dest, kind="tflite", model=spec.model,
+                            settings="litert-torch, int32 inputs", examples=examples)
+
+    def _export(self, spec: ExportSpec, examples: dict, dest: Path) -> None:
         try:
             if two_processes_pay(spec.model, len(examples), spec.threads) and \
                     export_in_two_processes(spec.model, examples, dest):
