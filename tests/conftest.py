@@ -14,6 +14,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
+from pocketbert.converter.backends.export_cache import ENV as EXPORT_CACHE
 from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.families import families
 from pocketbert.converter.pipeline import ConvertOptions
@@ -31,15 +32,10 @@ def deterministic_auto_backend(tmp_path_factory):
     """``backend="auto"`` measures which artifact is fastest on the machine.  Tests that are not about that
     choice get the deterministic rule (``POCKETBERT_AUTO=static``, inherited by subprocesses), and no test
     writes choices into the user's cache (tests/runtime/test_auto_choice.py measures on purpose)."""
-    saved = {k: os.environ.get(k) for k in ("POCKETBERT_AUTO", "XDG_CACHE_HOME")}
-    os.environ["POCKETBERT_AUTO"] = "static"
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("POCKETBERT_AUTO", "static")
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -47,23 +43,15 @@ def shared_exports(tmp_path_factory):
     """One export cache for the session's workers and the converters they start (converter/backends/export_cache.py):
     the suite converts the same tiny checkpoints hundreds of times and differs after the export.  Tests about the
     export itself take ``fresh_exports``."""
-    from pocketbert.converter.backends.export_cache import ENV
-
-    saved = os.environ.get(ENV)
-    os.environ[ENV] = str(shared_root(tmp_path_factory) / "exports")
-    yield
-    if saved is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = saved
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EXPORT_CACHE, str(shared_root(tmp_path_factory) / "exports"))
+        yield
 
 
 @pytest.fixture
 def fresh_exports(monkeypatch):
     """Every export of this test traced and lowered, none served from the session's cache."""
-    from pocketbert.converter.backends.export_cache import ENV
-
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv(EXPORT_CACHE, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pocketbert.converter.backends.export_cache import ENV as EXPORT_CACHE
+
 SCRIPT = """
 import logging
 from pocketbert.converter.quiet import silenced
@@ -30,7 +32,7 @@ CHATTER = ("Failed to load", "_C_mxfp8", "_C_cutlass", "register_constant", "_py
 
 def _converter(*args: str):
     # a real export (none from the suite's cache): its libraries are what might print
-    env = {k: v for k, v in os.environ.items() if k not in ("POCKETBERT_VERBOSE", "POCKETBERT_EXPORT_CACHE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("POCKETBERT_VERBOSE", EXPORT_CACHE)}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     return subprocess.run([sys.executable, "-m", "pocketbert.converter", *args], capture_output=True, text=True,
                           env=env, timeout=600)

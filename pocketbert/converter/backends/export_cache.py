@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import functools
 import types
 from collections.abc import Callable
 from importlib import metadata
@@ -98,6 +99,7 @@ def _code_object(digest, code: types.CodeType) -> None:
             digest.update(repr(const).encode())
 
 
+@functools.cache  # read once per process, not at every export
 def _version(name: str) -> str:
     try:
         return metadata.version(name)
