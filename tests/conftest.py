@@ -19,7 +19,7 @@ from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.families import families
 from pocketbert.converter.pipeline import ConvertOptions
 
-from .shared import once, shared_root
+from .shared import once, shared_root, worker_threads
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("POCKETBERT_DATA", REPO.parent / "shared" / "data"))
@@ -107,6 +107,7 @@ def options(tmp_path):
         kwargs.setdefault("verify_samples", 200)
         kwargs.setdefault("calibration_samples", 64)
         kwargs.setdefault("measure_latency", False)
+        kwargs.setdefault("threads", worker_threads())
         kwargs.setdefault("data_dir", DATA)
         # One format and one int8 method unless a test asks: the defaults (tflite,onnx; int8 auto)
         # build several artifacts and have tests of their own.
@@ -220,7 +221,6 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_configure(config):
-    """Each xdist worker gets its share of the cores for PyTorch, instead of every worker taking them all."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    """Each xdist worker gets its share of the cores for PyTorch, instead of every worker taking them all (and the
+    conversions of ``options`` and ``convert_bundle`` as their --threads)."""
+    torch.set_num_threads(worker_threads())

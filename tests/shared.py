@@ -17,6 +17,13 @@ from pathlib import Path
 from filelock import FileLock
 
 
+def worker_threads() -> int:
+    """The cores each xdist worker has to itself (all of them without xdist): the threads a test's conversion
+    and PyTorch use, so that the workers do not oversubscribe the machine."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def shared_root(tmp_path_factory) -> Path:
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"

@@ -103,7 +103,8 @@ def test_milestones_are_called_once_each_and_off_the_time_budget(monkeypatch):
     calls, clock = [], {"skipped": 0.0}
     # the checks move the training loop's clock on by 100 s (a long dev evaluation) without sleeping, so that what
     # is asserted is that their time is left out of the budget, whatever the machine's load
-    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock["skipped"]))
+    clock_moved = types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock["skipped"])
+    monkeypatch.setattr(loop, "time", clock_moved)
 
     def slow_check(point):
         calls.append((point.step, point.seconds, model.training))

@@ -19,12 +19,13 @@ from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.inputs.texts import read_texts
 
 from ..conftest import DATA, build_checkpoint
-from ..shared import once
+from ..shared import once, worker_threads
 
 
 def convert_bundle(checkpoint, out: Path, **kwargs) -> Path:
     kwargs.setdefault("verify_samples", 100)
     kwargs.setdefault("calibration_samples", 64)
+    kwargs.setdefault("threads", worker_threads())
     options = ConvertOptions(checkpoint=str(checkpoint), out=out, measure_latency=False, data_dir=DATA, **kwargs)
     return convert(options).bundle
 
