@@ -121,8 +121,8 @@ def test_milestones_are_called_once_each_and_off_the_time_budget(monkeypatch):
     calls.clear()
     log = loop.train(model, loss_fn, source, budget=loop.Budget(seconds=1.0), lr=1e-2, progress=False,
                      milestones=loop.Milestones((0.5,), slow_check))
-    assert len(calls) == 1 and 0.5 <= calls[0][1] < 1.0  # half the time budget, counted without the check
-    assert 1.0 <= log.seconds < 100  # the budget ran out on training time alone, the check's 100 s not in it
+    assert len(calls) == 1 and 0.5 <= calls[0][1] <= 0.9  # half the time budget, counted without the check
+    assert 1.0 <= log.seconds < 1.2  # the budget ran out on training time alone, the check's 100 s not in it
 
 
 def test_resume_skips_milestones_already_passed(tmp_path):
