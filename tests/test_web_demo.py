@@ -40,7 +40,7 @@ from pocketbert.converter.output.cut import cut
 
 from .conftest import DATA
 from .runtime.conftest import cls_bundle  # noqa: F401  (session fixture: a small real bundle)
-from .shared import once
+from .shared import once, worker_threads
 
 REPO = Path(__file__).resolve().parents[1]
 WEB = REPO / "web_demo"
@@ -119,7 +119,10 @@ def _convert(name: str, out: Path, *recipes: str) -> Path:
     done = subprocess.run([sys.executable, "-m", "pocketbert.converter", name, "--opt", "nonorm,relu,fold", *what,
                            # 100 verification sentences, not 1,000: what these tests check is the browser against the
                            # runtime on the bundle; the converter's own verification has tests of its own
-                           "--buckets", "32,64", "--no-latency", "--verify-samples", "100", "--out", str(out)],
+                           "--buckets", "32,64", "--no-latency", "--verify-samples", "100", "--out", str(out),
+                           # the worker's share of the cores: at the default 2, a 40 MB model's export starts a second
+                           # process that only competes with the other test worker's core
+                           "--threads", str(worker_threads())],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, f"converting {name} failed:\n{done.stderr[-3000:]}"
     return out
