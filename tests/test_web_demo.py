@@ -1,14 +1,14 @@
 """The web demo (web_demo/): the page run in headless Chromium against the Python runtime.
 
 The page (UI only: it imports the ``pocketbert`` package in web/, whose own tests are tests/test_web_package.py) is
-built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the
-SST-2 demo with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic), a
-third beside them (ner-phone, the NER demo tuned through int4, with its tflite:int4-dynamic), served from localhost, and driven by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium).
-What the browser computes is compared here with the runtime: the seed example's entities, the golden vectors,
-2,000+ random texts tokenized by the runtime, NER entities and label scores of real texts (fp32: within 1e-4; the
-int4 files, which the page chooses by default there: the runtime's labels, logits within 0.1; the runtime's
-entities), a tampered model
-refused with a visible message, and the measure panel's record in the benchmarks' schema; Measure keeps the page
+built (esbuild) into a temporary folder with two bundles converted here (ner-demo and sst2-phone, the SST-2 demo
+with factored word embeddings: TFLite fp32, buckets 32 and 64; sst2-phone also tflite:int4-dynamic), a third beside
+them (ner-phone, the NER demo tuned through int4, with its tflite:int4-dynamic), served from localhost, and driven
+by ``web_demo/tools/browser_check.mjs`` (playwright-core with Debian's chromium). What the browser computes is
+compared here with the runtime: the seed example's entities, the golden vectors, 2,000+ random texts tokenized by
+the runtime, NER entities and label scores of real texts (fp32: within 1e-4; the int4 files, which the page chooses
+by default there: the runtime's labels, logits within 0.1; the runtime's entities), a tampered model refused with a
+visible message, and the measure panel's record in the benchmarks' schema; Measure keeps the page
 responsive and can be cancelled; a missing bundle, the page opened as a file and any console error (LiteRT's own
 INFO and WARNING lines are not errors) are checked in the same browser run. The JS modules' own node tests
 (decoding edge cases) run too. Debian's chromium is installed with apt-get when missing and we are root
@@ -487,7 +487,7 @@ def _open_in_node(folder: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_page_reads_a_bundle_cut_for_the_web(node_modules, cls_bundle, tmp_path):
+def test_the_page_reads_a_bundle_cut_for_the_web(node_modules, cls_bundle, tmp_path):  # noqa: F811
     """A bundle cut for the web (one TFLite model, no ONNX, no tokenizer_config.json) builds into the page, and
     the page's reader opens it, every file verified, choosing the model it chooses in the full bundle."""
     web = cut(cls_bundle, "web", tmp_path / "web").path
