@@ -25,8 +25,9 @@ from pocketbert.converter.backends.tflite_recipes import quantize_file
 from pocketbert.converter.pipeline import ConvertOptions, convert
 
 from .conftest import DATA, export_spec
+from .runtime.conftest import MINILM_BUCKET
 
-LONG = " ".join(["the movie was long and the plot was thin but the actors tried hard"] * 5)  # > 64 tokens
+LONG = " ".join(["the movie was long and the plot was thin but the actors tried hard"] * 5)  # > MINILM_BUCKET tokens
 # Capitals, punctuation, a contraction, CJK and truncation: MediaPipe's tokenizer must agree on all.
 SENTENCES = ["A gripping, beautifully acted film.", "Dull.", "It's NOT bad -- really (7/10)!", "東京の映画", LONG]
 
@@ -44,9 +45,9 @@ def bundles(tmp_path_factory, checkpoints):
         return convert(options).bundle
 
     return {
-        # The real MiniLM (trained WordPiece vocabulary) with one bucket: what MediaPipe can run.  Bucket 64, as the
-        # runtime tests' MiniLM bundle (tests/runtime/conftest.py): one export of the real model serves both.
-        "minilm": build("minilm", "minilm", buckets=[64], recipes="tflite:fp16,tflite:int8-dynamic"),
+        # The real MiniLM (trained WordPiece vocabulary) with one bucket: what MediaPipe can run.  The runtime tests'
+        # bucket, so that one export of the real model serves both.
+        "minilm": build("minilm", "minilm", buckets=[MINILM_BUCKET], recipes="tflite:fp16,tflite:int8-dynamic"),
         "bert-2buckets": build("bert2", checkpoints["bert"]["classification"], buckets=[32, 64]),
         # Full-integer int8: its verification bar is not under test here either.
         "bert-static": build("bert-static", checkpoints["bert"]["classification"], buckets=[32], opts="int8",
@@ -269,9 +270,9 @@ def test_mediapipe_text_classifier_runs_raw_text(precision, bundles, tmp_path):
     (artifact,) = [a for a in manifest["artifacts"] if a["recipe"] == f"tflite:{precision}"]
     model = bundle / artifact["file"]
     assert artifact["details"]["metadata"]["mediapipe_blockers"] == []
-    ours = _logits(model, bundle, SENTENCES)["seq_64"]
+    ours = _logits(model, bundle, SENTENCES)[f"seq_{MINILM_BUCKET}"]
     # The fresh head's logits are ~1e-2 and differ between these sentences by far more than the
-    # tolerance, so agreement means MediaPipe fed the same tokens (and cut LONG at 64 like we do).
+    # tolerance, so agreement means MediaPipe fed the same tokens (and cut LONG at the bucket like we do).
     spread = min(np.abs(ours[i] - ours[j]).max() for i in range(len(ours)) for j in range(i))
     assert spread > 1e-4
     # Scores are the raw logits: no softmax (no score calibration in the metadata).
@@ -284,7 +285,7 @@ def test_mediapipe_tokenizer_does_not_strip_accents(bundles, tmp_path):
     model, _ = _embedded(bundle, tmp_path)
     texts = ["Café naïve résumé", "ÉCOLE"]
     got = _mediapipe_scores(model, texts, _manifest(bundle)["labels"])
-    assert np.abs(got - _logits(model, bundle, texts)["seq_64"]).max(axis=1).min() > 1e-3
+    assert np.abs(got - _logits(model, bundle, texts)[f"seq_{MINILM_BUCKET}"]).max(axis=1).min() > 1e-3
 
 
 REFUSALS = {

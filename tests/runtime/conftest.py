@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.inputs.texts import read_texts
+from pocketbert.converter.pipeline import ConvertOptions, convert
 
 from ..conftest import DATA, build_checkpoint
 from ..shared import once, worker_threads
@@ -43,10 +43,15 @@ def cls_bundle(checkpoints, tmp_path_factory) -> Path:
                                             formats="onnx,tflite", opts="int8", int8="dynamic"))
 
 
+#: the real MiniLM's one bucket in every test that converts it (here and tests/test_tflite_metadata.py), so that one
+#: export of the real model serves them all (the suite's export cache)
+MINILM_BUCKET = 64
+
+
 @pytest.fixture(scope="session")
 def minilm_bundle(tmp_path_factory) -> Path:
     return once(tmp_path_factory, "rt-minilm",
-                lambda work: convert_bundle("minilm", work / "minilm", formats="onnx,tflite", buckets=[64]))
+                lambda work: convert_bundle("minilm", work / "minilm", formats="onnx,tflite", buckets=[MINILM_BUCKET]))
 
 
 @pytest.fixture(scope="session")
