@@ -10,15 +10,15 @@ import pytest
 import torch
 from torch import nn
 
-from pocketbert.converter.weights import int4_grid, int4_packing
-from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.backends.tflite_graph import fully_connected_weights
+from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import ConverterInputError
-from pocketbert.converter.weights.factored_table import factor
 from pocketbert.converter.levers.int4_tune import Int4Options, int4_tune_checkpoint
 from pocketbert.converter.pipeline import convert
 from pocketbert.converter.training import checkpoint_job as job
 from pocketbert.converter.training.loop import parse_budget
+from pocketbert.converter.weights import int4_grid, int4_packing
+from pocketbert.converter.weights.factored_table import factor
 from pocketbert.runtime.bundle import read_manifest
 
 from .conftest import DATA, build_checkpoint, nonorm_model
@@ -92,6 +92,18 @@ def test_tuned_checkpoint_is_on_the_grid_and_records_what_was_done(tuned):
     assert json.loads((path / "training.json").read_text())["int4_grid"] == grid
     untouched = loading.load(str(source))
     assert not all(torch.equal(a, b) for a, b in zip(loaded.model.parameters(), untouched.model.parameters()))
+
+
+def test_augmented_tuning_trains_on_the_variants_and_records_them(tuned, tmp_path):
+    source, _, _ = tuned
+    options = Int4Options(budget=parse_budget("1epochs"), train_limit=32, data_dir=DATA, augment=3)
+    printed = []
+    _, record = int4_tune_checkpoint(str(source), "glue:sst2", tmp_path / "aug", options, log=printed.append)
+    made, grid = record["int4_grid"]["augmentation"], record["int4_grid"]
+    assert made["originals"] == 32 and made["copies"] == 3 and 32 < made["variants"] <= 96
+    assert made["neighbours"] == "the tuned checkpoint's word-piece embeddings"  # a factored table: its whole rows
+    assert grid["steps"] == -(-(32 + made["variants"]) // 32)  # one pass over the text and its variants
+    assert f"32 examples and {made['variants']} variants" in "\n".join(printed)
 
 
 def test_a_teacher_that_reads_other_pieces_or_labels_is_refused(tuned, tokenizer, tmp_path):
@@ -235,8 +247,8 @@ def test_a_layernorm_checkpoint_is_refused_before_any_work(checkpoints, tmp_path
 
 
 def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(tokenizer, tmp_path):
-    from pocketbert.converter.training.teacher import _piece_map
     from pocketbert.converter.levers.vocab_trim import trim
+    from pocketbert.converter.training.teacher import _piece_map
 
     built = build_checkpoint(tmp_path / "built", "bert", tokenizer, labels=("negative", "positive"), seed=5)
     wide, _ = nonorm_model(built)

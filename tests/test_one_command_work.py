@@ -19,9 +19,9 @@ from safetensors.torch import load_file, save_file
 from pocketbert.converter.cli import main
 from pocketbert.converter.data import load_task
 from pocketbert.converter.errors import ConverterInputError, OutputError
+from pocketbert.converter.levers import latency, shapes
 from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
 from pocketbert.converter.one_command.lever_work import work_folder
-from pocketbert.converter.levers import latency, shapes
 from pocketbert.converter.training.loop import Budget
 
 from .conftest import DATA, build_checkpoint
@@ -211,8 +211,8 @@ def test_a_truncated_latency_record_is_refused_before_measuring(files, tmp_path)
 
 def test_a_negative_spent_budget_is_refused_and_a_continuation_stays_within_its_share(files, tmp_path):
     from pocketbert.converter import levers
-    from pocketbert.converter.one_command.lever_steps import _more
     from pocketbert.converter.levers.plan import PlannedStep
+    from pocketbert.converter.one_command.lever_steps import _more
 
     out = tmp_path / "bundle"
     _run(files, out)
@@ -289,7 +289,8 @@ def test_an_unreachable_target_says_what_the_levers_reach_at_best(files, tmp_pat
     shape = shapes.read(files / "teacher")
     best = shapes.macs(shape.narrowed(32).keeping(1)) / shapes.macs(shape)
     assert f"at best 0.13 MB and {best:.0%} of its multiply-adds, with one block" in str(refused.value)
-    assert "the levers cannot reach the target: at best 0.13 MB and 44% of the MACs with one block" in "\n".join(printed)
+    said = "the levers cannot reach the target: at best 0.13 MB and 44% of the MACs with one block"
+    assert said in "\n".join(printed)
     assert refused.value.fix == f"raise --max-macs to at least {math.ceil(best * 100) / 100:g}"
     with pytest.raises(ConverterInputError, match="too small to train"):  # the fix reaches the target: it plans
         _run(files, tmp_path / "bundle", max_bytes=300_000, max_macs=math.ceil(best * 100) / 100, opts="nonorm,relu",
@@ -363,7 +364,7 @@ def test_what_the_conversion_would_refuse_is_refused_before_the_levers_train(cas
 
 # --- augmentation is an input of every step --------------------------------------------------------------------------
 
-def test_augmentation_reaches_the_recovery_step_and_is_part_of_what_a_step_reuses(files, tmp_path):
+def test_augmentation_reaches_every_distilling_step_and_is_part_of_what_a_step_reuses(files, tmp_path):
     out = tmp_path / "bundle"
     _run(files, out, opts="nonorm,relu", budget=Budget(steps=4))
     final, printed = _run(files, out, opts="nonorm,relu", budget=Budget(steps=4), augment=2)
@@ -374,5 +375,10 @@ def test_augmentation_reaches_the_recovery_step_and_is_part_of_what_a_step_reuse
     record = next(r for r in records if r["recipe"]["augment"])
     assert record["augmentation"]["originals"] == 48
     assert record["train_examples"] == 48 + record["augmentation"]["variants"] > 48
+    # int4-tune distils too, after the vocabulary cut: its variants come from the trimmed checkpoint's own table
+    tuned = [json.loads((p / "training.json").read_text(encoding="utf-8"))["int4_grid"]
+             for p in sorted(work_folder(out).glob("*-int4-tune*"))]
+    assert sorted(bool(t["augmentation"]) for t in tuned) == [False, True]
+    assert next(t for t in tuned if t["augmentation"])["augmentation"]["variants"] > 0
     _, again = _run(files, out, opts="nonorm,relu", budget=Budget(steps=4), augment=2)
     assert "done in an earlier run" in again

@@ -217,10 +217,11 @@ def factor_embeddings(checkpoint, task_name, rank, vocab_size, retune, lr, share
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=5e-5, show_default=True)
 @click.option("--pack", is_flag=True, help="Store the int4 weights two to a byte and every other weight in float16 "
               "(about an eighth of the float32 checkpoint).")
+@augment_option
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, dev, threads, train_limit, data_dir, overwrite,
-              max_accuracy_drop, allow_accuracy_loss):
+def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, augment, out, dev, threads, train_limit, data_dir,
+              overwrite, max_accuracy_drop, allow_accuracy_loss):
     """Train every weight of CHECKPOINT with its Linears and word-embedding table rounded to the int4 grid of
     tflite:int4-dynamic (one scale per row, max|w|/7), matching the teacher's logits and hidden states on TASK's
     text, then write the weights onto that grid: the int4 file then holds the checkpoint's weights exactly."""
@@ -229,7 +230,7 @@ def int4_tune(checkpoint, task_name, teacher, budget, lr, pack, out, dev, thread
     refuse_own_input(out, source=checkpoint, teacher=teacher)
     options = Int4Options(teacher=teacher, budget=budget, lr=lr, pack=pack, threads=threads, train_limit=train_limit,
                           data_dir=data_dir, overwrite=overwrite, allow_accuracy_loss=allow_accuracy_loss,
-                          max_accuracy_drop=max_accuracy_drop)
+                          max_accuracy_drop=max_accuracy_drop, augment=augment)
     path, record = int4_tune_checkpoint(checkpoint, task_name, out, options, log=log, dev=_text(dev))
     out_console.print(plain(f"wrote {path}"))
 

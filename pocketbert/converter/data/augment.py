@@ -71,8 +71,17 @@ def neighbours(tokenizer, embeddings: torch.Tensor, words, k: int = NEIGHBOURS) 
     return Neighbours(found, lowercase)
 
 
+def augmented(data: TaskData, tokenizer, table: torch.nn.Module, *, copies: int, seed: int = 0,
+              source: str = "teacher word-piece embeddings") -> TaskData:
+    """``data`` with ``copies`` variants of each example, the neighbours taken from ``table`` (a model's input
+    embeddings, numbered as ``tokenizer`` numbers its pieces); ``source`` says whose table, for the record."""
+    words = {w for text in data.texts for part in _parts(text) for w in WORD.findall(part)}
+    near = neighbours(tokenizer, word_vectors(table), words)
+    return augment(data, near, copies=copies, seed=seed, source=source)
+
+
 def augment(data: TaskData, near: Neighbours, *, copies: int = COPIES, p: float = P_REPLACE,
-            seed: int = 0) -> TaskData:
+            seed: int = 0, source: str = "teacher word-piece embeddings") -> TaskData:
     """``data`` followed by up to ``copies`` distinct variants of each example (fewer where an example has few
     replaceable words); each variant keeps its example's label."""
     rng = random.Random(seed)
@@ -92,10 +101,14 @@ def augment(data: TaskData, near: Neighbours, *, copies: int = COPIES, p: float 
             if labels is not None:
                 labels.append(new_label)
     details = dict(data.details, augmented={"originals": len(data), "variants": made, "copies": copies, "p": p,
-                                            "neighbours": "teacher word-piece embeddings", "seed": seed})
+                                            "neighbours": source, "seed": seed})
     return TaskData(data.name, data.kind, data.split, data.path, texts=texts, labels=labels,
                     label_names=data.label_names, metric=data.metric, details=details,
                     named_labels=data.named_labels)
+
+
+def _parts(text) -> list[str]:
+    return list(text) if isinstance(text, (list, tuple)) else [text]
 
 
 def _variant(kind, text, label, *, near: Neighbours, mentions, p: float, rng: random.Random):

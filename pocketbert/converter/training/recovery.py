@@ -17,9 +17,9 @@ from pathlib import Path
 from ..data import augment, metrics
 from ..data.features import Features
 from ..errors import ConverterInputError
-from ..weights.factored_table import whole_table
 from ..families import Family
 from ..opts import Opts
+from ..weights.factored_table import whole_table
 from . import dev_noise, kept_state, loop, recovery_resume
 from .best_state import BestState, Check
 from .defaults import RECOVERY_BUDGET
@@ -122,13 +122,7 @@ def augmented(train, tokenizer, embeddings, options: RecoverOptions):
     if embeddings is None:
         raise ConverterInputError("augmentation needs the teacher's word embeddings", "pass the teacher's input "
                                   "embeddings to prepare()")
-    words = {w for text in train.texts for part in _parts(text) for w in augment.WORD.findall(part)}
-    near = augment.neighbours(tokenizer, augment.word_vectors(embeddings), words)
-    return augment.augment(train, near, copies=options.augment, seed=options.seed)
-
-
-def _parts(text) -> list[str]:
-    return list(text) if isinstance(text, (list, tuple)) else [text]
+    return augment.augmented(train, tokenizer, embeddings, copies=options.augment, seed=options.seed)
 
 
 def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print, check_score=None) -> dict:
