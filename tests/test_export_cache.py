@@ -102,3 +102,51 @@ def test_a_bundle_converted_through_the_cache_equals_one_converted_without_it(ch
     for manifest in manifests[1:]:
         for got, want in zip(manifest["artifacts"], manifests[0]["artifacts"], strict=True):
             assert got["recipe"] == want["recipe"] and got["verification"] == want["verification"]
+
+
+# --- a file of several signatures, kept one signature at a time --------------------------------------------------
+
+def _fake_export(calls):
+    def export(examples, dest):
+        calls.append(list(examples))
+        dest.write_bytes("|".join(examples).encode())
+    return export
+
+
+def test_signatures_are_kept_one_at_a_time_and_only_the_missing_ones_exported(spec, tmp_path, monkeypatch):
+    monkeypatch.setenv(export_cache.ENV, str(tmp_path / "cache"))
+    model, examples = spec.model, {f"seq_{n}": {"x": torch.full((1, n), 7).numpy()} for n in (16, 32, 64)}
+    calls, merges = [], []
+
+    def merge(files):
+        merges.append(list(files))
+        return b"+".join(files.values())
+
+    def run(*names):
+        dest = tmp_path / "model.tflite"
+        hit = export_cache.cached_signatures(_fake_export(calls), dest, kind="fake", model=model, settings="s",
+                                             examples={n: examples[n] for n in names}, merge=merge)
+        return hit, dest.read_bytes()
+
+    assert run("seq_16", "seq_32") == (False, b"seq_16+seq_32")
+    assert run("seq_32", "seq_64") == (False, b"seq_32+seq_64")
+    assert run("seq_16", "seq_32", "seq_64") == (True, b"seq_16+seq_32+seq_64")
+    assert calls == [["seq_16"], ["seq_32"], ["seq_64"]]  # each bucket traced once, whatever file asked for it
+    assert merges[-1] == ["seq_16", "seq_32", "seq_64"]  # in the file's order
+    assert run("seq_64") == (True, b"seq_64") and len(merges) == 3  # one signature: the entry itself
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "model.tflite"]  # no part left beside it
+
+
+def test_signatures_that_do_not_merge_are_exported_as_one_file(spec, tmp_path, monkeypatch):
+    calls = []
+    examples = {f"seq_{n}": {"x": torch.full((1, n), 7).numpy()} for n in (16, 32)}
+    for cache in (None, tmp_path / "cache"):
+        if cache:
+            monkeypatch.setenv(export_cache.ENV, str(cache))
+        else:
+            monkeypatch.delenv(export_cache.ENV, raising=False)
+        hit = export_cache.cached_signatures(_fake_export(calls), tmp_path / "m", kind="fake", model=spec.model,
+                                             settings="s", examples=examples, merge=lambda files: None)
+        assert not hit and (tmp_path / "m").read_bytes() == b"seq_16|seq_32"
+    assert calls == [["seq_16", "seq_32"], ["seq_16"], ["seq_32"], ["seq_16", "seq_32"]]
+

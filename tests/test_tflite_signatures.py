@@ -74,3 +74,24 @@ def test_the_export_runs_in_two_processes_when_it_pays_and_falls_back_when_the_s
     get("tflite").export(spec, tmp_path / "fallback.tflite")  # the backend then exports in one process
     assert signatures.same_outputs((tmp_path / "fallback.tflite").read_bytes(), dict.fromkeys(examples, one), examples)
     assert np.all([p.name != ".fallback.tflite.second-process" for p in tmp_path.iterdir()])
+
+
+def test_a_file_merged_from_the_export_caches_signatures_computes_what_one_export_does(checkpoints, one_export,
+                                                                                       monkeypatch, tmp_path):
+    from pocketbert.converter.backends import export_cache
+    from pocketbert.converter.backends import tflite as backend
+
+    traced, real = [], backend.converted
+    monkeypatch.setattr(backend, "converted", lambda model, examples: traced.append(list(examples))
+                        or real(model, examples))
+    monkeypatch.setenv(export_cache.ENV, str(tmp_path / "cache"))
+    for buckets in ((16,), (16, 32)):
+        _, spec = export_spec(checkpoints["bert"]["classification"], buckets=buckets)
+        get("tflite").export(spec, tmp_path / "cached.tflite")
+    assert traced == [["seq_16"], ["seq_32"]]  # the second file's seq_16 came from the cache
+    cached = (tmp_path / "cached.tflite").read_bytes()
+    examples = _examples(spec, (16, 32))
+    assert list(Interpreter(model_content=cached).get_signature_list()) == ["seq_16", "seq_32"]
+    assert signatures.same_outputs(cached, dict.fromkeys(examples, one_export), examples)  # as one export, bit for bit
+    (tmp_path / "one.tflite").write_bytes(one_export)
+    assert op_histogram(tmp_path / "cached.tflite") == op_histogram(tmp_path / "one.tflite")

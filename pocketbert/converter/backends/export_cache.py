@@ -5,6 +5,10 @@ tiny 2-layer BERT: ~8 s per TFLite signature), and most of a conversion's time w
 ``POCKETBERT_EXPORT_CACHE=DIR`` an export whose inputs equal an earlier one's reuses that export's file.  The
 test suite sets it: its tests convert the same tiny checkpoints many times and differ after the export.
 
+A file of several signatures (TFLite's one per sequence-length bucket) is kept one signature at a time
+(:func:`cached_signatures`) and merged: an export of buckets 16 and 32 and another of 32 and 64 trace bucket 32
+once.
+
 Equal inputs means the same key (:func:`key`): every module's class, its plain attributes and the code its
 ``forward`` runs, every parameter and buffer (values, not only shapes), each model config (attention implementation
 included), the example inputs (values too: a trace may branch on them), the exporter's settings and the versions of
@@ -14,9 +18,9 @@ cache set.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import functools
 import types
 from collections.abc import Callable
 from importlib import metadata
@@ -52,6 +56,32 @@ def cached(export: Callable[[], None], dest: Path, *, kind: str, model: torch.nn
     except OSError:
         partial.unlink(missing_ok=True)
     return False
+
+
+def cached_signatures(export: Callable[[dict, Path], None], dest: Path, *, kind: str, model: torch.nn.Module,
+                      settings: object, examples: dict, merge: Callable[[dict[str, bytes]], bytes | None]) -> bool:
+    """:func:`cached` for each signature of ``examples`` (signature name -> example inputs) on its own, then
+    ``merge`` (signature name -> its file, in order -> one file, or None if they do not merge into one that
+    computes what each did); ``export(examples, dest)`` writes a file of those signatures.  True if every
+    signature came from the cache.  Without ``POCKETBERT_EXPORT_CACHE``, or with one signature, this is
+    :func:`cached` of the whole export; a merge that fails exports the whole file."""
+    if not os.environ.get(ENV) or len(examples) < 2:
+        return cached(lambda: export(examples, dest), dest, kind=kind, model=model, settings=settings,
+                      examples=examples)
+    dest = Path(dest)
+    parts = {name: dest.with_name(f".{dest.name}.{name}.part") for name in examples}
+    try:
+        hits = [cached(functools.partial(export, {name: examples[name]}, part), part, kind=kind, model=model,
+                       settings=settings, examples={name: examples[name]}) for name, part in parts.items()]
+        content = merge({name: part.read_bytes() for name, part in parts.items()})
+    finally:
+        for part in parts.values():
+            part.unlink(missing_ok=True)
+    if content is None:
+        export(examples, dest)
+        return False
+    dest.write_bytes(content)
+    return all(hits)
 
 
 def key(model: torch.nn.Module, settings: object, examples: dict) -> str:

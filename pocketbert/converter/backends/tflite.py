@@ -24,22 +24,21 @@
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import re
 from pathlib import Path
 
 from pocketbert.runtime.buckets import signature_name, smallest_bucket
 
-from . import export_cache, reweight
 from ..errors import ConverterInputError, VerificationError
-from . import register, tflite_calibration, tflite_weights
-from .base import (ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file,
-                   ladder_rules)
+from . import export_cache, register, reweight, tflite_calibration, tflite_weights
+from .base import ExportBackend, ExportedArtifact, ExportSpec, float_fallback_search, judge_file, ladder_rules
 from .tflite_compact import compact
 from .tflite_graph import linear_roles, masked_softmax_ops, small_lookup_ops
 from .tflite_input_scales import write_with_input_scales
 from .tflite_recipes import QUANTIZER_RECIPES, on_int4_grid, quantize_file, recipe_for
-from .tflite_signatures import converted, export_in_two_processes, one_signature, two_processes_pay
+from .tflite_signatures import converted, export_in_two_processes, merged_signatures, one_signature, two_processes_pay
 
 
 def op_histogram(path: Path) -> dict[str, int]:
@@ -133,8 +132,9 @@ class TfliteExportBackend(ExportBackend):
     def _convert(self, spec: ExportSpec, dest: Path) -> None:
         examples = {signature_name(b): spec.make_batches(["x"], pad_to=b)[0] for b in spec.buckets}
         examples = {name: {n: example[n] for n in spec.input_names} for name, example in examples.items()}
-        export_cache.cached(lambda: self._export(spec, examples, dest), dest, kind="tflite", model=spec.model,
-                            settings="litert-torch, int32 inputs", examples=examples)
+        export_cache.cached_signatures(functools.partial(self._export, spec), dest, kind="tflite", model=spec.model,
+                                       settings="litert-torch, int32 inputs", examples=examples,
+                                       merge=functools.partial(merged_signatures, examples=examples))
 
     def _export(self, spec: ExportSpec, examples: dict, dest: Path) -> None:
         try:

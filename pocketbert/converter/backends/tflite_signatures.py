@@ -144,6 +144,19 @@ def merged(first: bytes, second: bytes) -> bytes | None:
     return bytes(builder.Output())
 
 
+def merged_signatures(files: dict[str, bytes], examples: dict[str, dict[str, np.ndarray]]) -> bytes | None:
+    """One model of ``files``' signatures in their order (signature name -> the file it came from, the
+    export cache's entries), or None if they do not merge into one whose every signature gives exactly what its
+    own file gave."""
+    names = list(files)
+    content = files[names[0]]
+    for name in names[1:]:
+        content = merged(content, files[name])
+        if content is None:
+            return None
+    return content if same_outputs(content, files, examples) else None
+
+
 def one_signature(source: Path, dest: Path, name: str) -> bool:
     """Write ``dest``: ``source`` with only its signature ``name`` and that signature's subgraph, every tensor and
     weight as it was (weights the other subgraphs alone read stay in the file, unread).  Quantising it is the
