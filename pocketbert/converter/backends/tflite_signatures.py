@@ -101,9 +101,8 @@ def export_in_two_processes(model, examples: dict[str, dict[str, np.ndarray]], d
         if child.returncode != 0 or not theirs.exists():
             return False
         theirs = theirs.read_bytes()
-        content = merged(mine, theirs)
-        if content is None or not same_outputs(content, {**dict.fromkeys(first, mine), **dict.fromkeys(second, theirs)},
-                                               examples):
+        content = merged_signatures({**dict.fromkeys(first, mine), **dict.fromkeys(second, theirs)}, examples)
+        if content is None:
             return False
         Path(dest).write_bytes(content)
         return True
@@ -144,17 +143,18 @@ def merged(first: bytes, second: bytes) -> bytes | None:
     return bytes(builder.Output())
 
 
-def merged_signatures(files: dict[str, bytes], examples: dict[str, dict[str, np.ndarray]]) -> bytes | None:
-    """One model of ``files``' signatures in their order (signature name -> the file it came from, the
-    export cache's entries), or None if they do not merge into one whose every signature gives exactly what its
-    own file gave."""
-    names = list(files)
-    content = files[names[0]]
-    for name in names[1:]:
-        content = merged(content, files[name])
+def merged_signatures(sources: dict[str, bytes], examples: dict[str, dict[str, np.ndarray]]) -> bytes | None:
+    """One model of every signature of ``sources`` (signature name -> the file that holds it; the files are
+    merged in the order of their first signature), or None if they do not merge into one whose every signature
+    gives exactly what it gave in its own file.  The two halves of a two-process export, or the export cache's
+    one-signature files."""
+    files = list({id(content): content for content in sources.values()}.values())
+    content = files[0]
+    for other in files[1:]:
+        content = merged(content, other)
         if content is None:
             return None
-    return content if same_outputs(content, files, examples) else None
+    return content if same_outputs(content, sources, examples) else None
 
 
 def one_signature(source: Path, dest: Path, name: str) -> bool:

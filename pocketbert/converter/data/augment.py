@@ -107,6 +107,15 @@ def augment(data: TaskData, near: Neighbours, *, copies: int = COPIES, p: float 
                     named_labels=data.named_labels)
 
 
+def described(data: TaskData) -> str | None:
+    """What :func:`augment` added to ``data``, in a line for the log; None if it is not augmented."""
+    made = data.details.get("augmented")
+    if not made:
+        return None
+    return (f"training text: {made['originals']:,} examples and {made['variants']:,} variants of them "
+            f"(TinyBERT's augmentation, at most {made['copies']} per example)")
+
+
 def _parts(text) -> list[str]:
     return list(text) if isinstance(text, (list, tuple)) else [text]
 

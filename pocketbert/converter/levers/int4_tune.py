@@ -97,9 +97,7 @@ def _augmented(train_split, student, copies: int, log):
     the checkpoint was distilled from that teacher, and its table is the teacher's, or a trim or factoring of it."""
     train_split = augment.augmented(train_split, student.tokenizer, student.model.get_input_embeddings(),
                                     copies=copies, source="the tuned checkpoint's word-piece embeddings")
-    made = train_split.details["augmented"]
-    log(f"training text: {made['originals']:,} examples and {made['variants']:,} variants of them "
-        f"(TinyBERT's augmentation, at most {copies} per example)")
+    log(augment.described(train_split))
     return train_split
 
 

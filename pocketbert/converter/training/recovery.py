@@ -144,10 +144,8 @@ def run(prepared: PreparedRecovery, teacher, student, family: Family, log=print,
     began = "recovered in an earlier run" if options.continue_from else "transformed without recovery"
     log(f"dev {metric}: teacher {teacher_scores[metric]:.2f}, {began} {before[metric]:.2f}")
     log(_expected_time(options, scoring))
-    augmented = prepared.features.task.details.get("augmented")
-    if augmented:
-        log(f"training text: {augmented['originals']:,} examples and {augmented['variants']:,} variants of them "
-            f"(TinyBERT's augmentation, at most {augmented['copies']} per example)")
+    if said := augment.described(prepared.features.task):
+        log(said)
     eval_batches = prepared.dev_features.batches(64, input_names=names)
     best = prepared.best = _start_best(prepared, teacher_scores[metric], resumed, log)
     if options.continue_from:
