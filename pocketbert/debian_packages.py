@@ -43,13 +43,16 @@ def apt_get(*command: str) -> subprocess.CompletedProcess:
         return _apt_get(*command)
 
 
-def install(package: str, installed, log=print) -> str:
+def install(package: str, installed, log=print, recommends: bool = True) -> str:
     """``apt-get install -y package``, then ``apt-get update`` and again if ``installed()`` is still false.
+    ``recommends=False`` leaves out the packages it only recommends (androguard's recommend a Qt GUI: a third of
+    its install time, for a tool run from the command line).
     Returns "" once ``installed()`` holds, else the last failure's message (for the caller's error)."""
     failed = "apt-get gave no error, yet the package's files are missing"
     log(f"installing Debian's {package} (apt-get)")
+    add = ["install", "-y", "-q", *([] if recommends else ["--no-install-recommends"]), package]
     with _turn():
-        for command in (["install", "-y", "-q", package], ["update", "-q"], ["install", "-y", "-q", package]):
+        for command in (add, ["update", "-q"], add):
             if installed():  # another process may have installed it while we waited
                 return ""
             done = _apt_get(*command)

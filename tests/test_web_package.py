@@ -3,14 +3,14 @@
 ``npm pack`` in web/, the tarball installed into a fresh temporary project (offline: the tarball and npm's cache,
 which ``npm ci`` in web/ filled), a ten-line app bundled there with esbuild and the package's esbuild plugin (which
 copies LiteRT.js's WebAssembly beside the bundle: the app's author copies nothing), served on localhost and run in
-Debian's chromium (headless, playwright-core) on the ``ner-demo``, ``sst2-phone`` and ``ner-phone`` bundles the web
-demo's tests convert (``web_bundles``, shared). The app's answers are held to the Python runtime's: NER entities and
-spans (code points and UTF-16 units), labels, scores within docs/web.md's tolerances (fp32 1e-4; the int4 files:
-0.05, and at most one text in ten may differ where a label sits on a near tie). Served cross-origin isolated, the
-pipeline runs LiteRT.js's threaded build, and says so. The package's checks run in the browser: the pin, a wrong
-task, a newer converter, a missing file, and a manifest that disagrees with its files (labels, vocabulary size,
-the model's buckets and inputs). ``tsc`` checks the declarations against the developer's code, and the package's
-own node tests run.
+Debian's chromium (headless, playwright-core) on the ``sst2-phone`` and ``ner-phone`` bundles the web demo's tests
+convert and on ``ner-phone`` cut to its fp32 file (``web_bundles``, shared). The app's answers are held to the
+Python runtime's: NER entities and spans (code points and UTF-16 units), labels, scores within docs/web.md's
+tolerances (fp32 1e-4; the int4 files: 0.05, and at most one text in ten may differ where a label sits on a near
+tie). Served cross-origin isolated, the pipeline runs LiteRT.js's threaded build, and says so. The package's checks
+run in the browser: the pin, a wrong task, a newer converter, a missing file, and a manifest that disagrees with its
+files (labels, vocabulary size, the model's buckets and inputs). ``tsc`` checks the declarations against the
+developer's code, and the package's own node tests run.
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def _serve(root: Path, headers: dict[str, str]):
 def app(project, web_bundles, chromium, tmp_path_factory):  # noqa: F811  (fixtures imported above)
     """What the app computed on each page: {name: {info, results, disposed} or {error, fix}}."""
     root = project / "dist"
-    models = {"ner-demo": web_bundles["ner"], "sst2-phone": web_bundles["classification"],
+    models = {"ner-fp32": web_bundles["ner"], "sst2-phone": web_bundles["classification"],
               "ner-phone": web_bundles["ner_phone"]}
     for name, bundle in models.items():
         _place(bundle, root / "models" / name)
@@ -262,13 +262,13 @@ def app(project, web_bundles, chromium, tmp_path_factory):  # noqa: F811  (fixtu
     isolated, isolated_url = _serve(root, {"Cross-Origin-Opener-Policy": "same-origin",
                                            "Cross-Origin-Embedder-Policy": "require-corp"})
     ner, cls = "texts=texts-ner.json", "texts=texts-classification.json"
-    pages = {"ner-demo": f"{url}?bundle=models/ner-demo/&task=ner&{ner}&pin={pins['ner-demo']}",
+    pages = {"ner-fp32": f"{url}?bundle=models/ner-fp32/&task=ner&{ner}&pin={pins['ner-fp32']}",
              "sst2-phone": f"{url}?bundle=models/sst2-phone/&{cls}&pin=sha256:{pins['sst2-phone']}",
              "sst2-fp32": f"{url}?bundle=models/sst2-phone&task=text-classification&precision=fp32&{cls}",
              "ner-phone": f"{url}?bundle=models/ner-phone/&{ner}",
              "threaded": f"{isolated_url}?bundle=models/ner-phone/&{ner}",
-             "wrong-task": f"{url}?bundle=models/ner-demo/&task=classification&{cls}",
-             "wrong-pin": f"{url}?bundle=models/sst2-phone/&{cls}&pin={pins['ner-demo']}",
+             "wrong-task": f"{url}?bundle=models/ner-fp32/&task=classification&{cls}",
+             "wrong-pin": f"{url}?bundle=models/sst2-phone/&{cls}&pin={pins['ner-fp32']}",
              **{f"sst2-{name}": f"{url}?bundle=models/sst2-{name}/&{cls}" for name in _broken(sst2)}}
     work = tmp_path_factory.mktemp("web-app-run")
     spec = {"chromium": chromium, "profile": str(work / "profile"), "pages": [{"name": n, "url": u}
@@ -308,18 +308,18 @@ def _ner_agrees(page: dict, bundle: Path, precision: str, tolerance: float, text
     return differing
 
 
-def test_ner_demo_gives_the_runtimes_entities_and_spans(app):
-    page = app["ner-demo"]
+def test_a_float_ner_bundle_gives_the_runtimes_entities_and_spans(app):
+    page = app["ner-fp32"]
     assert "error" not in page, page
     info = page["info"]
     assert (info["task"], info["recipe"], info["file"]) == ("ner", "tflite:fp32", "model.tflite")
-    assert info["buckets"] == [32, 64] and info["maxLength"] == 64 and info["where"].endswith("models/ner-demo/")
+    assert info["buckets"] == [32, 64] and info["maxLength"] == 64 and info["where"].endswith("models/ner-fp32/")
     runtime_info = info["runtime"]
     assert (runtime_info["file"], runtime_info["threaded"], runtime_info["threads"]) == \
         ("litert_wasm_internal.js", False, 1), runtime_info
     assert runtime_info["wasm"].endswith("/pocketbert-wasm/")
     texts = _texts("ner")
-    assert _ner_agrees(page, app["models"]["ner-demo"], "fp32", SCORE_TOLERANCE, texts) == []
+    assert _ner_agrees(page, app["models"]["ner-fp32"], "fp32", SCORE_TOLERANCE, texts) == []
     astral = page["results"][1]
     assert [(e["entity_group"], e["start"], e["start16"]) for e in astral][:2] == [("PER", 2, 3), ("PER", 20, 21)]
     assert page["disposed"] == "the pipeline was disposed" and page["errors"] == []
@@ -377,7 +377,7 @@ def test_sst2_phone_gives_the_runtimes_labels_int4_by_default_and_fp32_when_aske
 
 
 @pytest.mark.parametrize(("page", "problem", "fix"), [
-    ("wrong-task", "models/ner-demo/ holds a ner bundle, not classification", "load a classification bundle"),
+    ("wrong-task", "models/ner-fp32/ holds a ner bundle, not classification", "load a classification bundle"),
     ("wrong-pin", "manifest.json has SHA-256", "update expectedSha256"),
     ("sst2-reversed", "'labels' [\"positive\",\"negative\"] disagree with labels.txt [\"negative\",\"positive\"]",
      "copy the bundle again from its source"),
