@@ -1,15 +1,17 @@
-"""Results on CPUs this machine is not, under QEMU: ``cpus`` (x86 models), ``arm64`` (LiteRT's aarch64 build)."""
+"""Results on CPUs this machine is not, under QEMU: ``cpus`` (x86 models), ``arm64`` (LiteRT's aarch64 build); and
+under valgrind, ``avx2-instructions``: what an AVX2-only CPU's kernels execute."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
 from pocketbert.runtime.errors import Error
 
-from .. import arm64, emulated_cpus
+from .. import arm64, avx2_instructions, emulated_cpus
 from .common import RESULTS, bundles_argument, cpu_names, data_dir_option, fail, log, results_file_option
 from .group import cli
 
@@ -88,3 +90,38 @@ def arm64_(bundle_dirs, cpus, samples, recipes, data_dir, out):
 def _qemu_version(qemu: str) -> str:
     done = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     return (done.stdout.splitlines() or ["qemu-aarch64 (version unknown)"])[0]
+
+
+@cli.command("avx2-instructions", help="Instructions per inference of every verified ONNX and TFLite artifact of each "
+             "BUNDLE on the kernels an AVX2-only CPU runs (no AVX-512, no VNNI), counted under valgrind on any x86-64 "
+             "machine: 1 thread, batch 1, --seq-len tokens; and how many fewer than the bundle's fp32 file of the same "
+             "format. Counts, not seconds: minutes per artifact (valgrind emulates every instruction).")
+@bundles_argument()
+@click.option("--seq-len", type=click.IntRange(min=2), default=128, show_default=True,
+              help="tokens per inference (a TFLite file needs a signature of that length)")
+@click.option("--recipes", default=None, help="comma-separated recipes to count (default: every verified one)")
+@results_file_option(help="results file (JSON); none unless given")
+def avx2_instructions_(bundle_dirs, seq_len, recipes, out):
+    import tempfile
+
+    from pocketbert.runtime import machine
+
+    from .. import schema
+
+    try:
+        version = avx2_instructions.valgrind_version()
+        data = schema.new_file("avx2-instructions", fast=False, machine=machine.describe(),
+                               device={"kind": "valgrind (callgrind), AVX2 without AVX-512", "emulator": version},
+                               settings={"seq_len": seq_len, "threads": 1, "batch": 1, "recipes": recipes or "all"})
+        with tempfile.TemporaryDirectory(prefix="pocketbert-avx2-inputs-") as inputs:
+            for bundle in bundle_dirs:
+                data["results"] += avx2_instructions.count_bundle(
+                    bundle, seq_len, Path(inputs), recipes=recipes.split(",") if recipes else None, log=log)
+    except avx2_instructions.InstructionCountUnavailable as exc:
+        fail(exc.problem, exc.fix)
+    except Error as exc:  # a missing or broken bundle
+        fail(exc.problem, exc.fix or "pass a bundle directory written by pocketbert-convert")
+    click.echo(avx2_instructions.table(data["results"]))
+    if out is not None:
+        schema.write(data, out)
+        click.echo(str(out))
