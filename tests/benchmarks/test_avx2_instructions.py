@@ -9,7 +9,7 @@ below MACs / 8 would mean kernels wider than AVX2's ran.
 
 from __future__ import annotations
 
-import shutil
+import sys
 
 import numpy as np
 import onnx
@@ -38,8 +38,10 @@ def _linear_model(dest):
 
 @pytest.fixture(scope="module")
 def counted(tmp_path_factory):
-    if shutil.which("valgrind") is None:
-        pytest.fail("valgrind not found: the instruction counts need it (apt-get install -y valgrind)")
+    try:
+        avx2_instructions.valgrind(log=lambda line: print(line, file=sys.stderr))  # installed here when root
+    except avx2_instructions.InstructionCountUnavailable as exc:
+        pytest.fail(f"{exc.problem}: {exc.fix}")
     work = tmp_path_factory.mktemp("avx2")
     manifest = {"tokenizer": {"vocab_size": VOCAB, "special_tokens": {}}}
     spec = {"kind": "onnx", "path": str(_linear_model(work / "fp32.onnx")), "threads": 1, "seq_len": SEQ,
