@@ -1,10 +1,12 @@
 """``pocketbert-bench avx2-instructions``: instructions per inference on the kernels of a CPU without AVX-512 or
 VNNI, counted under valgrind on whatever CPU runs the tests.
 
-The model is one embedding lookup and one Linear (384 -> 1,536 at 64 tokens: 37.7 M multiply-adds), big enough that
-an inference's count stands far above the few million instructions two identical processes differ by, small enough
-that valgrind runs it in seconds.  AVX2's widest float multiply-add does 8 per instruction and AVX-512's 16: a count
-below MACs / 8 would mean kernels wider than AVX2's ran.
+The model is one embedding lookup and one Linear (384 -> 1,536 at 64 tokens: 37.7 M multiply-adds) in a TFLite file
+(XNNPACK, the phone files' kernels; LiteRT also loads in a third of ONNX Runtime's time under valgrind), big enough
+that an inference's count stands far above the few million instructions two identical processes differ by.  AVX2's
+float multiply-add does 8 per instruction, so an inference takes at least MACs / 8 instructions on AVX2's kernels;
+SSE has no fused multiply-add and 4 lanes, so its kernels take at least MACs / 2: a count between the two is
+8-wide kernels' work (measured 10.4 M, against 4.7 M and 18.9 M), and the CPU the libraries saw rules out AVX-512.
 """
 
 from __future__ import annotations
@@ -12,27 +14,30 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+import torch
 
 from pocketbert.benchmarks import avx2_instructions
 from pocketbert.benchmarks.latency import make_inputs
+from pocketbert.converter.backends.tflite_signatures import converted
 
 SEQ, WIDTH, OUT, VOCAB = 64, 384, 1536, 2000
 MACS = SEQ * WIDTH * OUT
 
 
+class _Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.table, self.linear = torch.nn.Embedding(VOCAB, WIDTH), torch.nn.Linear(WIDTH, OUT)
+
+    def forward(self, input_ids, attention_mask):
+        return self.linear(self.table(input_ids))
+
+
 def _linear_model(dest):
-    rng = np.random.default_rng(0)
-    table = numpy_helper.from_array(rng.standard_normal((VOCAB, WIDTH)).astype(np.float32), "table")
-    weight = numpy_helper.from_array((rng.standard_normal((WIDTH, OUT)) / 20).astype(np.float32), "weight")
-    graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "input_ids"], ["x"]),
-         helper.make_node("MatMul", ["x", "weight"], ["logits"], name="/linear/MatMul")], "linear",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, SEQ])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, SEQ, OUT])], [table, weight])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), dest)
+    ids = np.ones((1, SEQ), np.int32)
+    dest.write_bytes(converted(_Linear().eval(), {f"seq_{SEQ}": {"input_ids": ids, "attention_mask": ids}}))
     return dest
 
 
@@ -44,7 +49,7 @@ def counted(tmp_path_factory):
         pytest.fail(f"{exc.problem}: {exc.fix}")
     work = tmp_path_factory.mktemp("avx2")
     manifest = {"tokenizer": {"vocab_size": VOCAB, "special_tokens": {}}}
-    spec = {"kind": "onnx", "path": str(_linear_model(work / "fp32.onnx")), "threads": 1, "seq_len": SEQ,
+    spec = {"kind": "tflite", "path": str(_linear_model(work / "fp32.tflite")), "threads": 1, "seq_len": SEQ,
             "batch": 1, "inputs": str(make_inputs(work, manifest, SEQ, 1))}
     return avx2_instructions.per_inference(spec, k=2)  # two processes at once: the time of one under valgrind
 
@@ -54,6 +59,5 @@ def test_the_libraries_see_avx2_and_no_avx512_under_valgrind(counted):
     assert not counted["cpu_seen"]["AVX512F"] and not counted["cpu_seen"]["AVX512VNNI"], counted
 
 
-def test_a_float_inference_takes_at_least_one_avx2_instruction_per_eight_multiply_adds(counted):
-    # at most 8 per instruction (AVX-512 would do 16); at most MACs: the inference, not start-up noise
-    assert MACS / 8 <= counted["instructions"] <= MACS, (counted, MACS)
+def test_a_float_inference_counts_as_eight_wide_kernels_work(counted):
+    assert MACS / 8 <= counted["instructions"] < MACS / 2, (counted, MACS)
