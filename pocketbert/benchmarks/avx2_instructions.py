@@ -10,7 +10,8 @@ of two files' counts is the compute ratio of their kernels.  Each artifact runs 
 ``seq_len`` tokens (random ids, as ``latency``); an inference's count is ``(count of 1 + k runs − count of 1 run) / k``,
 which cancels Python, the imports and the model's load (two identical processes still differ by up to ~3 M
 instructions, about 1% of a MiniLM inference, so ``k`` = 4).  Every count checks, inside valgrind, that the CPU the
-libraries saw had AVX2 and no AVX-512: a valgrind that passed AVX-512 through would count other kernels.
+libraries saw had AVX2 and no AVX-512 (numpy's reading of CPUID; it has no flag for AVX-VNNI, which valgrind's
+Haswell CPUID does not report either): a valgrind that passed AVX-512 through would count other kernels.
 
 Held against real AVX2-only timings in docs/speed.md: the counts order files as the clock does, and their ratios
 fall 2-20% below the measured ones (a count sees instructions, not the bytes a smaller file no longer reads): a
@@ -95,8 +96,20 @@ def per_inference(spec: dict, k: int = 4) -> dict:
     if not (seen["AVX2"] and not seen["AVX512F"] and seen == seen_more):
         raise InstructionCountUnavailable(f"under valgrind the libraries saw {seen}, not AVX2 without AVX-512: the "
                                           "counts would be another CPU class's kernels",
-                                          "use a valgrind that does not pass AVX-512 through (3.19-3.24 do not)")
+                                          "use a valgrind whose CPU reports AVX2 without AVX-512 (Debian 12's "
+                                          "3.19 does), or time the files on an AVX2-only CPU")
     return {"instructions": (more - one) / k, "cpu_seen": seen}
+
+
+def check_recipes(bundle_paths: list[Path], recipes: list[str]) -> None:
+    """Refuse, before minutes of counting, a recipe that no bundle given holds (a typo would count nothing)."""
+    from pocketbert.runtime import Bundle
+
+    have = {art.recipe for path in bundle_paths for art in Bundle.open(path).artifacts if art.passed}
+    unknown = [recipe for recipe in recipes if recipe not in have]
+    if unknown:
+        raise InstructionCountUnavailable(f"no bundle given holds a verified {', '.join(unknown)}",
+                                          f"pass --recipes from: {', '.join(sorted(have))}")
 
 
 def count_bundle(bundle_path: Path, seq_len: int, work_dir: Path, recipes: list[str] | None = None,

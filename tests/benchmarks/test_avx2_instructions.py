@@ -61,3 +61,14 @@ def test_the_libraries_see_avx2_and_no_avx512_under_valgrind(counted):
 
 def test_a_float_inference_counts_as_eight_wide_kernels_work(counted):
     assert MACS / 8 <= counted["instructions"] < MACS / 2, (counted, MACS)
+
+
+def test_a_recipe_no_bundle_holds_is_refused_before_any_counting(tiny_bundle):
+    from click.testing import CliRunner
+
+    from pocketbert.benchmarks.cli import cli
+
+    done = CliRunner().invoke(cli, ["avx2-instructions", str(tiny_bundle), "--recipes", "onnx:fp32,onnx:int4"],
+                              terminal_width=400)
+    assert done.exit_code == 3, done.output
+    assert "no bundle given holds a verified onnx:int4" in done.output and "onnx:int8-dynamic" in done.output

@@ -108,7 +108,10 @@ def avx2_instructions_(bundle_dirs, seq_len, recipes, out):
 
     from .. import schema
 
+    wanted = [r.strip() for r in recipes.split(",") if r.strip()] if recipes else None
     try:
+        if wanted:
+            avx2_instructions.check_recipes(bundle_dirs, wanted)
         version = avx2_instructions.valgrind_version()
         data = schema.new_file("avx2-instructions", fast=False, machine=machine.describe(),
                                device={"kind": "valgrind (callgrind), AVX2 without AVX-512", "emulator": version},
@@ -116,7 +119,7 @@ def avx2_instructions_(bundle_dirs, seq_len, recipes, out):
         with tempfile.TemporaryDirectory(prefix="pocketbert-avx2-inputs-") as inputs:
             for bundle in bundle_dirs:
                 data["results"] += avx2_instructions.count_bundle(
-                    bundle, seq_len, Path(inputs), recipes=recipes.split(",") if recipes else None, log=log)
+                    bundle, seq_len, Path(inputs), recipes=wanted, log=log)
     except avx2_instructions.InstructionCountUnavailable as exc:
         fail(exc.problem, exc.fix)
     except Error as exc:  # a missing or broken bundle
