@@ -145,7 +145,8 @@ def web_bundles(tmp_path_factory):
     ner_phone = once(tmp_path_factory, "web-ner-phone",
                      lambda work: _convert("ner-phone", work / "ner-phone", "tflite:int4-dynamic"))
     # the NER bundle holding one fp32 file, as a float-only bundle reaches the page: ner-phone's own fp32 file, cut
-    # (a third real model's conversion, ner-demo's, cost the suite ~30 s and tested nothing this one does not)
+    # (converting ner-demo cost the suite ~30 s; a plain word table, which ner-demo has and ner-phone factors, runs
+    # in Chromium through the same package in tests/benchmarks/test_web_peers.py, on small random bundles)
     fp32_ner = once(tmp_path_factory, "web-ner",
                     lambda work: cut(ner_phone, "web", work / "ner", recipe="tflite:fp32").path)
     return {"ner": fp32_ner, "classification": sst2_phone_bundle(tmp_path_factory), "ner_phone": ner_phone}
