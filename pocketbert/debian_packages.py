@@ -48,9 +48,28 @@ def install(package: str, installed, log=print, recommends: bool = True) -> str:
     ``recommends=False`` leaves out the packages it only recommends (androguard's recommend a Qt GUI: a third of
     its install time, for a tool run from the command line).
     Returns "" once ``installed()`` holds, else the last failure's message (for the caller's error)."""
+    return _install([package], installed, log, recommends)
+
+
+def install_missing(packages: list[str], log=print, recommends: bool = True) -> str:
+    """Every package of ``packages`` that dpkg does not list as installed, in one ``apt-get install``: one download
+    and one run of dpkg's triggers (man-db's alone takes seconds), where an install each repeats them.  Returns as
+    :func:`install` does."""
+    missing = [package for package in packages if not is_installed(package)]
+    if not missing:
+        return ""
+    return _install(missing, lambda: all(map(is_installed, missing)), log, recommends)
+
+
+def is_installed(package: str) -> bool:
+    done = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", package], capture_output=True, text=True)
+    return done.returncode == 0 and done.stdout == "installed"
+
+
+def _install(packages: list[str], installed, log, recommends: bool) -> str:
     failed = "apt-get gave no error, yet the package's files are missing"
-    log(f"installing Debian's {package} (apt-get)")
-    add = ["install", "-y", "-q", *([] if recommends else ["--no-install-recommends"]), package]
+    log(f"installing Debian's {', '.join(packages)} (apt-get)")
+    add = ["install", "-y", "-q", *([] if recommends else ["--no-install-recommends"]), *packages]
     with _turn():
         for command in (add, ["update", "-q"], add):
             if installed():  # another process may have installed it while we waited

@@ -19,6 +19,7 @@ from pocketbert.converter.builtin import BUILTIN
 from pocketbert.converter.families import families
 from pocketbert.converter.pipeline import ConvertOptions
 
+from . import debian_prefetch
 from .shared import once, shared_root, worker_threads
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,10 +127,10 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 def export_spec(checkpoint: Path, buckets=(32,)):
     """(loaded checkpoint, ExportSpec) as the pipeline builds them, for tests that call a backend directly."""
-    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends import ExportSpec
-    from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.backends.logits_model import LogitsModel
+    from pocketbert.converter.checkpoints import loading
+    from pocketbert.converter.inputs.encoding import encode
 
     loaded = loading.load(str(checkpoint))
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if loaded.family.uses_token_type_ids else [])
@@ -218,6 +219,23 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # keep LONGEST_FIRST's order, not "most tests first"
     return ByModule(config, log)
+
+
+def pytest_sessionstart(session):
+    """The run's Debian packages, installing in the background from the start (tests/debian_prefetch.py); in the
+    controlling process only, not once per xdist worker."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_PREFETCH] = debian_prefetch.start()
+
+
+def pytest_sessionfinish(session):
+    """Never leave apt-get running behind the run (a test may have needed no package it installs)."""
+    prefetch = session.config.stash.get(_PREFETCH, None)
+    if prefetch is not None:
+        prefetch.wait()
+
+
+_PREFETCH = pytest.StashKey()
 
 
 def pytest_configure(config):
