@@ -1,6 +1,7 @@
 """What a longer --budget buys: every training step continues from its own checkpoint (recovery, the factored
-table's re-tuning, int4 tuning) for the part of its larger share it has not spent, says what its share bought, and
-never ships a state worse on the dev set than the one it continued from; a machine busier than --threads is said."""
+table's re-tuning, fewer blocks, int4 tuning) for the part of its larger share it has not spent, says what its share
+bought, and never ships a state worse on the dev set than the one it continued from; a machine busier than --threads
+is said."""
 
 from __future__ import annotations
 
@@ -80,6 +81,33 @@ def test_a_share_already_spent_is_skipped_not_continued(task, tmp_path):
     assert "skipped" in printed[-1]
 
 
+def test_a_longer_share_continues_the_fewer_blocks_student_instead_of_cutting_again(task, tmp_path):
+    """Fewer blocks below the gate: a longer share distils the student it wrote further, from the same parent."""
+    from pocketbert.converter.checkpoints.loading import load
+
+    work, printed = tmp_path / "bundle.levers", []
+    work.mkdir()
+    dev = load_task(str(task / "dev.tsv"), "dev")
+
+    def shrink(steps: int) -> tuple[PlannedStep, Step]:
+        planned = PlannedStep(levers.get("shrink"), 1, 0, 0, budget=Budget(steps=steps))
+        return planned, Step(source=str(task / "teacher"), out=work / "1-shrink", teacher=str(task / "teacher"),
+                             task=str(task / "train.tsv"), dev=str(task / "dev.tsv"), setting=1,
+                             budget=planned.budget, threads=1, log=printed.append)
+
+    first = run_step(*shrink(2), None, work=work, dev=dev, log=printed.append)
+    assert first["trained"]["steps"] == 2 and first["continued"] == 0
+    again = run_step(*shrink(5), first, work=work, dev=dev, log=printed.append)
+    out = "\n".join(printed)
+    assert f"continued from {work / first['out']} for 3 steps more" in out
+    assert "continuing the student of an earlier run" in out and "shrink: 5 training steps in" in out
+    assert again["continued"] == 1 and again["trained"]["steps"] == 5
+    continued, earlier = load(str(work / again["out"])), load(str(work / first["out"]))
+    assert continued.config.num_hidden_layers == earlier.config.num_hidden_layers == 1
+    record = (work / again["out"] / "training.json").read_text(encoding="utf-8")
+    assert str(work / first["out"]) in record  # the record says which student it continued
+
+
 def test_a_step_done_within_the_gate_is_kept_and_the_one_below_it_continues(task, tmp_path):
     """A longer budget goes to the step that fell below the gate: one done within it is kept as it is (continuing
     it would make every step after it run again)."""
@@ -109,6 +137,13 @@ def test_the_fix_names_the_step_that_fell_below_the_gate_and_what_wins_it_back(t
     costs.add(narrow.describe(), 88.25, None)
     fix = longer_budget_fix(_Plan(recover, narrow), costs, tmp_path)
     assert "narrow 768 units cost 1.25 and trains nothing" in fix and "--max-macs" in fix and "--budget" not in fix
+
+    # every lever that trains now continues: one that did not would be named as such, never as training nothing
+    trim = PlannedStep(levers.get("trim-vocab"), 16000, 0, 0, budget=None)
+    costs = StepCosts(Gate(teacher=90.0, drop=1.0, metric="f1"))
+    costs.add(trim.describe(), 88.5, None)
+    assert "trains nothing" in longer_budget_fix(_Plan(trim), costs, tmp_path)
+    assert all(lever.continues for lever in levers.all() if lever.trains)
 
 
 @pytest.mark.parametrize("load, warned", [(3.5, True), (2.0, False), (0.1, False)])

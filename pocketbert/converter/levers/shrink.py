@@ -28,17 +28,17 @@ from pathlib import Path
 
 import torch
 
-from ..checks import accuracy_gate
 from ..checkpoints import loading
 from ..checkpoints.checkpoint_inputs import refuse_as_output
+from ..checks import accuracy_gate
 from ..errors import ConverterInputError
-from ..weights.factored_table import whole_table
-from ..weights.shared_table import KEY as SHARED_TABLE_KEY
-from ..weights.shared_table import digest
 from ..training import checkpoint_job as job
 from ..training import loop
 from ..training.finetune import eval_length, source_name
 from ..training.recovery import RecoverOptions, prepare, run
+from ..weights.factored_table import whole_table
+from ..weights.shared_table import KEY as SHARED_TABLE_KEY
+from ..weights.shared_table import digest
 from . import Lever, register
 
 
@@ -69,9 +69,12 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       data_dir=None, train_limit: int | None = None, dev_limit: int | None = None,
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
                       allow_accuracy_loss: bool = False, max_accuracy_drop: float = accuracy_gate.MAX_DROP,
-                      dev: str | None = None, augment: int = 0, log=print) -> tuple[Path, dict]:
+                      dev: str | None = None, augment: int = 0, continue_from: str | None = None,
+                      log=print) -> tuple[Path, dict]:
     """``pocketbert-convert shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
-    checkpoint on ``task``'s training text, and write the result with its training record."""
+    checkpoint on ``task``'s training text, and write the result with its training record.  ``continue_from``: a
+    student an earlier shrink of the same checkpoint to ``layers`` wrote, distilled further instead of cut again
+    (a candidate of the checks as it came, so continuing never ships worse)."""
     refuse_as_output(out, source=checkpoint)
     job.begin(out, overwrite, threads)  # before any training
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
@@ -83,12 +86,17 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
                              dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
-                             freeze_word_embeddings=freeze_word_embeddings, dev=dev, augment=augment)
+                             freeze_word_embeddings=freeze_word_embeddings, dev=dev, augment=augment,
+                             continue_from=continue_from)
     prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
                        input_names=teacher.family.input_names, eval_length=eval_length(teacher),
                        embeddings=teacher.model.get_input_embeddings())
-    drop_blocks(student.model, student.family, keep)
-    log(f"{total} -> {layers} blocks: keeping {keep}")
+    if continue_from:
+        student = _earlier_student(continue_from, layers)
+        log(f"{total} -> {layers} blocks: continuing the student of an earlier run ({continue_from})")
+    else:
+        drop_blocks(student.model, student.family, keep)
+        log(f"{total} -> {layers} blocks: keeping {keep}")
     # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit
     record = run(prepared, teacher.model, student.model, teacher.family, log=log)
     record = _judged_against_the_original(record, _input_record(teacher.checkpoint), teacher, log)
@@ -102,6 +110,15 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     path = job.write(student.model, teacher.tokenizer, out, overwrite=overwrite, record=record,
                      transforms=job.saved_transforms(teacher.config), base_embeddings=reference)
     return path, record
+
+
+def _earlier_student(path: str, layers: int):
+    student = loading.load(path)
+    blocks = student.family.num_layers(student.config)
+    if blocks != layers:
+        raise ConverterInputError(f"{path!r} has {blocks} blocks, not the {layers} to continue",
+                                  "continue a student shrunk to the same number of blocks")
+    return student
 
 
 def _input_record(checkpoint: Path) -> dict:
@@ -157,7 +174,8 @@ def _run_lever(step) -> Path:
     path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
                                 allow_accuracy_loss=True,  # the plan gates its end against the teacher
                                 threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
-                                overwrite=True, progress=False, dev=step.dev, augment=step.augment, log=step.log)
+                                overwrite=True, progress=False, dev=step.dev, augment=step.augment,
+                                continue_from=step.resume_from, log=step.log)
     return path
 
 
@@ -170,6 +188,6 @@ def _choose(shape, goal):
 
 
 register(Lever("shrink", "the transformer blocks: fewer, distilled from the blocks they replace", order=40,
-               trains=True, setting="blocks", budget_weight=15, new_teacher=True,
+               trains=True, setting="blocks", budget_weight=15, new_teacher=True, continues=True,
                reshape=lambda shape, layers: shape.keeping(layers),
                choose=_choose, run=_run_lever))

@@ -6,10 +6,10 @@ a work folder beside ``--out`` (``OUT.levers``, created here) and records it in 
 inputs (the checkpoint's files, the training and dev files' content, the lever and its setting, and the steps before
 it), with the SHA-256 of the files it wrote (:mod:`.lever_steps` runs them).  A rerun skips every step already
 recorded whose files are unchanged; a lever that can train further from its own output (recovery, the factored
-table's re-tuning, ``int4-tune``) continues for the part of its new share it has not spent, so a longer ``--budget``
-resumes every training step instead of starting again.  When a step leaves the dev score below the gate (the
-teacher's minus ``--max-accuracy-drop``) with steps to go, or the last step does, the run refuses with what each step
-cost and keeps the work folder.
+table's re-tuning, ``shrink``, ``int4-tune``) continues for the part of its new share it has not spent, so a longer
+``--budget`` resumes every training step instead of starting again.  When a step leaves the dev score below the gate
+(the teacher's minus ``--max-accuracy-drop``) with steps to go, or the last step does, the run refuses with what each
+step cost and keeps the work folder.
 
 With ``--max-latency MS`` the plan's milliseconds come from a latency model measured on this machine first
 (:mod:`converter.levers.latency`, cached in the work folder); after the conversion, :func:`check_latency` compares
@@ -29,14 +29,14 @@ from pathlib import Path
 from pocketbert.runtime.contract import sha256
 
 from ..checkpoints import loading
+from ..checkpoints.training_record import training_record
 from ..errors import AccuracyLossRefused, ConverterInputError
-from .lever_checks import check_budget, check_splits, check_targets, warn_if_loaded
 from ..levers import latency, shapes
-from .lever_steps import Gate, longer_budget_fix, run_steps, score_checkpoint
-from .lever_work import digest_inputs, load_state, open_work, work_folder
 from ..levers import plan as planning
 from ..opts import parse_opts
-from ..checkpoints.training_record import training_record
+from .lever_checks import check_budget, check_splits, check_targets, warn_if_loaded
+from .lever_steps import Gate, longer_budget_fix, run_steps, score_checkpoint
+from .lever_work import digest_inputs, load_state, open_work, work_folder
 
 #: a predicted file this much over --max-size is refused before export (the shapes' model is within 1% of real files)
 TOLERANCE = 1.02

@@ -144,9 +144,10 @@ def longer_budget_fix(made, costs: StepCosts, work: Path) -> str:
                 f"from its checkpoint in {work} for the part of its larger share not yet spent, the steps before it "
                 "are kept, and the steps after it run again from what it gives (or accept more loss with "
                 "--max-accuracy-drop)")
-    return (f"{what} cost {before - score:.2f} and trains nothing: give the target more room (a larger --max-size "
-            "or --max-macs; the plan then sets it gentler or leaves it out), or accept more loss with "
-            "--max-accuracy-drop")
+    cost = round(before, 2) - round(score, 2)  # as the table above shows it
+    kind = "does not train further from its checkpoint" if step.lever.trains else "trains nothing"
+    return (f"{what} cost {cost:.2f} and {kind}: give the target more room (a larger --max-size or --max-macs; the "
+            "plan then sets it gentler or leaves it out), or accept more loss with --max-accuracy-drop")
 
 
 def _stopped_early(made, index: int, *, costs: StepCosts, work: Path, metric: str, score: float):
