@@ -51,6 +51,15 @@ def install(package: str, installed, log=print, recommends: bool = True) -> str:
     return _install([package], installed, log, recommends)
 
 
+def ensure_command(name: str, package: str, log=print, recommends: bool = True) -> tuple[str | None, str]:
+    """The path of command ``name``, Debian's ``package`` installed first when it is missing and we may install;
+    returns (the path or None, the install's failure or "" when it did not fail or was not tried)."""
+    failed = ""
+    if shutil.which(name) is None and can_install():
+        failed = install(package, lambda: shutil.which(name) is not None, log=log, recommends=recommends)
+    return shutil.which(name), failed
+
+
 def install_missing(packages: list[str], log=print, recommends: bool = True) -> str:
     """Every package of ``packages`` that dpkg does not list as installed, in one ``apt-get install``: one download
     and one run of dpkg's triggers (man-db's alone takes seconds), where an install each repeats them.  Returns as

@@ -43,10 +43,8 @@ APP_CLASSES = {"AssetRoutes", "AssetRoutes$AssetSource", "AssetRoutes$Response",
 
 def _tool(name: str, package: str) -> str:
     """A Debian tool the checks use, installed when missing and we are root (the build installs its own)."""
-    if shutil.which(name) is None and debian_packages.can_install():
-        debian_packages.install(package, lambda: shutil.which(name) is not None,
-                                log=lambda line: print(line, file=sys.stderr), recommends=False)
-    path = shutil.which(name)
+    path, _ = debian_packages.ensure_command(name, package, log=lambda line: print(line, file=sys.stderr),
+                                             recommends=False)
     assert path, f"{name} not found: install it as root (apt-get install -y {package})"
     return path
 

@@ -8,7 +8,6 @@ the tests are skipped with the reason and its fix.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,12 +84,9 @@ def test_the_c_check_of_int8_instructions_judges_smopa_as_the_probe_does(environ
 def _cross_compiler() -> str:
     """Debian's aarch64 cross gcc, installed with apt-get when missing and we are root (as QEMU is); otherwise a
     failure with the command that installs it, not a skip."""
-    compiler = shutil.which("aarch64-linux-gnu-gcc")
-    if not compiler and debian_packages.can_install():
-        failed = debian_packages.install("gcc-aarch64-linux-gnu", lambda: shutil.which("aarch64-linux-gnu-gcc"),
-                                         log=lambda *_: None)
-        assert not failed, f"gcc-aarch64-linux-gnu could not be installed: {failed}"
-        compiler = shutil.which("aarch64-linux-gnu-gcc")
+    compiler, failed = debian_packages.ensure_command("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu",
+                                                      log=lambda *_: None)
+    assert not failed, f"gcc-aarch64-linux-gnu could not be installed: {failed}"
     assert compiler, "no aarch64 cross compiler: as root, apt-get install -y gcc-aarch64-linux-gnu"
     return compiler
 

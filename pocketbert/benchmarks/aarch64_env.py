@@ -137,14 +137,12 @@ def pinned_versions() -> dict:
 
 def qemu(install: bool = True, log=print) -> str:
     """qemu-aarch64-static; installed from Debian's packages when missing and allowed (root, apt-get)."""
-    found = shutil.which(QEMU)
+    found, failed = (debian_packages.ensure_command(QEMU, "qemu-user-static", log=log) if install
+                     else (shutil.which(QEMU), ""))
     if found:
         return found
-    if not install or not debian_packages.can_install():
+    if not failed:  # not installed, and not ours to install
         raise EmulationUnavailable(f"{QEMU} not found", "install it as root: apt-get install -y qemu-user-static")
-    failed = debian_packages.install("qemu-user-static", lambda: shutil.which(QEMU) is not None, log=log)
-    if not failed:
-        return shutil.which(QEMU)
     raise EmulationUnavailable(f"{QEMU} could not be installed ({failed})", "run as root: apt-get update && "
                                "apt-get install -y qemu-user-static")
 

@@ -46,9 +46,7 @@ def valgrind(log=print) -> str:
     """valgrind's path; Debian's package is installed when it is missing and we are root (as QEMU is)."""
     from pocketbert import debian_packages
 
-    if shutil.which("valgrind") is None and debian_packages.can_install():
-        debian_packages.install("valgrind", lambda: shutil.which("valgrind") is not None, log=log)
-    path = shutil.which("valgrind")
+    path, _ = debian_packages.ensure_command("valgrind", "valgrind", log=log)
     if path is None:
         raise InstructionCountUnavailable("valgrind is not installed", "install it: apt-get install -y valgrind")
     return path
