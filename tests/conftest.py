@@ -221,6 +221,9 @@ def pytest_xdist_make_scheduler(config, log):
     return ByModule(config, log)
 
 
+_PREFETCH = pytest.StashKey()
+
+
 def pytest_sessionstart(session):
     """The run's Debian packages, installing in the background from the start (tests/debian_prefetch.py); in the
     controlling process only, not once per xdist worker."""
@@ -233,9 +236,6 @@ def pytest_sessionfinish(session):
     prefetch = session.config.stash.get(_PREFETCH, None)
     if prefetch is not None:
         prefetch.wait()
-
-
-_PREFETCH = pytest.StashKey()
 
 
 def pytest_configure(config):

@@ -47,10 +47,15 @@ class StepCosts:
         lines, before = [f"  teacher{'':<34}{self.gate.teacher:7.2f}"], self.gate.teacher
         for index, (what, score, trained) in enumerate(self.rows, 1):
             bought = f"  {bought_words(trained)}" if trained else ""
-            change = round(score, 2) - round(before, 2) + 0  # the change of the figures shown; never "-0.00"
+            change = shown_change(before, score)
             lines.append(f"  {index}. {what:<36}{score:7.2f}  ({change:+.2f}){bought}")
             before = score
         return lines
+
+
+def shown_change(before: float, score: float) -> float:
+    """The change between two scores as printed to two decimals (the figures shown, never "-0.00")."""
+    return round(score, 2) - round(before, 2) + 0
 
 
 def bought_words(trained: dict) -> str:
@@ -144,7 +149,7 @@ def longer_budget_fix(made, costs: StepCosts, work: Path) -> str:
                 f"from its checkpoint in {work} for the part of its larger share not yet spent, the steps before it "
                 "are kept, and the steps after it run again from what it gives (or accept more loss with "
                 "--max-accuracy-drop)")
-    cost = round(before, 2) - round(score, 2)  # as the table above shows it
+    cost = shown_change(score, before)  # the drop, as the table shows it
     kind = "does not train further from its checkpoint" if step.lever.trains else "trains nothing"
     return (f"{what} cost {cost:.2f} and {kind}: give the target more room (a larger --max-size or --max-macs; the "
             "plan then sets it gentler or leaves it out), or accept more loss with --max-accuracy-drop")
