@@ -11,10 +11,17 @@ import pytest
 
 from pocketbert.converter import levers
 from pocketbert.converter.data import load_task
+from pocketbert.converter.errors import AccuracyLossRefused
 from pocketbert.converter.levers import Step
 from pocketbert.converter.levers.plan import PlannedStep
 from pocketbert.converter.one_command.lever_checks import warn_if_loaded
-from pocketbert.converter.one_command.lever_steps import Gate, StepCosts, longer_budget_fix, run_step
+from pocketbert.converter.one_command.lever_steps import (
+    Gate,
+    StepCosts,
+    _stop_unless_regained,
+    longer_budget_fix,
+    run_step,
+)
 from pocketbert.converter.training.loop import Budget
 
 from .conftest import DATA, build_checkpoint
@@ -144,6 +151,37 @@ def test_the_fix_names_the_step_that_fell_below_the_gate_and_what_wins_it_back(t
     costs.add(trim.describe(), 88.5, None)
     assert "trains nothing" in longer_budget_fix(_Plan(trim), costs, tmp_path)
     assert all(lever.continues for lever in levers.all() if lever.trains)
+
+
+def _planned(*names_settings):
+    return [PlannedStep(levers.get(name), setting, 0, 0, budget=Budget(seconds=60) if levers.get(name).trains else None)
+            for name, setting in names_settings]
+
+
+def test_a_loss_before_fewer_blocks_distilled_from_the_teacher_does_not_stop_the_run(tmp_path):
+    """Narrowing (no training) below the gate, then fewer blocks distilled from the teacher: it can win the loss
+    back, so the run goes on; with only int4 tuning after it (which tunes its source through rounding) it stops."""
+    costs = StepCosts(Gate(teacher=89.5, drop=1.0, metric="f1"))
+    costs.add("narrow 768 units", 88.02, None)
+    printed: list[str] = []
+    plan = _Plan(*_planned(("narrow", 768), ("shrink", 3), ("int4-tune", True), ("pack", True)))
+    _stop_unless_regained(plan, 1, costs=costs, work=tmp_path, metric="f1", score=88.02, log=printed.append)
+    assert "below the gate 88.50" in printed[0] and "shrink 3 blocks distils from the teacher" in printed[0]
+    assert [lever.name for lever in levers.all() if lever.regains] == ["shrink"]
+
+    plan = _Plan(*_planned(("narrow", 768), ("int4-tune", True), ("pack", True)))
+    with pytest.raises(AccuracyLossRefused, match="that only lose more") as refused:
+        _stop_unless_regained(plan, 1, costs=costs, work=tmp_path, metric="f1", score=88.02, log=printed.append)
+    assert "narrow 768 units cost 1.48 and trains nothing" in refused.value.fix
+
+
+def test_after_fewer_blocks_the_fix_names_them_not_the_loss_they_had_the_chance_to_win_back(tmp_path):
+    plan = _Plan(*_planned(("narrow", 768), ("shrink", 3), ("int4-tune", True)))
+    costs = StepCosts(Gate(teacher=89.5, drop=1.0, metric="f1"))
+    costs.add("narrow 768 units", 88.02, None)
+    costs.add("shrink 3 blocks", 88.2, {"steps": 10, "seconds": 60})
+    fix = longer_budget_fix(plan, costs, tmp_path)
+    assert "longer --budget: shrink 3 blocks, the step that fell below the gate, continues" in fix
 
 
 @pytest.mark.parametrize("load, warned", [(3.5, True), (2.0, False), (0.1, False)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +14,8 @@ from pocketbert.converter import cli
 from pocketbert.converter.checkpoints import loading
 from pocketbert.converter.errors import EXIT_INPUT, ConverterInputError
 from pocketbert.converter.families import is_nonorm
-from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.levers.shrink import drop_blocks, kept_blocks, shrink_checkpoint
+from pocketbert.converter.pipeline import ConvertOptions, convert
 from pocketbert.converter.training import loop
 
 from .conftest import DATA, build_checkpoint
@@ -139,3 +140,57 @@ def test_cli_refuses_bad_layers(parents, tmp_path, capsys, layers):
     err = capsys.readouterr().err
     assert "error:" in err and f"--layers {layers}" in err and "fix: give --layers from 1 to 3" in " ".join(err.split())
     assert "Traceback" not in err and not out.exists()
+
+
+def _damaged_copy(source: Path, out: Path) -> Path:
+    """``source`` with every feed-forward output projection scaled by 0.3 (as a narrowing with no training loses
+    accuracy): a parent whose own outputs are far from the teacher's."""
+    shutil.copytree(source, out)
+    loaded = loading.load(str(out))
+    with torch.no_grad():
+        for block in loaded.family.layers(loaded.model):
+            block.output.dense.weight *= 0.3
+    loaded.model.save_pretrained(out)
+    return out
+
+
+def _logits(path, texts, tokenizer) -> torch.Tensor:
+    model = loading.load(str(path)).model.eval()
+    with torch.no_grad():
+        return model(**tokenizer(texts, padding=True, return_tensors="pt")).logits
+
+
+def test_a_student_distilled_from_the_teacher_learns_the_teacher_not_its_damaged_parent(parents, tmp_path, tokenizer):
+    """TinyBERT's recipe: the blocks are kept from the (damaged) parent, the targets come from the teacher, so the
+    student can win back what the parent lost. Its logits end nearer the teacher's than the parent's, the record
+    names both, and the parent's own score is measured beside the teacher's."""
+    teacher = parents[0]
+    parent = _damaged_copy(teacher, tmp_path / "damaged")
+    path, record = _shrink(parent, tmp_path / "student", layers=2, steps=60, teacher=str(teacher))
+    assert record["distilled_from"] == str(teacher) and record["teacher"] == str(teacher)
+    scores = record["dev_scores"]
+    assert scores["parent"] != scores["teacher"]
+    texts = [line.rsplit("\t", 1)[0] for line in (DATA / "glue" / "SST-2" / "dev.tsv").read_text().splitlines()[1:65]]
+    student, t, p = (_logits(x, texts, tokenizer) for x in (path, teacher, parent))
+    to_teacher, to_parent = ((student - t) ** 2).mean(), ((student - p) ** 2).mean()
+    assert to_teacher < 0.5 * to_parent, (to_teacher, to_parent)
+    assert ((p - t) ** 2).mean() > 2 * to_teacher  # it won back part of what the parent lost
+
+
+def test_a_teacher_whose_vocabulary_the_parent_was_trimmed_from_reads_the_parents_pieces(parents, tmp_path,
+                                                                                       tokenizer):
+    """The teacher's word table renumbered as the trimmed parent numbers its pieces: the teacher then computes
+    exactly what the trimmed parent computes, on the same ids."""
+    from pocketbert.converter.levers.shrink import _teacher_model
+    from pocketbert.converter.levers.vocab_trim import trim_checkpoint
+    from pocketbert.converter.training.recovery import RecoverOptions
+
+    trimmed, _ = trim_checkpoint(str(parents[0]), "glue:sst2", 5000, tmp_path / "trimmed", data_dir=DATA,
+                                 train_limit=512, **QUIET)
+    parent = loading.load(str(trimmed))
+    assert len(parent.tokenizer) < len(loading.load(str(parents[0])).tokenizer)
+    options = RecoverOptions(task="glue:sst2", budget=loop.Budget(steps=1), data_dir=DATA, train_limit=512)
+    model = _teacher_model(str(parents[0]), parent, options)
+    encoded = parent.tokenizer(["a fine film", "dull and far too long"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(model(**encoded).logits, parent.model.eval()(**encoded).logits)

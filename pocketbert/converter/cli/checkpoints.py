@@ -272,6 +272,9 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, dev, t
               + TASK_HELP)
 @click.option("--layers", type=int, required=True, help="Transformer blocks the student keeps (fewer than "
               "CHECKPOINT's; spread uniformly, the last kept).")
+@click.option("--teacher", metavar="CHECKPOINT", help="What the student is distilled from, e.g. the model CHECKPOINT "
+              "was narrowed from (same depth and labels; the same vocabulary, or the one CHECKPOINT's was trimmed "
+              "from) [default: CHECKPOINT itself].")
 @click.option("--budget", default="15m", show_default=True, callback=budget,
               help="Distillation budget: 500steps, 2epochs, 90s, 20m, 1.5h; the first reached wins.")
 @click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=1e-4, show_default=True)
@@ -281,15 +284,16 @@ def narrow(checkpoint, task_name, width, texts, teacher, budget, lr, out, dev, t
 @augment_option
 @checkpoint_job_options(fp16=False)
 @accuracy_gate_options
-def shrink(checkpoint, task_name, layers, budget, lr, freeze_word_embeddings, augment, out, dev, threads, train_limit,
-           data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
-    """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT on TASK's training text
-    (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original teacher's dev
-    score, so the accuracy gates judge the result against it."""
+def shrink(checkpoint, task_name, layers, teacher, budget, lr, freeze_word_embeddings, augment, out, dev, threads,
+           train_limit, data_dir, overwrite, max_accuracy_drop, allow_accuracy_loss):
+    """Keep LAYERS of CHECKPOINT's transformer blocks and distil them from CHECKPOINT (or --teacher) on TASK's
+    training text (logits, hidden states and attention, TinyBERT's layer map); the record keeps the original
+    teacher's dev score, so the accuracy gates judge the result against it."""
     from ..levers.shrink import shrink_checkpoint
 
-    refuse_own_input(out, source=checkpoint)
+    refuse_own_input(out, source=checkpoint, teacher=teacher)
     path, record = shrink_checkpoint(checkpoint, task_name, layers, out, budget=budget, lr=lr, threads=threads,
+                                     teacher=teacher,
                                      freeze_word_embeddings=freeze_word_embeddings, data_dir=data_dir,
                                      train_limit=train_limit, overwrite=overwrite,
                                      allow_accuracy_loss=allow_accuracy_loss, max_accuracy_drop=max_accuracy_drop,

@@ -46,6 +46,10 @@ class Lever:
     budget_weight: float = 0.0
     #: the steps after it distil from its output, not from the teacher (whose blocks no longer pair with theirs)
     new_teacher: bool = False
+    #: distils a new body from the plan's teacher (:attr:`Step.teacher`), so a score below the gate before it is not
+    #: final and does not stop the run (``int4-tune`` distils from the teacher too, but only tunes its source
+    #: through the grid's rounding: it does not win back what a step before it lost)
+    regains: bool = False
     #: its training.json's shipped dev scores (``checkpoint_job.record_shipped``) are its output's, scored on the
     #: plan's dev file: the plan reads them instead of scoring the dev set again
     records_score: bool = False

@@ -1,4 +1,5 @@
-"""Depth shrinking: a student with fewer transformer blocks than its checkpoint, distilled from it.
+"""Depth shrinking: a student with fewer transformer blocks than its checkpoint, distilled from it (or from
+the model it was made from).
 
 The student is the checkpoint itself with M of its N blocks kept (embeddings, task head and any
 nonorm/relu structure unchanged), then trained to match the N-block model with
@@ -14,6 +15,13 @@ from every other block of BERT-base likewise, first and last included.  Measured
 model (6 → 4, dev accuracy before any distillation; the 6-block parent 88.99): this choice [0, 2, 3, 5]
 84.98, [1, 3, 4, 5] 80.28, [0, 1, 4, 5] 78.78, the top four [2, 3, 4, 5] 78.56, the bottom four
 [0, 1, 2, 3] 49.20.
+
+What it is distilled from: the checkpoint itself, or ``teacher`` (the one command's: the model the checkpoint was
+made from by levers that train nothing, such as a narrowing).  TinyBERT distils its student from the full teacher, and
+so does this: a student distilled from its narrowed parent learns at best what the parent kept, one distilled from the
+teacher can win back what the narrowing lost.  A teacher whose vocabulary the checkpoint's was trimmed from reads the
+student's pieces: its word table's rows renumbered as the student's tokenizer numbers them (every training text is
+spelled alike by both, :func:`..training.teacher.frozen_teacher` checks it).
 
 The record judges the result against the *original* teacher: ``dev_scores.teacher`` is the input
 checkpoint's own ``dev_scores.teacher`` when its training.json has one (a recovered model's fine-tuned
@@ -36,6 +44,7 @@ from ..training import checkpoint_job as job
 from ..training import loop
 from ..training.finetune import eval_length, source_name
 from ..training.recovery import RecoverOptions, prepare, run
+from ..training.teacher import frozen_teacher
 from ..weights.factored_table import whole_table
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY
 from ..weights.shared_table import digest
@@ -70,27 +79,34 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                       batch_size: int = 32, seed: int = 0, overwrite: bool = False, progress: bool = True,
                       allow_accuracy_loss: bool = False, max_accuracy_drop: float = accuracy_gate.MAX_DROP,
                       dev: str | None = None, augment: int = 0, continue_from: str | None = None,
+                      teacher: str | None = None, parent_scores: dict | None = None,
                       log=print) -> tuple[Path, dict]:
     """``pocketbert-convert shrink``: keep ``layers`` of the checkpoint's blocks, distil them from the
-    checkpoint on ``task``'s training text, and write the result with its training record.  ``continue_from``: a
-    student an earlier shrink of the same checkpoint to ``layers`` wrote, distilled further instead of cut again
-    (a candidate of the checks as it came, so continuing never ships worse)."""
-    refuse_as_output(out, source=checkpoint)
+    checkpoint (or ``teacher``, of its depth and labels) on ``task``'s training text, and write the result with its
+    training record.  ``continue_from``: a student an earlier shrink of the same checkpoint to ``layers`` wrote,
+    distilled further instead of cut again (a candidate of the checks as it came, so continuing never ships worse).
+    ``parent_scores``: the checkpoint's dev scores, when known (scored otherwise, if it is not the teacher)."""
+    refuse_as_output(out, source=checkpoint, teacher=teacher)
     job.begin(out, overwrite, threads)  # before any training
     budget = loop.parse_budget(budget) if isinstance(budget, str) else budget
-    teacher, student = loading.load(checkpoint), loading.load(checkpoint)
-    if teacher.head_initialized:
+    parent, student = loading.load(checkpoint), loading.load(checkpoint)
+    if parent.head_initialized:
         raise ConverterInputError(f"{checkpoint!r} has no trained task head: there is nothing to distil from",
                                   f"fine-tune it first: pocketbert-convert finetune {checkpoint} --task {task}")
-    total = teacher.family.num_layers(teacher.config)
+    total = parent.family.num_layers(parent.config)
     keep = kept_blocks(total, layers)
     options = RecoverOptions(task=task, budget=budget, lr=lr, init="none", data_dir=data_dir, train_limit=train_limit,
                              dev_limit=dev_limit, batch_size=batch_size, seed=seed, progress=progress,
                              freeze_word_embeddings=freeze_word_embeddings, dev=dev, augment=augment,
                              continue_from=continue_from)
-    prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
-                       input_names=teacher.family.input_names, eval_length=eval_length(teacher),
-                       embeddings=teacher.model.get_input_embeddings())
+    prepared = prepare(options, task_kind=parent.task, tokenizer=parent.tokenizer, labels=parent.labels,
+                       input_names=parent.family.input_names, eval_length=eval_length(parent),
+                       embeddings=parent.model.get_input_embeddings())
+    teacher = None if teacher in (None, checkpoint) else teacher
+    mentor = _teacher_model(teacher, parent, options) if teacher else parent.model
+    if teacher:
+        parent_scores = parent_scores or _scores(parent, options)
+        log(f"distilling from {teacher}; the blocks kept are {checkpoint}'s")
     if continue_from:
         student = _earlier_student(continue_from, layers)
         log(f"{total} -> {layers} blocks: continuing the student of an earlier run ({continue_from})")
@@ -98,18 +114,40 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
         drop_blocks(student.model, student.family, keep)
         log(f"{total} -> {layers} blocks: keeping {keep}")
     # init=None: the kept blocks already carry the checkpoint's own (trained) NoNorms, nothing to fit
-    record = run(prepared, teacher.model, student.model, teacher.family, log=log)
-    record = _judged_against_the_original(record, _input_record(teacher.checkpoint), teacher, log)
+    record = run(prepared, mentor, student.model, parent.family, log=log)
+    record = _judged_against_the_original(record, _input_record(parent.checkpoint), parent, log,
+                                          teacher=teacher, parent_scores=parent_scores if teacher else None)
     scores = record["dev_scores"]
     accuracy_gate.check("shrink", record["metric"], scores["parent"], scores["recovered"], allow=allow_accuracy_loss,
                         max_drop=max_accuracy_drop, log=log)
     record["recipe"].update(layers=layers, kept_blocks=keep)
     record["shrink"] = {"layers_before": total, "layers_after": layers, "kept_blocks": keep,
                         "layer_map": [m * total // layers for m in range(layers + 1)]}
-    reference = _base_table(teacher, student.model) if freeze_word_embeddings else None
-    path = job.write(student.model, teacher.tokenizer, out, overwrite=overwrite, record=record,
-                     transforms=job.saved_transforms(teacher.config), base_embeddings=reference)
+    reference = _base_table(parent, student.model) if freeze_word_embeddings else None
+    path = job.write(student.model, parent.tokenizer, out, overwrite=overwrite, record=record,
+                     transforms=job.saved_transforms(parent.config), base_embeddings=reference)
     return path, record
+
+
+def _teacher_model(spec: str, parent, options: RecoverOptions) -> torch.nn.Module:
+    """``spec`` frozen, reading the parent's pieces (a parent trimmed from its vocabulary: the teacher's word table
+    renumbered, so both models read the same ids)."""
+    train_split, _ = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
+    model, pieces = frozen_teacher(spec, parent, train_split)
+    if pieces is not None:
+        table = model.get_input_embeddings()
+        if not isinstance(table, torch.nn.Embedding):
+            raise ConverterInputError(f"{spec!r} stores its word table factored, and the checkpoint reads other "
+                                      "pieces: it cannot be renumbered", "give no teacher: the student is then "
+                                      "distilled from the checkpoint itself")
+        table.weight = torch.nn.Parameter(table.weight.detach()[pieces], requires_grad=False)
+        table.num_embeddings = model.config.vocab_size = len(pieces)
+    return model
+
+
+def _scores(parent, options: RecoverOptions) -> dict:
+    _, dev = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
+    return job.score(parent, dev, eval_length(parent))
 
 
 def _earlier_student(path: str, layers: int):
@@ -126,34 +164,38 @@ def _input_record(checkpoint: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def _judged_against_the_original(record: dict, parent: dict, loaded, log) -> dict:
+def _judged_against_the_original(record: dict, parent: dict, loaded, log, *, teacher: str | None = None,
+                                 parent_scores: dict | None = None) -> dict:
     """The record of the shrunk model with the original teacher's score as ``dev_scores.teacher`` (when the
-    input's record has one, for the same task), the parent's beside it, and the parent's history kept."""
+    input's record has one, for the same task; else the score of the model it was distilled from), the parent's
+    beside it, and the parent's history kept.  ``teacher``/``parent_scores``: a teacher other than the parent, and
+    the parent's scores then."""
     metric, scores = record["metric"], record["dev_scores"]
-    parent_scores = scores["teacher"]  # what recovery.run measured: the N-block input model
+    measured = scores["teacher"]  # what recovery.run measured: the model distilled from
+    parent_scores = parent_scores or measured
     original = (parent.get("dev_scores") or {}).get("teacher") if parent.get("task") == record["task"] else None
     if not (original and metric in original):
         original = None  # the input is its own teacher (a fine-tuned model)
-    teacher = original or parent_scores
-    scores.update(teacher=teacher, parent=parent_scores)
+    judged = original or measured
+    scores.update(teacher=judged, parent=parent_scores)
     name = source_name(loaded)
-    record.update(kind="shrink", parent=name, base_checkpoint=name,
-                  teacher=parent.get("teacher", name) if original else name,
-                  delta_vs_teacher=round(scores["recovered"][metric] - teacher[metric], 3),
-                  delta_without_recovery=round(scores["without_recovery"][metric] - teacher[metric], 3),
+    record.update(kind="shrink", parent=name, base_checkpoint=name, distilled_from=teacher or name,
+                  teacher=parent.get("teacher", teacher or name) if original else (teacher or name),
+                  delta_vs_teacher=round(scores["recovered"][metric] - judged[metric], 3),
+                  delta_without_recovery=round(scores["without_recovery"][metric] - judged[metric], 3),
                   history={k: v for k, v in parent.items() if k != "files"} or None,
                   training={"steps": record["distillation"]["steps"], "seconds": record["distillation"]["seconds"],
                             "stopped_by": "budget"})
     if job.saved_transforms(loaded.config):
         record["transforms"] = job.saved_transforms(loaded.config)
     n = loaded.family.num_layers(loaded.config)
-    rows = [{"name": f"teacher ({record['teacher']})", "scores": teacher}]
-    if original:
+    rows = [{"name": f"teacher ({record['teacher']})", "scores": judged}]
+    if original or teacher:
         rows.append({"name": f"parent, {n} blocks ({name})", "scores": parent_scores})
     rows += [{"name": "fewer blocks, before distillation", "scores": scores["without_recovery"]},
              {"name": "fewer blocks, distilled (this model)", "scores": scores["recovered"]}]
-    record["comparison"] = {"metrics": list(teacher), "rows": rows}
-    log(f"dev {metric}: teacher {teacher[metric]:.2f}, parent ({n} blocks) {parent_scores[metric]:.2f}, "
+    record["comparison"] = {"metrics": list(judged), "rows": rows}
+    log(f"dev {metric}: teacher {judged[metric]:.2f}, parent ({n} blocks) {parent_scores[metric]:.2f}, "
         f"before distillation {scores['without_recovery'][metric]:.2f}, distilled {scores['recovered'][metric]:.2f} "
         f"({record['delta_vs_teacher']:+.2f} vs the teacher)")
     return record
@@ -173,6 +215,7 @@ def _base_table(loaded, student) -> dict | None:
 def _run_lever(step) -> Path:
     path, _ = shrink_checkpoint(step.source, step.task, step.setting, step.out, budget=step.budget,
                                 allow_accuracy_loss=True,  # the plan gates its end against the teacher
+                                teacher=step.teacher, parent_scores=step.source_scores,
                                 threads=step.threads, data_dir=step.data_dir, train_limit=step.train_limit,
                                 overwrite=True, progress=False, dev=step.dev, augment=step.augment,
                                 continue_from=step.resume_from, log=step.log)
@@ -187,7 +230,8 @@ def _choose(shape, goal):
     return next((layers for layers in range(shape.layers - 1, 0, -1) if goal.reached(shape.keeping(layers))), None)
 
 
-register(Lever("shrink", "the transformer blocks: fewer, distilled from the blocks they replace", order=40,
-               trains=True, setting="blocks", budget_weight=15, new_teacher=True, continues=True,
+register(Lever("shrink", "the transformer blocks: fewer, distilled from the teacher's (TinyBERT's layer map)",
+               order=40, trains=True, setting="blocks", budget_weight=15, new_teacher=True, regains=True,
+               continues=True,
                reshape=lambda shape, layers: shape.keeping(layers),
                choose=_choose, run=_run_lever))

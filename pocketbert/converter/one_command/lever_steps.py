@@ -2,8 +2,8 @@
 unchanged), continued (a lever that can train further, given a larger share than it spent) or run, and scored on the
 dev set.  What each step cost and what its share of the budget bought (training steps in minutes) is kept in
 ``steps.json`` and said; a step that leaves the score below the gate with steps still to go stops the run there,
-since the steps after it only lose more: the refusal names the cost of every step and what a longer budget
-continues."""
+since the steps after it only lose more (unless one of them distils a new body from the teacher, as ``shrink`` does:
+it can win the loss back): the refusal names the cost of every step and what a longer budget continues."""
 
 from __future__ import annotations
 
@@ -87,8 +87,17 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
         teacher = source if planned.lever.new_teacher else teacher
         key = digest(key, json.dumps(done["budget"]))
         if score < gate.value and index < len(made.steps):
-            raise _stopped_early(made, index, costs=costs, work=work, metric=dev.metric, score=score)
+            _stop_unless_regained(made, index, costs=costs, work=work, metric=dev.metric, score=score, log=log)
     return source, score, costs
+
+
+def _stop_unless_regained(made, index: int, *, costs: StepCosts, work: Path, metric: str, score: float, log) -> None:
+    """Stop after step ``index`` (below the gate) unless a step still to go distils a new body from the teacher."""
+    regaining = next((step for step in made.steps[index:] if step.lever.regains), None)
+    if regaining is None:
+        raise _stopped_early(made, index, costs=costs, work=work, metric=metric, score=score)
+    log(f"  below {costs.gate.words()}, but {regaining.describe()} distils from the teacher and can win it back: "
+        "going on")
 
 
 def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log, gate: float | None = None) -> dict:
@@ -140,8 +149,11 @@ def _trained(path: Path, done: dict | None) -> dict | None:
 def longer_budget_fix(made, costs: StepCosts, work: Path) -> str:
     """What wins back the loss after a refusal: the first step that fell below the gate continues with a longer
     --budget when it trains (the steps before it are within the gate and kept); one that trains nothing needs a
-    gentler setting."""
-    index, (what, score, _) = next((i, row) for i, row in enumerate(costs.rows) if row[1] < costs.gate.value)
+    gentler setting.  A loss before a step that distils a new body from the teacher is not counted: that step had
+    the chance to win it back."""
+    rows = list(enumerate(costs.rows))
+    start = max((i for i, _ in rows if made.steps[i].lever.regains), default=0)
+    index, (what, score, _) = next((i, row) for i, row in rows[start:] if row[1] < costs.gate.value)
     step = made.steps[index]
     before = costs.rows[index - 1][1] if index else costs.gate.teacher
     if step.lever.continues and step.budget is not None:
