@@ -194,3 +194,22 @@ def test_a_teacher_whose_vocabulary_the_parent_was_trimmed_from_reads_the_parent
     encoded = parent.tokenizer(["a fine film", "dull and far too long"], padding=True, return_tensors="pt")
     with torch.no_grad():
         torch.testing.assert_close(model(**encoded).logits, parent.model.eval()(**encoded).logits)
+
+
+
+def test_a_factored_teacher_is_renumbered_through_its_inner_table(parents, tokenizer):
+    from pocketbert.converter.levers.shrink import renumbered
+    from pocketbert.converter.weights.factored_table import FactoredEmbedding, factor
+
+    model = loading.load(str(parents[0])).model.eval()
+    factor(model, 8)
+    assert isinstance(model.get_input_embeddings(), FactoredEmbedding)
+    vocab = tokenizer.get_vocab()
+    kept = sorted({0, *tokenizer("a fine film", add_special_tokens=True)["input_ids"]})
+    full = torch.tensor([tokenizer("a fine film")["input_ids"]])
+    trimmed = torch.tensor([[kept.index(i) for i in full[0].tolist()]])
+    with torch.no_grad():
+        expected = model(input_ids=full).logits
+        renumbered(model, torch.tensor(kept))
+        assert model.get_input_embeddings().num_embeddings == len(kept) < len(vocab)
+        torch.testing.assert_close(model(input_ids=trimmed).logits, expected)

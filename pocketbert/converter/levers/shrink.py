@@ -45,7 +45,7 @@ from ..training import loop
 from ..training.finetune import eval_length, source_name
 from ..training.recovery import RecoverOptions, prepare, run
 from ..training.teacher import frozen_teacher
-from ..weights.factored_table import whole_table
+from ..weights.factored_table import FactoredEmbedding, whole_table
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY
 from ..weights.shared_table import digest
 from . import Lever, register
@@ -134,14 +134,15 @@ def _teacher_model(spec: str, parent, options: RecoverOptions) -> torch.nn.Modul
     renumbered, so both models read the same ids)."""
     train_split, _ = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
     model, pieces = frozen_teacher(spec, parent, train_split)
-    if pieces is not None:
-        table = model.get_input_embeddings()
-        if not isinstance(table, torch.nn.Embedding):
-            raise ConverterInputError(f"{spec!r} stores its word table factored, and the checkpoint reads other "
-                                      "pieces: it cannot be renumbered", "give no teacher: the student is then "
-                                      "distilled from the checkpoint itself")
-        table.weight = torch.nn.Parameter(table.weight.detach()[pieces], requires_grad=False)
-        table.num_embeddings = model.config.vocab_size = len(pieces)
+    return renumbered(model, pieces) if pieces is not None else model
+
+
+def renumbered(model, pieces: torch.Tensor):
+    """``model`` (in place) reading ids ``pieces`` numbers: its word table's row ``pieces[i]`` becomes row i."""
+    table = model.get_input_embeddings()
+    rows = table.table if isinstance(table, FactoredEmbedding) else table  # a factored table's rows: its inner one
+    rows.weight = torch.nn.Parameter(rows.weight.detach()[pieces], requires_grad=False)
+    rows.num_embeddings = model.config.vocab_size = len(pieces)
     return model
 
 
