@@ -15,7 +15,7 @@ from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError
 
 from .conftest import DATA, build_checkpoint
 
-PLAN = ["recover", "trim-vocab", "narrow", "shrink", "int4-tune", "pack"]
+PLAN = ["recover", "trim-vocab", "int4-tune", "pack"]  # --max-macs 1: no fewer blocks, which would go on
 
 
 @pytest.fixture(scope="module")
@@ -51,23 +51,23 @@ def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(us
     cost and keeps its checkpoint; a longer --budget continues the recovery from it; with a gate it is within, the
     steps after it run."""
     root = user_files
-    code, out = _convert(root, capsys, "--budget", "6steps")
+    code, out = _convert(root, capsys, "--budget", "4steps", "--max-macs", "1")
     assert code == AccuracyLossRefused.exit_code, out
     # the plan, with each step's size, comes before the first step's work
-    assert out.index("plan from the shapes") < out.index("target: ≤ 0.40 MB") < out.index("step 1 of 6: recover")
+    assert out.index("plan from the shapes") < out.index("target: ≤ 0.40 MB") < out.index("step 1 of 4: recover")
     plan = out[out.index("plan from the shapes"):out.index("dev score to keep")]
     assert re.findall(r"^  \d\. (\S+)", plan, re.MULTILINE) == PLAN
     flat = " ".join(out.split())
-    assert "after step 1 of 6 (recover) the dev accuracy is" in flat and "below the gate 98.00" in flat
-    assert "with 5 steps to go (trim-vocab 3,000 pieces, narrow" in flat and "stopped here" in flat
+    assert "after step 1 of 4 (recover) the dev accuracy is" in flat and "below the gate 98.00" in flat
+    assert "with 3 steps to go (trim-vocab 3,000 pieces, int4-tune, pack)" in flat and "stopped here" in flat
     assert re.search(r"1\. recover +\d+\.\d\d +\(-\d+\.\d\d\) +2 training steps in \d+ s", out)  # its cost
     assert "recover, the step that fell below the gate, continues from its checkpoint in " + str(
         root / "bundle.levers") in flat
-    assert "step 2 of 6" not in out and not (root / "bundle").exists()
+    assert "step 2 of 4" not in out and not (root / "bundle").exists()
     state = json.loads((root / "bundle.levers" / "steps.json").read_text())
     assert [(step["lever"], step["trained"]["steps"]) for step in state.values()] == [("recover", 2)]
 
-    code, out = _convert(root, capsys, "--budget", "12steps")
+    code, out = _convert(root, capsys, "--budget", "9steps", "--max-macs", "1")
     assert code == AccuracyLossRefused.exit_code, out
     assert f"continued from {root / 'bundle.levers' / '1-recover'} for 2 steps more" in out
     assert "recovered in an earlier run" in out and "recover: 4 training steps in" in out and "over 2 runs" in out
@@ -76,11 +76,11 @@ def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(us
         (1, {"steps": 4}, 4)]
 
     # a gate the recovered student is within: the recovery is kept as it is, and the steps after it run
-    code, out = _convert(root, capsys, "--budget", "18steps", "--max-accuracy-drop", "100",
+    code, out = _convert(root, capsys, "--budget", "18steps", "--max-accuracy-drop", "100", "--max-macs", "1",
                          "--save-checkpoint", str(root / "phone"))
     assert code == 0, out
     assert "within the gate; skipped" in out and "continued from" not in out
-    assert re.findall(r"^step \d of 6: (\S+)", out, re.MULTILINE) == PLAN  # run in the plan's order
+    assert re.findall(r"^step \d of 4: (\S+)", out, re.MULTILINE) == PLAN  # run in the plan's order
     assert "what each step cost:" in out
     assert (root / "bundle" / "manifest.json").is_file()
     assert f"the levers' checkpoints stay in {root / 'bundle.levers'}" in " ".join(out.split())
@@ -93,6 +93,24 @@ def test_a_step_below_the_gate_stops_the_run_and_a_longer_budget_continues_it(us
     saved = sorted(p.relative_to(root / "phone") for p in (root / "phone").rglob("*") if p.is_file())
     assert saved == sorted(p.relative_to(last) for p in last.rglob("*") if p.is_file())
     assert all((root / "phone" / p).read_bytes() == (last / p).read_bytes() for p in saved)
+
+
+def test_a_loss_before_fewer_blocks_goes_on_to_them_and_the_refusal_then_names_them(user_files, capsys):
+    """Fewer blocks distil from the teacher, so the recovery and the vocabulary cut below the gate go on to them; the
+    run stops after them, below the gate with only int4 tuning to go, and the fix names them."""
+    root = user_files
+    code, out = _convert(root, capsys, "--budget", "6steps", "-o", str(root / "fewer"))
+    assert code == AccuracyLossRefused.exit_code, out
+    flat = " ".join(out.split())
+    assert flat.count("but shrink 1 block distils from the teacher and can win it back: going on") == 2
+    assert f"distilling from {root / 'teacher'}; the blocks kept are" in flat
+    assert "after step 3 of 5 (shrink 1 block) the dev accuracy is" in flat and "(int4-tune, pack)" in flat
+    assert "fix: run the same command with a longer --budget: shrink 1 block, the step that fell below" in flat
+    assert not (root / "fewer").exists()
+    state = json.loads((root / "fewer.levers" / "steps.json").read_text())
+    assert [step["lever"] for step in state.values()] == ["recover", "trim-vocab", "shrink"]
+    record = json.loads((root / "fewer.levers" / state[list(state)[-1]]["out"] / "training.json").read_text())
+    assert record["distilled_from"] == str(root / "teacher")
 
 
 def test_save_checkpoint_needs_the_one_command(user_files, tmp_path):
@@ -131,8 +149,8 @@ def test_a_built_in_task_name_plans_without_a_vocabulary_cut_for_ner(checkpoints
     """``--recover conll2003``: the task's own splits; NER keeps its vocabulary, so the table is factored instead (at
     the largest rank that fits, up to 3/4 of its width); a model that keeps LayerNorm gets no int4 tuning, and the
     plan says so."""
-    from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
     from pocketbert.converter.levers.shapes import file_bytes, read
+    from pocketbert.converter.one_command.lever_run import LeverRun, run_levers
     from pocketbert.converter.training.loop import Budget
 
     teacher = checkpoints["bert"]["ner"]

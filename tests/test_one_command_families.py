@@ -46,10 +46,10 @@ class Combo:
 
 COMBOS = [
     Combo("distilbert", "classification", ("0", "1"), "glue/MRPC", ("train.tsv", "dev.tsv"), (48, 32), 0.6,
-          ("recover", "trim-vocab", "narrow", "shrink", "int4-tune", "pack")),
+          ("recover", "trim-vocab", "shrink", "int4-tune", "pack")),  # fewer blocks reach it: no narrowing
     # MobileBERT has NoNorm and ReLU by construction: nothing to recover
     Combo("mobilebert", "classification", ("score",), "glue/STS-B", ("train.tsv", "dev.tsv"), (48, 32), 0.6,
-          ("trim-vocab", "narrow", "shrink", "int4-tune", "pack")),
+          ("trim-vocab", "shrink", "int4-tune", "pack")),
     # TinyBERT's shapes (4 blocks, 12 heads, a feed-forward block ~3.85× the width), tiny
     Combo("bert", "ner", tuple(NER_LABELS), "conll2003", ("train.txt", "dev.txt"), (48, 32), 0.8,
           ("recover", "factor-embeddings", "narrow", "shrink", "int4-tune", "pack"),

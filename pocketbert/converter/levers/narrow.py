@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
-from ..checks import accuracy_gate
 from ..checkpoints import loading
 from ..checkpoints.checkpoint_inputs import refuse_as_output
+from ..checks import accuracy_gate
 from ..errors import ConverterInputError
 from ..families.base import FeedForward
 from ..training import checkpoint_job as job
@@ -207,6 +207,15 @@ def _choose(shape, goal):
     return max(step, width // 2 // step * step)
 
 
+def _gentler(shape, goal, units):
+    """No narrowing, then the wider blocks, widest first: when fewer blocks must do the rest anyway, the blocks they
+    keep stay as wide as the target allows (CoNLL-2003 at 40% of the multiply-adds: 3 blocks of 1,024 units rather
+    than of the 768 that half the width gives)."""
+    width = shape.ffn_width
+    step = 128 if width >= 512 else 8
+    return (None, *range((width - 1) // step * step, units, -step))
+
+
 register(Lever("narrow", "every feed-forward block's hidden units, each output projection refitted by least squares",
                order=30, trains=False, records_score=True, setting="units",
-               reshape=lambda shape, width: shape.narrowed(width), choose=_choose, run=_run_lever))
+               reshape=lambda shape, width: shape.narrowed(width), choose=_choose, gentler=_gentler, run=_run_lever))

@@ -87,7 +87,7 @@ class PlannedStep:
             return self.lever.name
         if unit == "rank":
             return f"{self.lever.name} rank {self.setting}"
-        return f"{self.lever.name} {self.setting:,} {unit}"
+        return f"{self.lever.name} {self.setting:,} {unit.removesuffix('s') if self.setting == 1 else unit}"
 
 
 @dataclass
