@@ -16,11 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from pocketbert.converter import backends as export_backends
-from pocketbert.converter import levers
-from pocketbert.converter import transforms
+from pocketbert.converter import levers, transforms
+from pocketbert.converter.backends.recipes import RecipeChoice, formats, parse_formats, parse_recipes, recipes, select
 from pocketbert.converter.cli import cli as converter_cli
 from pocketbert.converter.opts import parse_opts
-from pocketbert.converter.backends.recipes import RecipeChoice, formats, parse_formats, parse_recipes, recipes, select
 from pocketbert.runtime import backends as runtime_backends
 from pocketbert.runtime import choice, contract
 from pocketbert.runtime.bundle import Bundle
@@ -242,9 +241,11 @@ def test_a_lever_module_reaches_the_plan(tmp_path, monkeypatch):
                                     "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
                                     "num_attention_heads": 2, "vocab_size": 1000})
         made = plan.make(shape, plan.Goal(max_macs=0.5), Budget(steps=40))
-        assert made.levers[:2] == ["narrow", "dummy"] and made.steps[1].setting == 8  # in its order, after narrow
+        # in its order: after narrowing (which it makes needless here) and before fewer blocks
+        assert made.levers[:2] == ["dummy", "shrink"] and made.steps[0].setting == 8
+        assert made.levers == [lever.name for lever in levers.all() if lever.name in made.levers]
         weights = sum(step.lever.budget_weight for step in made.steps if step.lever.trains)
-        assert made.steps[1].budget.steps == round(40 * 5 / weights)
+        assert made.steps[0].budget.steps == round(40 * 5 / weights)
     finally:
         levers.LEVERS.unregister("dummy")
         sys.modules.pop(f"{levers.__name__}.dummy_lever", None)
