@@ -42,6 +42,7 @@ from ..checks import accuracy_gate
 from ..errors import ConverterInputError
 from ..training import checkpoint_job as job
 from ..training import loop
+from ..training.evaluate import evaluate
 from ..training.finetune import eval_length, source_name
 from ..training.recovery import RecoverOptions, prepare, run
 from ..training.teacher import frozen_teacher
@@ -104,8 +105,8 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                        embeddings=parent.model.get_input_embeddings())
     teacher = None if teacher in (None, checkpoint) else teacher
     mentor = _teacher_model(teacher, parent, options) if teacher else parent.model
-    if teacher:
-        parent_scores = parent_scores or _scores(parent, options)
+    if teacher:  # the parent scored on the dev features the teacher and the student are scored on
+        parent_scores = parent_scores or evaluate(parent.model, prepared.dev_features, input_names=prepared.input_names)
         log(f"distilling from {teacher}; the blocks kept are {checkpoint}'s")
     if continue_from:
         student = _earlier_student(continue_from, layers)
@@ -144,11 +145,6 @@ def renumbered(model, pieces: torch.Tensor):
     rows.weight = torch.nn.Parameter(rows.weight.detach()[pieces], requires_grad=False)
     rows.num_embeddings = model.config.vocab_size = len(pieces)
     return model
-
-
-def _scores(parent, options: RecoverOptions) -> dict:
-    _, dev = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
-    return job.score(parent, dev, eval_length(parent))
 
 
 def _earlier_student(path: str, layers: int):
