@@ -248,7 +248,7 @@ def test_a_layernorm_checkpoint_is_refused_before_any_work(checkpoints, tmp_path
 
 def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(tokenizer, tmp_path):
     from pocketbert.converter.levers.vocab_trim import trim
-    from pocketbert.converter.training.teacher import _piece_map
+    from pocketbert.converter.training.teacher import _piece_map, frozen_teacher
 
     built = build_checkpoint(tmp_path / "built", "bert", tokenizer, labels=("negative", "positive"), seed=5)
     wide, _ = nonorm_model(built)
@@ -260,10 +260,16 @@ def test_a_teacher_whose_vocabulary_the_checkpoint_was_trimmed_from_teaches_it(t
     trimmed_tokenizer, _ = trim(wide.model, wide.tokenizer, train.texts, 3000)
     student = job.write(wide.model, trimmed_tokenizer, tmp_path / "student", overwrite=False, record=record,
                         transforms=["nonorm", "relu"])
-    pieces = _piece_map(loading.load(str(student)), loading.load(str(teacher)), train)
+    loaded = loading.load(str(student))
+    pieces = _piece_map(loaded, loading.load(str(teacher)), train)
     assert pieces is not None and len(pieces) == 3000
     assert (trimmed_tokenizer.convert_ids_to_tokens(list(range(3000)))
             == wide.tokenizer.convert_ids_to_tokens(pieces.tolist()))
+    # the frozen teacher reads the student's ids: the same weights, so exactly the student's logits
+    encoded = loaded.tokenizer(train.texts[:4], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(frozen_teacher(str(teacher), loaded, train)(**encoded).logits,
+                                   loaded.model.eval()(**encoded).logits)
     options = Int4Options(teacher=str(teacher), budget=parse_budget("2steps"), train_limit=64, data_dir=DATA)
     _, tuned = int4_tune_checkpoint(str(student), "glue:sst2", tmp_path / "out", options, log=lambda *_: None)
     assert tuned["int4_grid"]["steps"] == 2 and tuned["int4_grid"]["teacher"] == str(teacher)

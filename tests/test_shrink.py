@@ -122,9 +122,13 @@ def test_distillation_narrows_the_students_gap(shrunk):
 
 
 def test_a_plain_fine_tuned_checkpoint_is_its_own_teacher(parents, tmp_path):
-    """Without a teacher in its training record the checkpoint is the teacher; a frozen table stays as it was."""
-    path, record = _shrink(parents[0], tmp_path / "out", layers=3, steps=2, freeze_word_embeddings=True)
+    """Without a teacher in its training record the checkpoint is the teacher (so is a teacher that names its folder
+    spelled otherwise: loaded once); a frozen table stays as it was."""
+    spelled = str(parents[0].parent / "." / parents[0].name)
+    path, record = _shrink(parents[0], tmp_path / "out", layers=3, steps=2, freeze_word_embeddings=True,
+                           teacher=spelled)
     assert record["dev_scores"]["teacher"] == record["dev_scores"]["parent"]
+    assert record["distilled_from"] == record["parent"] and len(record["comparison"]["rows"]) == 3
     assert record["shrink"]["kept_blocks"] == [0, 1, 3]
     before = loading.load(str(parents[0])).model.get_input_embeddings().weight
     after = loading.load(str(path)).model.get_input_embeddings().weight
@@ -198,7 +202,7 @@ def test_a_teacher_whose_vocabulary_the_parent_was_trimmed_from_reads_the_parent
 
 
 def test_a_factored_teacher_is_renumbered_through_its_inner_table(parents, tokenizer):
-    from pocketbert.converter.levers.shrink import renumbered
+    from pocketbert.converter.training.teacher import renumbered
     from pocketbert.converter.weights.factored_table import FactoredEmbedding, factor
 
     model = loading.load(str(parents[0])).model.eval()

@@ -174,13 +174,12 @@ def _record(student, train_split, dev, *, report: dict) -> dict:
     return record
 
 
-def _tune(student, teacher: tuple, train_split, options: Int4Options, milestones=None) -> TrainLog:
+def _tune(student, teacher, train_split, options: Int4Options, milestones=None) -> TrainLog:
     """Every weight of ``student`` trained, through int4 rounding, to compute ``teacher``'s logits and hidden
     states."""
-    model, pieces = teacher
     features = train_split.encode(student.tokenizer, 128, student.labels)
     with int4_grid.simulated(student.model):
-        return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
+        return distil_every_token(student, teacher, features, budget=options.budget, lr=options.lr,
                                   description="tune through int4", milestones=milestones)
 
 

@@ -170,10 +170,9 @@ def _texts(loaded, train_split, count: int) -> list[dict]:
     return batches
 
 
-def _distil(student, teacher: tuple, train_split, options: NarrowOptions):
-    model, pieces = teacher
+def _distil(student, teacher, train_split, options: NarrowOptions):
     features = train_split.encode(student.tokenizer, 128, student.labels)
-    return distil_every_token(student, model, features, pieces=pieces, budget=options.budget, lr=options.lr,
+    return distil_every_token(student, teacher, features, budget=options.budget, lr=options.lr,
                               description="distil the narrow model")
 
 

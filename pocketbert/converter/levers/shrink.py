@@ -20,8 +20,7 @@ What it is distilled from: the checkpoint itself, or ``teacher`` (the one comman
 made from by levers that train nothing, such as a narrowing).  TinyBERT distils its student from the full teacher, and
 so does this: a student distilled from its narrowed parent learns at best what the parent kept, one distilled from the
 teacher can win back what the narrowing lost.  A teacher whose vocabulary the checkpoint's was trimmed from reads the
-student's pieces: its word table's rows renumbered as the student's tokenizer numbers them (every training text is
-spelled alike by both, :func:`..training.teacher.frozen_teacher` checks it).
+student's pieces (:func:`..training.teacher.frozen_teacher`).
 
 The record judges the result against the *original* teacher: ``dev_scores.teacher`` is the input
 checkpoint's own ``dev_scores.teacher`` when its training.json has one (a recovered model's fine-tuned
@@ -46,7 +45,7 @@ from ..training.evaluate import evaluate
 from ..training.finetune import eval_length, source_name
 from ..training.recovery import RecoverOptions, prepare, run
 from ..training.teacher import frozen_teacher
-from ..weights.factored_table import FactoredEmbedding, whole_table
+from ..weights.factored_table import whole_table
 from ..weights.shared_table import KEY as SHARED_TABLE_KEY
 from ..weights.shared_table import digest
 from . import Lever, register
@@ -103,7 +102,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     prepared = prepare(options, task_kind=parent.task, tokenizer=parent.tokenizer, labels=parent.labels,
                        input_names=parent.family.input_names, eval_length=eval_length(parent),
                        embeddings=parent.model.get_input_embeddings())
-    teacher = None if teacher in (None, checkpoint) else teacher
+    teacher = None if teacher is None or _same_checkpoint(teacher, checkpoint) else teacher
     mentor = _teacher_model(teacher, parent, options) if teacher else parent.model
     if teacher:  # the parent scored on the dev features the teacher and the student are scored on
         parent_scores = parent_scores or evaluate(parent.model, prepared.dev_features, input_names=prepared.input_names)
@@ -131,20 +130,14 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
 
 
 def _teacher_model(spec: str, parent, options: RecoverOptions) -> torch.nn.Module:
-    """``spec`` frozen, reading the parent's pieces (a parent trimmed from its vocabulary: the teacher's word table
-    renumbered, so both models read the same ids)."""
+    """``spec`` frozen, reading the parent's pieces (recovery's losses give both models the same ids)."""
     train_split, _ = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
-    model, pieces = frozen_teacher(spec, parent, train_split)
-    return renumbered(model, pieces) if pieces is not None else model
+    return frozen_teacher(spec, parent, train_split)
 
 
-def renumbered(model, pieces: torch.Tensor):
-    """``model`` (in place) reading ids ``pieces`` numbers: its word table's row ``pieces[i]`` becomes row i."""
-    table = model.get_input_embeddings()
-    rows = table.table if isinstance(table, FactoredEmbedding) else table  # a factored table's rows: its inner one
-    rows.weight = torch.nn.Parameter(rows.weight.detach()[pieces], requires_grad=False)
-    rows.num_embeddings = model.config.vocab_size = len(pieces)
-    return model
+def _same_checkpoint(spec: str, other: str) -> bool:
+    """Whether two specs (paths or built-in names, spelled either way) name the same folder: loaded once then."""
+    return loading.resolve(spec)[0].resolve() == loading.resolve(other)[0].resolve()
 
 
 def _earlier_student(path: str, layers: int):

@@ -1,6 +1,7 @@
-"""The float teacher a checkpoint command distils every token from (``factor-embeddings``, ``int4-tune``,
-``narrow``): loaded frozen, checked against its student, mapped to the student's pieces when the student's
-vocabulary was trimmed from the teacher's, and the one training run they share."""
+"""The float teacher a checkpoint command distils from (``factor-embeddings``, ``int4-tune``, ``narrow``,
+``shrink``): loaded frozen, checked against its student, reading the student's ids when the student's vocabulary
+was trimmed from the teacher's (its word table renumbered once, so every loss takes the same batch for both), and
+the one every-token training run the first three share."""
 
 from __future__ import annotations
 
@@ -8,18 +9,29 @@ import torch
 
 from ..checkpoints import loading
 from ..errors import ConverterInputError
+from ..weights.factored_table import FactoredEmbedding
 from .distill.pairing import every_token_distillation, no_dropout
 from .loop import TrainLog, train
 
 
-def frozen_teacher(spec: str, student, train_split) -> tuple[torch.nn.Module, torch.Tensor | None]:
-    """The model ``spec`` names, frozen in eval mode, and its piece map (``None``: both number pieces alike)."""
+def frozen_teacher(spec: str, student, train_split) -> torch.nn.Module:
+    """The model ``spec`` names, frozen in eval mode, reading ``student``'s ids (see :func:`renumbered`)."""
     teacher = loading.load(spec)
     _check_pair(student, teacher)
     pieces = _piece_map(student, teacher, train_split)
     for p in teacher.model.parameters():
         p.requires_grad_(False)
-    return teacher.model.eval(), pieces
+    model = renumbered(teacher.model, pieces) if pieces is not None else teacher.model
+    return model.eval()
+
+
+def renumbered(model, pieces: torch.Tensor):
+    """``model`` (in place) reading ids ``pieces`` numbers: its word table's row ``pieces[i]`` becomes row i."""
+    table = model.get_input_embeddings()
+    rows = table.table if isinstance(table, FactoredEmbedding) else table  # a factored table's rows: its inner one
+    rows.weight = torch.nn.Parameter(rows.weight.detach()[pieces], requires_grad=False)
+    rows.num_embeddings = model.config.vocab_size = len(pieces)
+    return model
 
 
 def _check_pair(student, teacher) -> None:
@@ -58,13 +70,13 @@ def _piece_map(student, teacher, train_split) -> torch.Tensor | None:
 
 
 def distil_every_token(student, teacher: torch.nn.Module, features, *, budget, lr: float, description: str,
-                       pieces: torch.Tensor | None = None, params=None, milestones=None) -> TrainLog:
+                       params=None, milestones=None) -> TrainLog:
     """Train ``student`` (a loaded checkpoint; only ``params`` when given) to compute ``teacher``'s logits and every
     layer's hidden states at every real token of ``features``, in shuffled batches of 32, dropout off
     (``milestones``: callbacks part-way, :class:`~.loop.Milestones`)."""
     names = student.family.input_names
     batches = features.batches(32, shuffle=True, seed=0, input_names=names)
-    loss_fn = every_token_distillation(teacher, student.model, names, teacher_ids=pieces)
+    loss_fn = every_token_distillation(teacher, student.model, names)
     with no_dropout(student.model):
         return train(student.model, loss_fn, batches, params=params, budget=budget, lr=lr, description=description,
                      milestones=milestones)

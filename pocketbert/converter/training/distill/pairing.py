@@ -198,18 +198,16 @@ def measure_gap(pair_: Pair, batches, *, max_batches: int = 8, temperature: floa
     return {**{k: v / weight_total for k, v in sums.items()}, "examples": int(weight_total)}
 
 
-def every_token_distillation(teacher: nn.Module, student: nn.Module, input_names,
-                             teacher_ids: Tensor | None = None) -> Callable:
+def every_token_distillation(teacher: nn.Module, student: nn.Module, input_names) -> Callable:
     """The loss of a student with its teacher's depth and pieces (re-tuned word-embedding factors, int4 tuning):
     logit KL (T=1) plus the mean over every layer of the hidden-state MSE at every real token; the teacher runs
-    without gradients.  ``loss_fn(batch) -> (loss, {"logits", "hidden"})``, as the training loop takes it.
-    ``teacher_ids``: the teacher's id of each student piece, when the two number the same pieces differently."""
+    without gradients, on the student's ids (:func:`..teacher.frozen_teacher` renumbers a trimmed student's teacher).
+    ``loss_fn(batch) -> (loss, {"logits", "hidden"})``, as the training loop takes it."""
 
     def loss_fn(batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         inputs, mask = {k: batch[k] for k in input_names}, batch["attention_mask"]
-        teacher_inputs = inputs if teacher_ids is None else {**inputs, "input_ids": teacher_ids[inputs["input_ids"]]}
         with torch.no_grad():
-            target = teacher(**teacher_inputs, output_hidden_states=True)
+            target = teacher(**inputs, output_hidden_states=True)
         out = student(**inputs, output_hidden_states=True)
         logits = losses.logit_distillation(out.logits, target.logits, attention_mask=mask)
         hidden = sum(losses.hidden_mse(s, t, mask) for s, t in zip(out.hidden_states, target.hidden_states))
