@@ -111,6 +111,11 @@ def test_a_loss_before_fewer_blocks_goes_on_to_them_and_the_refusal_then_names_t
     assert [step["lever"] for step in state.values()] == ["recover", "trim-vocab", "shrink"]
     record = json.loads((root / "fewer.levers" / state[list(state)[-1]]["out"] / "training.json").read_text())
     assert record["distilled_from"] == str(root / "teacher")
+    # the fix's longer budget: the loss before fewer blocks is theirs to win back, so only they continue
+    code, out = _convert(root, capsys, "--budget", "12steps", "-o", str(root / "fewer"))
+    flat = " ".join(out.split())
+    assert "below the gate for shrink 1 block to win back; skipped" in flat, out
+    assert flat.count("continued from") == 1 and f"continued from {root / 'fewer.levers' / '3-shrink'}" in flat
 
 
 def test_save_checkpoint_needs_the_one_command(user_files, tmp_path):

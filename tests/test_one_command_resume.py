@@ -126,6 +126,17 @@ def test_a_step_done_within_the_gate_is_kept_and_the_one_below_it_continues(task
     assert again["continued"] == 1
 
 
+def test_a_step_below_the_gate_before_fewer_blocks_is_kept_for_them_to_win_back(task, tmp_path):
+    """The refusal judges a loss before a step that distils from the teacher after that step, and names a step
+    from it on: a longer budget leaves the steps before it as they are."""
+    work, dev, printed, first = _factored_for_two_steps(task, tmp_path)
+    planned, step = _factor_step(task, work, 5, printed.append)
+    kept = run_step(planned, step, first, work=work, dev=dev, log=printed.append, gate=first["score"] + 0.01,
+                    regained_by="shrink 3 blocks")
+    assert kept is first
+    assert printed[-1].endswith(", below the gate for shrink 3 blocks to win back; skipped")
+
+
 class _Plan:
     def __init__(self, *steps):
         self.steps = list(steps)

@@ -79,7 +79,9 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
                     threads=run.threads, train_limit=run.train_limit, augment=run.augment, log=log,
                     source_scores=recorded)
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
-        done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log, gate=gate.value)
+        regaining = next((later.describe() for later in made.steps[index:] if later.lever.regains), None)
+        done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log, gate=gate.value,
+                                     regained_by=regaining)
         save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
         costs.add(planned.describe(), score, done.get("trained"))
@@ -100,9 +102,11 @@ def _stop_unless_regained(made, index: int, *, costs: StepCosts, work: Path, met
         "going on")
 
 
-def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log, gate: float | None = None) -> dict:
+def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log, gate: float | None = None,
+             regained_by: str | None = None) -> dict:
     """Run ``step``, or continue it, or keep what an earlier run did; returns its record (``out`` relative to
-    ``work``).  A step done within ``gate`` is kept as it is: a longer budget goes to the step that fell below it
+    ``work``).  A step done within ``gate``, or before ``regained_by`` (a later step that distils a new body from
+    the teacher, where the loss is judged), is kept as it is: a longer budget goes to the step the refusal named
     (continuing an earlier one would make every step after it run again)."""
     continued = 0
     why = changed_files(work / done["out"], done.get("files")) if done else None
@@ -111,10 +115,11 @@ def run_step(planned, step: Step, done: dict | None, *, work: Path, dev, log, ga
         done = None
     if done:
         within = gate is not None and done["score"] >= gate
-        more = None if within else _more(planned, done)
+        more = None if within or regained_by else _more(planned, done)
         if more is None:
+            kept = ", within the gate" if within else f", below the gate for {regained_by} to win back"
             log(f"  done in an earlier run ({work / done['out']}): dev {dev.metric} {done['score']:.2f}"
-                f"{', within the gate' if within and _more(planned, done) else ''}; skipped")
+                f"{kept if _more(planned, done) else ''}; skipped")
             return done
         continued = done.get("continued", 0) + 1
         mine = work / done["out"]
