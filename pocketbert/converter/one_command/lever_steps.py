@@ -79,9 +79,9 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
                     threads=run.threads, train_limit=run.train_limit, augment=run.augment, log=log,
                     source_scores=recorded)
         log(f"step {index} of {len(made.steps)}: {planned.describe()}")
-        regaining = next((later.describe() for later in made.steps[index:] if later.lever.regains), None)
+        regaining = _regaining_after(made, index)
         done = state[key] = run_step(planned, step, state.get(key), work=work, dev=dev, log=log, gate=gate.value,
-                                     regained_by=regaining)
+                                     regained_by=regaining.describe() if regaining else None)
         save_state(work, state)
         source, score = str(work / done["out"]), done["score"]
         costs.add(planned.describe(), score, done.get("trained"))
@@ -93,9 +93,14 @@ def run_steps(run, made, work: Path, *, start: tuple[str, str], dev, gate: Gate,
     return source, score, costs
 
 
+def _regaining_after(made, index: int):
+    """The first planned step after step ``index`` (1-based) that distils a new body from the teacher, or None."""
+    return next((step for step in made.steps[index:] if step.lever.regains), None)
+
+
 def _stop_unless_regained(made, index: int, *, costs: StepCosts, work: Path, metric: str, score: float, log) -> None:
     """Stop after step ``index`` (below the gate) unless a step still to go distils a new body from the teacher."""
-    regaining = next((step for step in made.steps[index:] if step.lever.regains), None)
+    regaining = _regaining_after(made, index)
     if regaining is None:
         raise _stopped_early(made, index, costs=costs, work=work, metric=metric, score=score)
     log(f"  below {costs.gate.words()}, but {regaining.describe()} distils from the teacher and can win it back: "
