@@ -13,6 +13,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 from pocketbert.converter.errors import AccuracyLossRefused, ConverterInputError, VerificationError
+from pocketbert.converter.events import Note
 from pocketbert.converter.options import plan
 from pocketbert.converter.pipeline import convert
 from pocketbert.runtime.bundle import read_manifest
@@ -198,6 +199,20 @@ def test_manifest_contents_and_checksums(checkpoints, options):
         checkpoints["distilbert"]["ner"])("Zürich, naïve café")["input_ids"]
 
 
+def test_no_task_data_is_said_as_a_warning_naming_what_fell_back(checkpoints, options, tmp_path):
+    empty = tmp_path / "data"
+    empty.mkdir()
+    heard = []
+    result = convert(options(checkpoints["bert"]["classification"], data_dir=empty, opts="int8"), heard.append)
+    warnings = [e.message for e in heard if isinstance(e, Note) and e.warning]
+    said = f"{empty} has no glue/SST-2/dev.tsv: verification and int8 calibration use the built-in English sentences"
+    assert any(w.startswith(said) for w in warnings), warnings
+    assert any(n.startswith(said) for n in read_manifest(result.bundle)["notes"])
+    float_only = convert(options(checkpoints["bert"]["classification"], data_dir=empty, out=tmp_path / "f"),
+                         heard.append)
+    assert any("verification uses the built-in" in n for n in read_manifest(float_only.bundle)["notes"])
+
+
 def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
     a = convert(options(checkpoints["bert"]["none"], labels=["neg", "pos"], out=tmp_path / "a"))
     b = convert(options(checkpoints["bert"]["none"], labels=["neg", "pos"], out=tmp_path / "b"))
@@ -222,11 +237,11 @@ def test_bare_encoder_gets_a_seeded_head(checkpoints, options, tmp_path):
 
 def test_float_fallback_search_keeps_the_most_helpful_roles_in_float(checkpoints, tmp_path):
     """The search itself, with a judge that wants at least 3 float Linears and prefers big roles."""
-    from pocketbert.converter.checkpoints import loading
     from pocketbert.converter.backends import ExportSpec, get
-    from pocketbert.converter.backends.onnx import _roles
-    from pocketbert.converter.inputs.encoding import encode
     from pocketbert.converter.backends.logits_model import LogitsModel
+    from pocketbert.converter.backends.onnx import _roles
+    from pocketbert.converter.checkpoints import loading
+    from pocketbert.converter.inputs.encoding import encode
 
     loaded = loading.load(str(checkpoints["bert"]["classification"]))
     names = ["input_ids", "attention_mask", "token_type_ids"]

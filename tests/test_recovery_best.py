@@ -66,6 +66,17 @@ def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_prepared_keeps_the_split_as_read_beside_its_augmented_features(teacher):
+    """A teacher's spelling is checked on the text as read (shrink passes ``train_split``), not on the variants."""
+    options = RecoverOptions(task="glue:sst2", data_dir=DATA, dev_limit=40, batch_size=8, max_length=32,
+                             progress=False, budget=loop.Budget(steps=8), train_limit=64, augment=2)
+    prepared = prepare(options, task_kind=teacher.task, tokenizer=teacher.tokenizer, labels=teacher.labels,
+                       input_names=teacher.family.input_names, eval_length=64,
+                       embeddings=teacher.model.get_input_embeddings())
+    assert len(prepared.train_split) == 64 and "augmented" not in prepared.train_split.details
+    assert len(prepared.features.task) > 64 and prepared.features.task.texts[:64] == prepared.train_split.texts
+
+
 @pytest.mark.parametrize("scores,best_check", [
     ([60.0, 70.0, 80.0, 65.0], 2),  # the issue's shape: best at three quarters, the end worse
     ([60.0, 80.0, 80.0, 70.0], 2),  # a tie: the later check

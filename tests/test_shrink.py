@@ -185,16 +185,20 @@ def test_a_teacher_whose_vocabulary_the_parent_was_trimmed_from_reads_the_parent
                                                                                        tokenizer):
     """The teacher's word table renumbered as the trimmed parent numbers its pieces: the teacher then computes
     exactly what the trimmed parent computes, on the same ids."""
-    from pocketbert.converter.levers.shrink import _teacher_model
     from pocketbert.converter.levers.vocab_trim import trim_checkpoint
-    from pocketbert.converter.training.recovery import RecoverOptions
+    from pocketbert.converter.training.recovery import RecoverOptions, prepare
+    from pocketbert.converter.training.teacher import frozen_teacher
 
     trimmed, _ = trim_checkpoint(str(parents[0]), "glue:sst2", 5000, tmp_path / "trimmed", data_dir=DATA,
                                  train_limit=512, **QUIET)
     parent = loading.load(str(trimmed))
     assert len(parent.tokenizer) < len(loading.load(str(parents[0])).tokenizer)
     options = RecoverOptions(task="glue:sst2", budget=loop.Budget(steps=1), data_dir=DATA, train_limit=512)
-    model = _teacher_model(str(parents[0]), parent, options)
+    # as shrink does: the spelling is checked on the split recovery read (before any augmentation)
+    prepared = prepare(options, task_kind=parent.task, tokenizer=parent.tokenizer, labels=parent.labels,
+                       input_names=parent.family.input_names, eval_length=64)
+    assert len(prepared.train_split) == 512
+    model = frozen_teacher(str(parents[0]), parent, prepared.train_split)
     encoded = parent.tokenizer(["a fine film", "dull and far too long"], padding=True, return_tensors="pt")
     with torch.no_grad():
         torch.testing.assert_close(model(**encoded).logits, parent.model.eval()(**encoded).logits)

@@ -103,7 +103,7 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
                        input_names=parent.family.input_names, eval_length=eval_length(parent),
                        embeddings=parent.model.get_input_embeddings())
     teacher = None if teacher is None or _same_checkpoint(teacher, checkpoint) else teacher
-    mentor = _teacher_model(teacher, parent, options) if teacher else parent.model
+    mentor = frozen_teacher(teacher, parent, prepared.train_split) if teacher else parent.model
     if teacher:  # the parent scored on the dev features the teacher and the student are scored on
         parent_scores = parent_scores or evaluate(parent.model, prepared.dev_features, input_names=prepared.input_names)
         log(f"distilling from {teacher}; the blocks kept are {checkpoint}'s")
@@ -127,12 +127,6 @@ def shrink_checkpoint(checkpoint: str, task: str, layers: int, out: Path, *, bud
     path = job.write(student.model, parent.tokenizer, out, overwrite=overwrite, record=record,
                      transforms=job.saved_transforms(parent.config), base_embeddings=reference)
     return path, record
-
-
-def _teacher_model(spec: str, parent, options: RecoverOptions) -> torch.nn.Module:
-    """``spec`` frozen, reading the parent's pieces (recovery's losses give both models the same ids)."""
-    train_split, _ = job.splits(options.task, options.data_dir, options.train_limit, options.dev)
-    return frozen_teacher(spec, parent, train_split)
 
 
 def _same_checkpoint(spec: str, other: str) -> bool:

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
+from ..backends.recipes import Recipe
 from ..checkpoints import loading
+from ..checkpoints.training_record import task_file
 from ..checks import verify
-from ..inputs import texts as textdata
 from ..conversion import Conversion, Encoder, Inputs, LoadResult, verify_length
 from ..errors import ConverterInputError
-from ..backends.recipes import Recipe
-from ..checkpoints.training_record import task_file
+from ..inputs import texts as textdata
 from .base import Stage
 
 if TYPE_CHECKING:
@@ -84,13 +85,22 @@ def _inputs(conversion: Conversion, loaded: loading.Loaded, encoder: Encoder) ->
     texts, source = textdata.default_verify_texts(loaded.task, data, own)
     texts = _sorted_by_length(texts[: options.verify_samples])
     if source.startswith("built-in"):
-        conversion.notes.append("no data directory found: verification used the built-in English sentences "
-                                "(set --data-dir or $POCKETBERT_DATA for the task's dev set)")
+        conversion.note(_builtin_text_note(conversion.plan, data, loaded.task), warning=True, keep=True)
     tokenizer = loaded.tokenizer
     parity = verify.parity_inputs(encoder, texts, max_length=encoder.max_length, vocab_size=len(tokenizer),
                                   special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
     return Inputs(texts=texts, source=source, batches=encoder.batches(texts), parity=parity,
                   entities=encoder.entity_view(texts))
+
+
+def _builtin_text_note(plan, data: Path | None, task: str) -> str:
+    """What fell back to the built-in sentences when no task data was found: said, not only recorded, since int8
+    files calibrated on generic text lose accuracy a user would otherwise blame on the model."""
+    missing = "no data directory found" if data is None else f"{data} has no {textdata.DEFAULT_VERIFY[task]}"
+    calibrated = plan.calibration_texts is not None and plan.calibration_source is None
+    uses = "verification and int8 calibration use" if calibrated else "verification uses"
+    return (f"{missing}: {uses} the built-in English sentences (set --data-dir or $POCKETBERT_DATA for the task's "
+            "own text)")
 
 
 def _prepare_recovery(conversion: Conversion, loaded: loading.Loaded, longest: int) -> PreparedRecovery:

@@ -24,7 +24,7 @@ from . import dev_noise, kept_state, loop, recovery_resume
 from .best_state import BestState, Check
 from .defaults import RECOVERY_BUDGET
 from .evaluate import evaluate, logits
-from .finetune import load_splits
+from .finetune import TaskData, load_splits
 
 SCHEDULES = ("joint", "progressive")
 INITS = ("teacher", "lstsq", "moments", "none")
@@ -85,6 +85,8 @@ class PreparedRecovery:
     # after run(): the best check and its training state, and what the recovery is of (for kept_state)
     best: BestState | None = None
     identity: dict | None = None
+    # the training split as read, before augmentation (a teacher's spelling is checked on it)
+    train_split: TaskData | None = None
 
 
 def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[str], input_names: tuple[str, ...],
@@ -106,15 +108,15 @@ def prepare(options: RecoverOptions, *, task_kind: str, tokenizer, labels: list[
     if train.kind != "ner" and not train.named_labels and len(train.label_names) != len(labels):
         raise ConverterInputError(f"{options.task} has {len(train.label_names)} label(s) {train.label_names}, the "
                                   f"model {len(labels)} {labels}", "recover on the task the model was fine-tuned for")
-    if options.augment:  # variants keep their example's labels: what the model lacks still fails in encode
-        train = augmented(train, tokenizer, embeddings, options)
-    features = train.encode(tokenizer, options.max_length, labels)  # tags or label names the model lacks fail here
+    # variants keep their example's labels: what the model lacks still fails in encode
+    examples = augmented(train, tokenizer, embeddings, options) if options.augment else train
+    features = examples.encode(tokenizer, options.max_length, labels)  # tags or label names the model lacks fail here
     dev_features = dev.encode(tokenizer, eval_length, labels)
     batches = features.batches(options.batch_size, shuffle=True, seed=options.seed, input_names=input_names)
     options.budget.check(len(batches))
     return PreparedRecovery(options, train.name, train.metric, features, dev_features=dev_features,
                             input_names=input_names, batches=batches,
-                            train_file=str(train.path), dev_file=str(dev.path))
+                            train_file=str(train.path), dev_file=str(dev.path), train_split=train)
 
 
 def augmented(train, tokenizer, embeddings, options: RecoverOptions):
