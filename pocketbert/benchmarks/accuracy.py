@@ -46,27 +46,12 @@ def logits_per_example(backend, features, input_names: list[str], batch_size: in
                        at_once: int = 1) -> list[np.ndarray]:
     """Run every example of ``features`` through a runtime backend; logits cut to each example's length.
     ``at_once``: each batch's rows split over that many concurrent calls (the backend must serve that many
-    callers, see :func:`load_artifact`), as the converter's verification runs them."""
+    callers, see :func:`load_artifact`), as the converter's verification runs them.  The batching is the
+    converter's dev gate's own (``converter.checks.dev_gate``), so both score alike."""
     from pocketbert.converter.backends.base import Runner
+    from pocketbert.converter.checks.dev_gate import logits_per_example as per_example
 
-    run = Runner(backend, parallel=at_once)
-    order = sorted(range(len(features)), key=lambda i: len(features.input_ids[i]))
-    out: list[np.ndarray | None] = [None] * len(features)
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        width = max(len(features.input_ids[i]) for i in rows)
-        feeds = {name: np.zeros((len(rows), width), dtype=np.int64) for name in input_names}
-        feeds["input_ids"][:] = features.pad_id
-        for r, i in enumerate(rows):
-            n = len(features.input_ids[i])
-            feeds["input_ids"][r, :n] = features.input_ids[i]
-            feeds["attention_mask"][r, :n] = 1
-            if "token_type_ids" in feeds:
-                feeds["token_type_ids"][r, :n] = features.token_type_ids[i]
-        logits = run(feeds)
-        for r, i in enumerate(rows):
-            out[i] = logits[r, :len(features.input_ids[i])] if logits.ndim == 3 else logits[r]
-    return out
+    return per_example(Runner(backend, parallel=at_once), features, input_names, batch_size=batch_size)
 
 
 def _at_once(artifact, threads: int | None) -> int:

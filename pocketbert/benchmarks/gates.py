@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pocketbert.converter.checks import dev_gate
+
 from . import dev_file
 from .accuracy import AccuracyError, evaluate
 
 MAX_DROP = 1.0
-INT8_EXTRA = 0.5
+INT8_EXTRA = dev_gate.INT8_EXTRA  # the converter holds int8 files to the same gate
 
 
 #: what a lever (pocketbert-convert trim-vocab, factor-embeddings, narrow, int4-tune and pack) adds to the training

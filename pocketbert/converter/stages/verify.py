@@ -11,14 +11,16 @@ from __future__ import annotations
 import time
 
 from .. import backends
-from ..checks import verify
-from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms
+from ..backends.recipes import Recipe
+from ..checkpoints.training_record import task_file, training_record
+from ..checks import dev_gate, verify
 from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified
+from ..inputs import texts as textdata
 from ..options import ConvertOptions
+from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms
 from ..timing.quiet_timing import timed_quietly
-from ..backends.recipes import Recipe
 from .base import Stage
 
 
@@ -50,6 +52,7 @@ class VerifyStage(Stage):
             raise VerificationError(f"verification failed, no bundle written: {lines}",
                                     "see the figures above; for int8 try --int8 dynamic, --calibration with "
                                     "text like your inputs, or convert without int8")
+        _hold_to_the_dev_gate(conversion, ordered, results)
         if conversion.options.measure_latency:
             self._time(conversion, ordered, results)
         conversion.verify = VerifyResult(results=results)
@@ -72,6 +75,45 @@ class VerifyStage(Stage):
         if busy:
             conversion.note(f"the latency figures were timed while other work of this process still ran "
                             f"({', '.join(busy)}): they may be slower than the files are", warning=True, keep=True)
+
+
+def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results: list[ArtifactResult]) -> None:
+    """Every artifact scored on the task's labelled dev split (when there is one and some file is int8); an int8
+    file more than ``dev_gate.INT8_EXTRA`` below the float file is removed from both lists and its file deleted,
+    unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
+    load, options = conversion.load, conversion.options
+    if not any(b.recipe.kind == "int8" for b in ordered):
+        return
+    data, loaded = textdata.data_dir(options.data_dir), load.loaded
+    record, path = training_record(loaded.checkpoint), task_file(loaded.checkpoint, "dev", data)
+    if not record or path is None:  # no task recorded, or its dev file is not here: nothing to hold the files to
+        return
+    split = dev_gate.dev_split(str(record.get("task") or ""), path, data=data, tokenizer=loaded.tokenizer,
+                               labels=loaded.labels, length=load.verify_length)
+    if split is None:
+        return
+    names, scores = list(load.encoder.input_names), {}
+    with conversion.step("verify", f"Scoring {len(ordered)} artifacts on {split.source} (the int8 dev gate)"):
+        for built in ordered:
+            runner = backends.get(built.recipe.backend).load_for_rows(built.artifact.path, names,
+                                                                      built.recipe.precision, threads=options.threads)
+            scores[built.recipe.name] = dev_gate.score(runner, split, names)
+    gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.kind for b in ordered}, split)
+    for built, result in list(zip(ordered, results)):
+        name = built.recipe.name
+        result.details["dev_score"] = {"split": split.source, "metric": split.metric, "score": round(scores[name], 4)}
+        if name not in gates:
+            continue
+        result.details["dev_gate"] = gates[name]
+        if gates[name]["passed"]:
+            continue
+        if options.allow_accuracy_loss:
+            conversion.note(dev_gate.refusal(name, gates[name], accepted=True), warning=True, keep=True)
+            continue
+        ordered.remove(built)
+        results.remove(result)
+        built.artifact.path.unlink(missing_ok=True)
+        conversion.note(dev_gate.refusal(name, gates[name]), warning=True, keep=True)
 
 
 def _position(planned: list, recipe: Recipe) -> int:

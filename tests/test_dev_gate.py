@@ -1,0 +1,79 @@
+"""The int8 dev gate held at conversion time (converter.checks.dev_gate): the converter scores every artifact on the
+task's dev split exactly as ``pocketbert-bench gates`` does, and an int8 file the gate would fail is not shipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pocketbert.benchmarks.accuracy import evaluate
+from pocketbert.converter.checks import dev_gate
+from pocketbert.converter.events import Note
+from pocketbert.converter.pipeline import convert
+from pocketbert.converter.training import loop
+from pocketbert.converter.training.finetune import FinetuneOptions, finetune
+from pocketbert.runtime.bundle import read_manifest
+
+from .conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, checkpoints) -> Path:
+    """A tiny BERT fine-tuned a little on SST-2: its training record names the task, so its dev split is known."""
+    out = tmp_path_factory.mktemp("trained") / "sst2"
+    finetune(FinetuneOptions(checkpoint=str(checkpoints["bert"]["none"]), task="glue:sst2", out=out,
+                             budget=loop.Budget(steps=20), lr=2e-3, batch_size=16, data_dir=DATA, train_limit=320,
+                             dev_limit=64, progress=False), log=lambda *a: None)
+    return out
+
+
+def _split(metric="accuracy"):
+    return dev_gate.DevSplit(features=None, metric=metric, source="glue/SST-2/dev.tsv")
+
+
+def test_an_int8_file_is_held_to_the_best_float_file_less_the_allowance():
+    kinds = {"onnx:fp32": "fp32", "tflite:fp32": "fp32", "onnx:int8-dynamic": "int8", "onnx:int8-static": "int8",
+             "tflite:int4-dynamic": "int4"}
+    scores = {"onnx:fp32": 88.99, "tflite:fp32": 89.10, "onnx:int8-dynamic": 88.60, "onnx:int8-static": 88.59,
+              "tflite:int4-dynamic": 80.0}
+    gates = dev_gate.judged(scores, kinds, _split())
+    assert set(gates) == {"onnx:int8-dynamic", "onnx:int8-static"}  # int4 files have the teacher's gate, not this
+    assert gates["onnx:int8-dynamic"]["passed"] and gates["onnx:int8-dynamic"]["float"] == 89.10  # exactly 0.5
+    assert not gates["onnx:int8-static"]["passed"]
+    said = dev_gate.refusal("onnx:int8-static", gates["onnx:int8-static"])
+    assert "88.59" in said and "0.51 below the float file's 89.10" in said and "not shipped" in said
+    assert dev_gate.judged({"onnx:int8-dynamic": 1.0}, {"onnx:int8-dynamic": "int8"}, _split()) == {}
+
+
+def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options):
+    result = convert(options(trained, opts="int8", formats="onnx,tflite", buckets=[64]))
+    manifest = read_manifest(result.bundle)
+    recorded = {a["recipe"]: a["details"]["dev_score"] for a in manifest["artifacts"]}
+    assert set(recorded) == {"onnx:fp32", "onnx:int8-dynamic", "tflite:fp32", "tflite:int8-dynamic"}
+    gated = evaluate([result.bundle], "glue:sst2", "dev", data_dir=str(DATA), progress=lambda *a: None)["results"]
+    assert len(gated) == 4 and all(recorded[r["runner"]]["score"] == round(r["score"], 4) for r in gated)
+    assert all(r["split"] == "glue/SST-2/dev.tsv" and r["metric"] == "accuracy" for r in recorded.values())
+    int8 = [a["details"]["dev_gate"] for a in manifest["artifacts"] if a["recipe"].endswith("int8-dynamic")]
+    assert len(int8) == 2 and all(g["passed"] for g in int8)
+
+
+def test_an_int8_file_the_gate_would_fail_is_not_shipped_unless_accepted(trained, options, tmp_path, monkeypatch):
+    monkeypatch.setattr(dev_gate, "INT8_EXTRA", -100.0)  # every int8 file now "loses" more than it may
+    heard = []
+    result = convert(options(trained, opts="int8", out=tmp_path / "refused"), heard.append)
+    manifest = read_manifest(result.bundle)
+    assert [a["recipe"] for a in manifest["artifacts"]] == ["onnx:fp32"]
+    assert not (result.bundle / "model.int8-dynamic.onnx").exists()
+    said = [e.message for e in heard if isinstance(e, Note) and e.warning and "onnx:int8-dynamic: dev" in e.message]
+    assert len(said) == 1 and "not shipped" in said[0] and said[0] in manifest["notes"]
+    kept = convert(options(trained, opts="int8", out=tmp_path / "accepted", allow_accuracy_loss=True))
+    manifest = read_manifest(kept.bundle)
+    assert [a["recipe"] for a in manifest["artifacts"]] == ["onnx:fp32", "onnx:int8-dynamic"]
+    assert any("shipped all the same (--allow-accuracy-loss)" in n for n in manifest["notes"])
+
+
+def test_no_dev_split_no_gate(checkpoints, options):
+    """A checkpoint that records no task is held to verification's bars alone (nothing is scored)."""
+    result = convert(options(checkpoints["bert"]["classification"], opts="int8"))
+    assert all("dev_score" not in a["details"] for a in read_manifest(result.bundle)["artifacts"])
