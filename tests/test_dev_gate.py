@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pocketbert.benchmarks.accuracy import evaluate
+from pocketbert.benchmarks.gates import recorded_scores
 from pocketbert.converter.checks import dev_gate
 from pocketbert.converter.events import Note
 from pocketbert.converter.pipeline import convert
@@ -46,7 +47,7 @@ def test_an_int8_file_is_held_to_the_best_float_file_less_the_allowance():
     assert dev_gate.judged({"onnx:int8-dynamic": 1.0}, {"onnx:int8-dynamic": "int8"}, _split()) == {}
 
 
-def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options):
+def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options, tmp_path):
     result = convert(options(trained, opts="int8", formats="onnx,tflite", buckets=[64]))
     manifest = read_manifest(result.bundle)
     recorded = {a["recipe"]: a["details"]["dev_score"] for a in manifest["artifacts"]}
@@ -56,6 +57,16 @@ def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options):
     assert all(r["split"] == "glue/SST-2/dev.tsv" and r["metric"] == "accuracy" for r in recorded.values())
     int8 = [a["details"]["dev_gate"] for a in manifest["artifacts"] if a["recipe"].endswith("int8-dynamic")]
     assert len(int8) == 2 and all(g["passed"] for g in int8)
+    # the gates take those figures instead of running the files again, and only for the very dev file
+    reused = recorded_scores(manifest, "glue:sst2", str(DATA))
+    assert set(reused) == set(recorded)
+    again = evaluate([result.bundle], "glue:sst2", "dev", data_dir=str(DATA), progress=lambda *a: None,
+                     recorded=reused)["results"]
+    assert [(r["runner"], r["score"]) for r in again] == [(r["runner"], round(r["score"], 4)) for r in gated]
+    assert all("the converter's score" in r["notes"][0] for r in again)
+    other = tmp_path / "dev.tsv"
+    other.write_text((DATA / "glue" / "SST-2" / "dev.tsv").read_text()[:-1])  # one byte short: another file
+    assert recorded_scores(manifest, str(other), str(DATA)) == {}
 
 
 def test_an_int8_file_the_gate_would_fail_is_not_shipped_unless_accepted(trained, options, tmp_path, monkeypatch):

@@ -121,7 +121,10 @@ def bundle_tokenizer(bundle):
 def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int | None = None,
              backends: tuple[str, ...] = ("onnx", "tflite"), model_name: str | None = None,
              variant: str | None = None, threads: int | None = None, data_dir: str | None = None,
-             fast: bool = False, progress: Callable[[str], None] = print) -> dict:
+             fast: bool = False, progress: Callable[[str], None] = print,
+             recorded: dict[str, dict] | None = None) -> dict:
+    """``recorded``: recipe -> the converter's ``details.dev_score`` for the same file, split and length
+    (``gates.recorded_scores``), taken instead of running that artifact again."""
     from pocketbert.converter.data.metrics import score
     from pocketbert.converter.errors import ConverterInputError
     from pocketbert.converter.quiet import silenced
@@ -144,19 +147,26 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
         # differ only by what the artifacts compute, never by truncation.
         max_length = min(128, bundle.input_length)
         for art in arts:
-            at_once = _at_once(art, threads)
-            backend = load_artifact(path, art.recipe, 1 if at_once > 1 else threads, instances=at_once).backend
             try:
                 features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
             except ConverterInputError as exc:
                 raise AccuracyError(exc.problem, exc.fix) from exc
-            with silenced():
-                scores = score(features, logits_per_example(backend, features, bundle.input_names, at_once=at_once))
+            given = (recorded or {}).get(art.recipe)
+            if given and given["examples"] == len(features) and given["max_length"] == max_length:
+                scores = {examples.metric: given["score"]}
+            else:
+                given, at_once = None, _at_once(art, threads)
+                backend = load_artifact(path, art.recipe, 1 if at_once > 1 else threads, instances=at_once).backend
+                with silenced():
+                    scores = score(features, logits_per_example(backend, features, bundle.input_names,
+                                                                at_once=at_once))
             record = {"model": model_name or info["model"], "model_label": info["model_label"],
                       "variant_name": variant or info.get("variant_name"), "runner": art.recipe, "opts": opts,
                       "task": task, "split": split, "metric": examples.metric, "score": scores[examples.metric],
                       "scores": scores, "examples": len(features), "truncated": features.truncated,
                       "max_length": max_length, "bundle": str(bundle.path), "notes": []}
+            if given:
+                record["notes"].append("the converter's score (details.dev_score): the same file, examples and length")
             if features.truncated:
                 record["notes"].append(f"{task} {split}: {features.truncated} of {len(features)} examples cut at "
                                        f"{max_length} tokens")
@@ -164,7 +174,8 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
                 record["notes"].append(f"{record['model']} has random weights: its scores are chance level")
             data["results"].append(record)
             progress(f"  {record['model']} {art.recipe}{' +' + opts if opts else ''} {task} {split}: "
-                     f"{examples.metric} {record['score']:.2f} ({len(features)} examples)")
+                     f"{examples.metric} {record['score']:.2f} ({len(features)} examples"
+                     f"{', scored by the converter' if given else ''})")
     return data
 
 

@@ -84,7 +84,9 @@ def dev_data(record: dict, dev: str | Path | None = None, bundle: str | Path | N
 
 def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP, int8_extra: float = INT8_EXTRA,
           data_dir: str | None = None, dev: str | Path | None = None, threads: int | None = None,
-          progress=print) -> list[dict]:
+          progress=print, rescore: bool = False) -> list[dict]:
+    """``rescore``: run every artifact, even where the converter recorded its score on the same dev file (the
+    same computation: ``converter.checks.dev_gate``)."""
     from pocketbert.runtime import Bundle
     from pocketbert.runtime.errors import BundleError
 
@@ -103,7 +105,9 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
     if dev is not None:  # a user's file: it must be this task's, or its score means nothing
         dev_file.check(dev, record, labels=list(manifest.get("labels") or []),
                        regression=manifest.get("problem_type") == "regression", data_dir=data_dir, bundle=bundle)
-    data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress)
+    recorded = None if rescore or limit else recorded_scores(manifest, scored, data_dir)
+    data = evaluate([Path(bundle)], scored, "dev", limit, data_dir=data_dir, threads=threads, progress=progress,
+                    recorded=recorded)
     rows = data["results"]
     floats = [r["score"] for r in rows if r["runner"].split(":")[1] in ("fp32", "fp16")]
     reference = max(floats) if floats else None
@@ -124,6 +128,20 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
             row.update(gate=f"≤ {max_drop:g} below the teacher", passed=r["score"] >= teacher - max_drop - 1e-9)
         out.append(row)
     return out
+
+
+def recorded_scores(manifest: dict, scored: str, data_dir: str | None) -> dict[str, dict]:
+    """Each artifact's dev score as the converter recorded it (``details.dev_score``), where it scored the very
+    file the gates score now (its SHA-256); the example count and length are checked as the split is encoded."""
+    from pocketbert.converter.data.tasks import resolve_task
+    from pocketbert.converter.errors import ConverterInputError
+
+    try:
+        digest = dev_gate.file_sha256(resolve_task(scored, "dev", data_dir)[1])
+    except (ConverterInputError, OSError):
+        return {}
+    scores = {a["recipe"]: (a.get("details") or {}).get("dev_score") or {} for a in manifest.get("artifacts") or []}
+    return {recipe: score for recipe, score in scores.items() if score.get("sha256") == digest}
 
 
 def table(rows: list[dict]) -> str:

@@ -88,8 +88,10 @@ def accuracy(bundle_dirs, task, split, limit, backends, model_name, variant, thr
 @data_dir_option()
 @click.option("--dev", type=click.Path(path_type=Path), default=None, help="dev file of a task given as a file "
               "[default: the dev file the bundle records; a short name's task uses its dev split]")
+@click.option("--rescore", is_flag=True, help="score every artifact again, even where the converter recorded its "
+              "score on the same dev file, examples and length")
 @threads_option(default=min(usable_cpus(), MAX_THREADS))
-def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, threads):
+def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, rescore, threads):
     from .. import gates as gate_checks
     from ..accuracy import AccuracyError
 
@@ -98,7 +100,7 @@ def gates(bundle_dirs, limit, max_drop, int8_extra, data_dir, dev, threads):
     for bundle in bundle_dirs:
         try:
             rows += gate_checks.check(bundle, limit=limit, max_drop=max_drop, int8_extra=int8_extra,
-                                      data_dir=data_dir, dev=dev, threads=threads, progress=log)
+                                      data_dir=data_dir, dev=dev, threads=threads, progress=log, rescore=rescore)
         except AccuracyError as exc:
             fail(exc.problem, exc.fix)
     click.echo(gate_checks.table(rows))

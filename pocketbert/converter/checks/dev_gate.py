@@ -14,6 +14,7 @@ points below its float file on dev (Intel Xeon with AMX, 2026-12-04): a dev gate
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,13 @@ class DevSplit:
     features: object  # data.features.Features, labelled
     metric: str
     source: str  # the dev file, as the manifest names it
+    sha256: str = ""  # of the dev file: the gates reuse a recorded score only for the same file
+    max_length: int = MAX_LENGTH
+
+    def record(self, score: float) -> dict:
+        """An artifact's ``details.dev_score``: what ``pocketbert-bench gates`` needs to know it is its own figure."""
+        return {"split": self.source, "sha256": self.sha256, "metric": self.metric, "score": round(score, 4),
+                "examples": len(self.features), "max_length": self.max_length}
 
 
 def dev_split(task: str, path: Path, *, data: Path | None, tokenizer, labels: list[str], length: int
@@ -46,7 +54,12 @@ def dev_split(task: str, path: Path, *, data: Path | None, tokenizer, labels: li
     if split.labels is None:
         return None
     inside = data is not None and path.resolve().is_relative_to(data.resolve())
-    return DevSplit(features, split.metric, str(path.resolve().relative_to(data.resolve())) if inside else str(path))
+    shown = str(path.resolve().relative_to(data.resolve())) if inside else str(path)
+    return DevSplit(features, split.metric, shown, sha256=file_sha256(path), max_length=min(MAX_LENGTH, length))
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def logits_per_example(run, features, input_names: list[str], batch_size: int = 32) -> list[np.ndarray]:

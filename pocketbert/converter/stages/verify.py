@@ -101,7 +101,7 @@ def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results:
     gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.kind for b in ordered}, split)
     for built, result in list(zip(ordered, results)):
         name = built.recipe.name
-        result.details["dev_score"] = {"split": split.source, "metric": split.metric, "score": round(scores[name], 4)}
+        result.details["dev_score"] = split.record(scores[name])
         if name not in gates:
             continue
         result.details["dev_gate"] = gates[name]
