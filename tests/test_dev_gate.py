@@ -34,8 +34,8 @@ def _split(metric="accuracy"):
 
 
 def test_an_int8_file_is_held_to_the_best_float_file_less_the_allowance():
-    kinds = {"onnx:fp32": "fp32", "tflite:fp32": "fp32", "onnx:int8-dynamic": "int8", "onnx:int8-static": "int8",
-             "tflite:int4-dynamic": "int4"}
+    kinds = {"onnx:fp32": "fp32", "tflite:fp32": "fp32", "onnx:int8-dynamic": "int8-dynamic",
+             "onnx:int8-static": "int8-static", "tflite:int4-dynamic": "int4-dynamic"}
     scores = {"onnx:fp32": 88.99, "tflite:fp32": 89.10, "onnx:int8-dynamic": 88.60, "onnx:int8-static": 88.59,
               "tflite:int4-dynamic": 80.0}
     gates = dev_gate.judged(scores, kinds, _split())
@@ -44,7 +44,7 @@ def test_an_int8_file_is_held_to_the_best_float_file_less_the_allowance():
     assert not gates["onnx:int8-static"]["passed"]
     said = dev_gate.refusal("onnx:int8-static", gates["onnx:int8-static"])
     assert "88.59" in said and "0.51 below the float file's 89.10" in said and "not shipped" in said
-    assert dev_gate.judged({"onnx:int8-dynamic": 1.0}, {"onnx:int8-dynamic": "int8"}, _split()) == {}
+    assert dev_gate.judged({"onnx:int8-dynamic": 1.0}, {"onnx:int8-dynamic": "int8-dynamic"}, _split()) == {}
 
 
 def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options, tmp_path):

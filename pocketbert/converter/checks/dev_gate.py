@@ -90,18 +90,19 @@ def score(run, split: DevSplit, input_names: list[str]) -> float:
     return task_scores(split.features, logits_per_example(run, split.features, input_names))[split.metric]
 
 
-def judged(scores: dict[str, float], kinds: dict[str, str], split: DevSplit, extra: float | None = None) -> dict:
-    """Each int8 artifact's gate record from every artifact's dev score (``kinds``: recipe -> fp32/fp16/int8/…):
-    held to the best float score less ``extra`` (default ``INT8_EXTRA``), as the gates hold it."""
+def judged(scores: dict[str, float], precisions: dict[str, str], split: DevSplit, extra: float | None = None) -> dict:
+    """Each int8 artifact's gate record from every artifact's dev score (``precisions``: recipe -> fp32,
+    int8-dynamic, …): held to the best float score less ``extra`` (default ``INT8_EXTRA``), as the gates hold it.
+    An int4 file is not: its gate is the teacher's score, the bar its size is bought against."""
     extra = INT8_EXTRA if extra is None else extra
-    floats = [scores[r] for r, kind in kinds.items() if kind in ("fp32", "fp16")]
+    floats = [scores[r] for r, precision in precisions.items() if precision in ("fp32", "fp16")]
     if not floats:
         return {}
     reference = max(floats)
     return {recipe: {"split": split.source, "metric": split.metric, "score": round(scores[recipe], 4),
                      "float": round(reference, 4), "allowed_below": extra,
                      "passed": scores[recipe] >= reference - extra - 1e-9}
-            for recipe, kind in kinds.items() if kind == "int8"}
+            for recipe, precision in precisions.items() if precision.startswith("int8")}
 
 
 def refusal(recipe: str, gate: dict, accepted: bool = False) -> str:

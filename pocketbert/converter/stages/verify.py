@@ -78,9 +78,9 @@ class VerifyStage(Stage):
 
 
 def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results: list[ArtifactResult]) -> None:
-    """Every artifact scored on the task's labelled dev split (when there is one and some file is int8); an int8
-    file more than ``dev_gate.INT8_EXTRA`` below the float file is removed from both lists and its file deleted,
-    unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
+    """Every artifact scored on the task's labelled dev split (when there is one and some file is quantised: the
+    gates then take these scores); an int8 file more than ``dev_gate.INT8_EXTRA`` below the float file is removed
+    from both lists and its file deleted, unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
     load, options = conversion.load, conversion.options
     if not any(b.recipe.kind == "int8" for b in ordered):
         return
@@ -98,7 +98,7 @@ def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results:
             runner = backends.get(built.recipe.backend).load_for_rows(built.artifact.path, names,
                                                                       built.recipe.precision, threads=options.threads)
             scores[built.recipe.name] = dev_gate.score(runner, split, names)
-    gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.kind for b in ordered}, split)
+    gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.precision for b in ordered}, split)
     for built, result in list(zip(ordered, results)):
         name = built.recipe.name
         result.details["dev_score"] = split.record(scores[name])
