@@ -34,7 +34,7 @@ class DevSplit:
 
     def record(self, score: float) -> dict:
         """An artifact's ``details.dev_score``: what ``pocketbert-bench gates`` needs to know it is its own figure."""
-        return {"split": self.source, "sha256": self.sha256, "metric": self.metric, "score": round(score, 4),
+        return {"split": self.source, "sha256": self.sha256, "metric": self.metric, "score": float(score),
                 "examples": len(self.features), "max_length": self.max_length}
 
 
@@ -99,9 +99,9 @@ def judged(scores: dict[str, float], precisions: dict[str, str], split: DevSplit
     if not floats:
         return {}
     reference = max(floats)
-    return {recipe: {"split": split.source, "metric": split.metric, "score": round(scores[recipe], 4),
-                     "float": round(reference, 4), "allowed_below": extra,
-                     "passed": scores[recipe] >= reference - extra - 1e-9}
+    return {recipe: {"split": split.source, "metric": split.metric, "score": float(scores[recipe]),
+                     "float": float(reference), "allowed_below": extra,
+                     "passed": bool(scores[recipe] >= reference - extra - 1e-9)}
             for recipe, precision in precisions.items() if precision.startswith("int8")}
 
 
