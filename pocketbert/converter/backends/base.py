@@ -274,8 +274,8 @@ def _walk(roles: dict[str, list], attempt: Callable, search: list, steps: list, 
         if speed is not None:
             fast, figures = speed()
             if not fast:
-                search[-1]["slower_than_fp32"] = {"linears_in_float": sum(len(roles[r]) for r in excluded),
-                                                  **{k: figures[k] for k in ("latency_ms", "fp32_latency_ms")}}
+                search[-1]["too_slow"] = {"linears_in_float": sum(len(roles[r]) for r in excluded),
+                                          **{k: figures[k] for k in ("latency_ms", "fp32_latency_ms")}}
                 return False
         if ok or (stop_at_bar and score.get("meets_bar")):
             return ok

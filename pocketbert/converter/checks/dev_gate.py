@@ -3,7 +3,7 @@
 Where the checkpoint records the task it was trained on and that task's labelled dev split is at hand, every
 artifact is scored on the whole split as the runtime runs it, as ``pocketbert-bench gates`` scores it (same
 examples, length, metric), and an int8 file more than ``INT8_EXTRA`` points below the bundle's best float file is
-not shipped: its file is removed and the reason said, as a file slower than fp32 is not shipped
+not shipped: its file is removed and the reason said, as a file that does not pay against fp32 is not shipped
 (``timing.speed_rule``).
 
 Why the converter's own judge does not catch it: the int8 ladder judges on the calibration text, the training text

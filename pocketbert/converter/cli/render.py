@@ -10,6 +10,7 @@ from pocketbert.runtime.contract import sha256 as bundle_sha256
 from pocketbert.runtime.terminal import plain, styled
 
 from ..events import ArtifactBuilt, ArtifactVerified, Event, Note, StageFinished, StageStarted
+from ..timing.speed_rule import MIN_SPEEDUP
 from .common import console, log, out_console
 
 
@@ -77,21 +78,21 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
 
 
 def short_of_target_line(recipe: str, fallback: dict, target: float) -> str:
-    """Why an int8 file ships short of its accuracy target: no step reached it, or a step on the way ran slower than
-    the fp32 file (``speed_rule``), so the cheapest step meeting the bar ships."""
+    """Why an int8 file ships short of its accuracy target: no step reached it, or a step on the way did not run
+    ``speed_rule.MIN_SPEEDUP`` times as fast as the fp32 file, so the cheapest step meeting the bar ships."""
     search = fallback["search"]
     measure = "top-1 agreement and entity F1" if "entity_f1" in search[0] else "top-1 agreement"
     aim = f"the int8 target ({measure} ≥ {target:.1%} on calibration text)"
     tried = (fallback.get("speed") or {}).get("tried") or []
-    slow = tried[0] if len(tried) > 1 else next((s["slower_than_fp32"] for s in search if "slower_than_fp32" in s),
-                                                None)
-    if slow is not None:  # the step that met the target, or one on the way to it, was slower; the last timed ships
+    slow = tried[0] if len(tried) > 1 else next((s["too_slow"] for s in search if "too_slow" in s), None)
+    if slow is not None:  # the step that met the target, or one on the way to it, did not pay; the last timed ships
         ships = tried[-1] if tried and tried[-1] is not slow else None
         shipped = (f", {ships['linears_in_float']} in float: {ships['latency_ms']:.1f} ms against "
                    f"{ships['fp32_latency_ms']:.1f} ms" if ships else "")
         return (f"{recipe}: keeping {slow['linears_in_float']} of {fallback['linears']} Linear layers in float for "
-                f"{aim} ran slower than fp32 ({slow['latency_ms']:.1f} ms against {slow['fp32_latency_ms']:.1f} ms); "
-                f"shipping the cheapest step that meets the bar{shipped}")
+                f"{aim} ran at {slow['fp32_latency_ms'] / slow['latency_ms']:.2f}x fp32's speed "
+                f"({slow['latency_ms']:.1f} ms against {slow['fp32_latency_ms']:.1f} ms), short of the "
+                f"{MIN_SPEEDUP:g}x an int8 file must gain; shipping the cheapest step that meets the bar{shipped}")
     judged = [s for s in search if not s.get("screened")] or search  # a screen reads too few texts to quote
     best = max(min(s["top1_agreement"], s.get("entity_f1", 1.0)) for s in judged)
     return f"{recipe}: {aim} was not reached (best {best:.1%}); shipping the cheapest attempt that meets the bar"

@@ -1,8 +1,8 @@
 """``--int8 auto``: per format, the fastest int8 recipe that meets the int8 bar, measured on this machine.
 
 Driven through a :class:`.quantization.Quantizer` (given, never imported: the quantiser imports this module), whose
-ladders build and judge each candidate; a candidate its ladder dropped for being slower than the bundle's fp32 file
-(``speed_rule``) is not chosen, and when every candidate was dropped so, the choice is dropped with it.
+ladders build and judge each candidate; a candidate its ladder dropped for not running 1.1x as fast as the bundle's fp32
+file (``speed_rule``) is not chosen, and when every candidate was dropped so, the choice is dropped with it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 
 from .. import backends
 from ..backends import ExportedArtifact
-from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, candidate_record, confidence
-from ..errors import VerificationError
 from ..backends.recipes import Recipe, RecipeChoice
+from ..errors import VerificationError
+from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, candidate_record, confidence
 from ..timing.speed_rule import dropped
 
 
@@ -48,13 +48,13 @@ def _built_in_full(quantizer, trial: dict, feeds: dict[str, np.ndarray]) -> Expo
             _timed(quantizer, backends.get(trial["recipe"].backend), [trial], feeds, key="ms")
     if "ms" not in trial:
         slow = dropped(trial["recipe"].name, artifact.details)
-        trial["outcome"] = "slower than the bundle's fp32 file" if slow else "failed the int8 bar"
+        trial["outcome"] = "not 1.1x as fast as the bundle's fp32 file" if slow else "failed the int8 bar"
     return artifact
 
 
 def choose(quantizer, choice: RecipeChoice, directory: Path,
            feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
-    """The fastest candidate that meets the int8 bar (and is not slower than the bundle's fp32 file).
+    """The fastest candidate that meets the int8 bar (and pays: ``speed_rule.MIN_SPEEDUP``).
 
     Every candidate is first built plain and timed; a calibrated one (static int8) on a probe, calibrated on
     one batch and not judged, since its speed does not depend on its ranges.  Then, fastest first, a

@@ -1,6 +1,6 @@
 """The quantiser the quantize stage drives: the accuracy ladder for one recipe (bounded in time, and never shipping
-an int8 file slower than the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``), and ``--int8
-auto``'s choice of recipe (``int8_choice``).
+an int8 file that does not pay against the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``),
+and ``--int8 auto``'s choice of recipe (``int8_choice``).
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
 unseen by every choice made here (equalisation, smoothing, float fallback, which recipe ships).
@@ -14,18 +14,17 @@ from pathlib import Path
 import numpy as np
 
 from .. import backends
-from ..backends import reweight
+from ..backends import ExportedArtifact, ExportSpec, reweight
+from ..backends.logits_model import LogitsModel
+from ..backends.recipes import Recipe, RecipeChoice
 from ..checkpoints import loading
 from ..checks import verify
-from ..backends import ExportedArtifact, ExportSpec
-from .calibration_judge import CalibrationJudge, Judged
-from ..backends.logits_model import LogitsModel
 from ..timing.candidate_timing import alternating_rounds_ms
 from ..timing.ladder_budget import LADDER_SECONDS, LadderBudget
 from ..timing.speed_rule import SpeedCheck, Timer, dropped
-from ..backends.recipes import Recipe, RecipeChoice
 from ..transforms import equalize
 from ..transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
+from .calibration_judge import CalibrationJudge, Judged
 
 #: texts a float file derived with new weights is checked on against the model it should equal
 PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
@@ -180,7 +179,7 @@ class Quantizer:
             reached = laddered.details["float_fallback"]
             if not (reached["target_met"] and reached["accepted"]):  # short of the target, or slower than fp32
                 cheapest = self._plain_meeting_the_bar(recipe, dest, artifact, plain_file)
-                if cheapest is not None:  # plain is the cheapest step meeting the bar (and not slower than fp32)
+                if cheapest is not None:  # plain is the cheapest step meeting the bar (and it pays)
                     cheapest.details["smoothed_ladder"] = {"smoothing": {**smoothing, "float_file": how},
                                                            "float_fallback": reached}
                     return cheapest

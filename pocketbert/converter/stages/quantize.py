@@ -8,18 +8,18 @@ import time
 from pocketbert.runtime.contract import LABELS_FILE, VOCAB_FILE
 
 from .. import backends
+from ..backends.recipes import Fit, Recipe, RecipeChoice
 from ..checks import verify
-from ..levers import size_fit
-from ..inputs import texts as textdata
-from ..quantize.calibration_judge import Judged
 from ..conversion import Built, Conversion, QuantizeResult
 from ..events import ArtifactBuilt
-from ..weights.factored_table import rank_of
+from ..inputs import texts as textdata
+from ..levers import size_fit
+from ..quantize.calibration_judge import Judged
 from ..quantize.quantization import Quantizer
-from ..timing.speed_rule import Timer, dropped
 from ..timing.candidate_timing import alternating_rounds_ms
-from ..backends.recipes import Fit, Recipe, RecipeChoice
+from ..timing.speed_rule import Timer, dropped
 from ..transforms import equalize
+from ..weights.factored_table import rank_of
 from .base import Stage
 
 CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens (static shapes)
@@ -53,7 +53,7 @@ class QuantizeStage(Stage):
     def _built(self, conversion: Conversion, quantizer: Quantizer, recipe: Recipe | RecipeChoice,
                texts: int) -> Built | None:
         """``recipe`` quantised (a choice: its chosen candidate), with the seconds it took; None, said in the notes,
-        when its file was slower than the bundle's fp32 file down to its cheapest step meeting the bar
+        when its file did not pay against the bundle's fp32 file down to its cheapest step meeting the bar
         (``speed_rule``)."""
         staging, start = conversion.staging.path, time.perf_counter()
         if isinstance(recipe, Fit):
