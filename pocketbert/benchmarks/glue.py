@@ -128,8 +128,9 @@ def convert_recipes(options: GlueOptions, checkpoint: Path, out: Path, recipes: 
 
 
 def _not_shipped(bundle: Path, recipes: list[str]) -> dict[str, str]:
-    """Recipes converted but left out of the bundle (an int8 file slower than fp32 down to its ladder's cheapest step
-    meeting the bar), with the manifest's note on why: a row of the table, as a refusal is."""
+    """Recipes converted but left out of the bundle (an int8 file that does not pay against fp32 down to its ladder's
+    cheapest step meeting the bar, or fails the dev gate), with the manifest's note on why: a row of the table, as a
+    refusal is."""
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
     shipped = {a["recipe"] for a in manifest["artifacts"]}
     notes = manifest.get("notes") or []

@@ -106,8 +106,10 @@ def judged(scores: dict[str, float], precisions: dict[str, str], split: DevSplit
 
 
 def refusal(recipe: str, gate: dict, accepted: bool = False) -> str:
-    outcome = "shipped all the same (--allow-accuracy-loss)" if accepted else (
-        "not shipped (the int8 ladder judged it on calibration text, training text the model has fit)")
-    return (f"{recipe}: dev {gate['metric']} {gate['score']:.2f} on {gate['split']} is "
-            f"{gate['float'] - gate['score']:.2f} below the float file's {gate['float']:.2f}, more than the "
-            f"{gate['allowed_below']:g} an int8 file may lose; {outcome}")
+    """The note for an int8 file the gate fails: "RECIPE not shipped: WHY", as the speed rule's notes begin."""
+    why = (f"dev {gate['metric']} {gate['score']:.2f} on {gate['split']} is {gate['float'] - gate['score']:.2f} below "
+           f"the float file's {gate['float']:.2f}, more than the {gate['allowed_below']:g} an int8 file may lose")
+    if accepted:
+        return f"{recipe}: {why}; shipped all the same (--allow-accuracy-loss)"
+    return (f"{recipe} not shipped: {why} (the int8 ladder judged it on calibration text, training text the model "
+            "has fit)")
