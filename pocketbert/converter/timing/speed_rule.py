@@ -28,9 +28,9 @@ from .candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_
 from .ladder_budget import Deadline
 
 #: how much faster than the fp32 file an int8 file must run to ship: a file within the timing's noise of fp32 has
-#: given its speed-up back (rounds of one file differ by up to ~20% on a shared 2-vCPU VM), and at about 1.0x the
-#: rule was a coin toss: NER demo, ONNX, Intel Xeon with AMX, 2026-12-04: dynamic int8 with 25 of 37 Linears in float
-#: shipped at 1.00x, static with 12 in float at 0.92x, each judged "not slower" during its ladder
+#: given its speed-up back, and whether it ships must not be chance (rounds of one file differ by up to ~20% on a
+#: shared 2-vCPU VM: NER demo, ONNX, Intel Xeon with AMX, 2026-12-04, the summary's column put a static file with 12
+#: of 37 Linears in float at 0.92x after its ladder had timed it "not slower")
 MIN_SPEEDUP = 1.1
 RULE = (f"an int8 file ships only if the bundle's fp32 file of the same format takes at least {MIN_SPEEDUP:g} times "
         "its median over alternating rounds")
