@@ -146,11 +146,11 @@ def evaluate(bundle_paths: list[Path], task: str, split: str = "dev", limit: int
         # The bundle's one input length (TFLite: its largest bucket), as every runtime truncates it, so scores
         # differ only by what the artifacts compute, never by truncation.
         max_length = min(128, bundle.input_length)
+        try:  # once per bundle: every artifact reads the same rows
+            features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
+        except ConverterInputError as exc:
+            raise AccuracyError(exc.problem, exc.fix) from exc
         for art in arts:
-            try:
-                features = examples.encode(tokenizer, max_length=max_length, label_names=bundle.labels)
-            except ConverterInputError as exc:
-                raise AccuracyError(exc.problem, exc.fix) from exc
             given = (recorded or {}).get(art.recipe)
             if given and given["examples"] == len(features) and given["max_length"] == max_length:
                 scores = {examples.metric: given["score"]}

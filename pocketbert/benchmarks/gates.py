@@ -123,9 +123,9 @@ def check(bundle: Path, *, limit: int | None = None, max_drop: float = MAX_DROP,
             row["delta_vs_float"] = r["score"] - reference
         if precision.startswith("int8") and reference is not None:
             row.update(gate=f"≤ {int8_extra:g} below the bundle's float export ({reference:.2f})",
-                       passed=r["score"] >= reference - int8_extra - 1e-9)
+                       passed=dev_gate.within(r["score"], reference, int8_extra))
         else:
-            row.update(gate=f"≤ {max_drop:g} below the teacher", passed=r["score"] >= teacher - max_drop - 1e-9)
+            row.update(gate=f"≤ {max_drop:g} below the teacher", passed=dev_gate.within(r["score"], teacher, max_drop))
         out.append(row)
     return out
 
@@ -135,9 +135,10 @@ def recorded_scores(manifest: dict, scored: str, data_dir: str | None) -> dict[s
     file the gates score now (its SHA-256); the example count and length are checked as the split is encoded."""
     from pocketbert.converter.data.tasks import resolve_task
     from pocketbert.converter.errors import ConverterInputError
+    from pocketbert.runtime.contract import sha256
 
     try:
-        digest = dev_gate.file_sha256(resolve_task(scored, "dev", data_dir)[1])
+        digest = sha256(resolve_task(scored, "dev", data_dir)[1])
     except (ConverterInputError, OSError):
         return {}
     scores = {a["recipe"]: (a.get("details") or {}).get("dev_score") or {} for a in manifest.get("artifacts") or []}

@@ -21,8 +21,8 @@ import numpy as np
 
 from pocketbert.runtime.contract import input_length
 
-from .inputs.encoding import encode, word_starts
 from .events import Listener, Note, StageFinished, StageStarted
+from .inputs.encoding import encode, word_starts
 from .options import ConvertOptions, Plan
 from .output.staging import Staging
 
@@ -30,12 +30,12 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
     from .backends import ExportedArtifact, ExportSpec
-    from .checkpoints.loading import Loaded
     from .backends.logits_model import LogitsModel
     from .backends.recipes import Recipe
+    from .checkpoints.loading import Loaded
+    from .checks.verify import Comparison, EntityView
     from .training.recovery import PreparedRecovery
     from .transforms import TransformReport
-    from .checks.verify import Comparison, EntityView
 
 
 @dataclass
@@ -78,6 +78,8 @@ class Inputs:
     batches: list[dict[str, np.ndarray]]
     parity: list[dict[str, np.ndarray]]
     entities: EntityView | None = None  # token classification: how to read entities from the batches
+    data_dir: Path | None = None  # the data directory found (--data-dir, $POCKETBERT_DATA, ../shared/data)
+    dev_file: Path | None = None  # the dev file of the task the checkpoint records, when it is here
 
     @property
     def masks(self) -> list[np.ndarray]:

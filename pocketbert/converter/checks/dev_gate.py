@@ -14,11 +14,12 @@ points below its float file on dev (Intel Xeon with AMX, 2026-12-04): a dev gate
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from pocketbert.runtime.contract import sha256
 
 INT8_EXTRA = 0.5  # points an int8 file may lose against the bundle's float file (pocketbert-bench gates reads it)
 MAX_LENGTH = 128  # the gates score at most this many pieces per example
@@ -55,11 +56,7 @@ def dev_split(task: str, path: Path, *, data: Path | None, tokenizer, labels: li
         return None
     inside = data is not None and path.resolve().is_relative_to(data.resolve())
     shown = str(path.resolve().relative_to(data.resolve())) if inside else str(path)
-    return DevSplit(features, split.metric, shown, sha256=file_sha256(path), max_length=min(MAX_LENGTH, length))
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return DevSplit(features, split.metric, shown, sha256=sha256(path), max_length=min(MAX_LENGTH, length))
 
 
 def logits_per_example(run, features, input_names: list[str], batch_size: int = 32) -> list[np.ndarray]:
@@ -101,8 +98,13 @@ def judged(scores: dict[str, float], precisions: dict[str, str], split: DevSplit
     reference = max(floats)
     return {recipe: {"split": split.source, "metric": split.metric, "score": float(scores[recipe]),
                      "float": float(reference), "allowed_below": extra,
-                     "passed": bool(scores[recipe] >= reference - extra - 1e-9)}
+                     "passed": within(scores[recipe], reference, extra)}
             for recipe, precision in precisions.items() if precision.startswith("int8")}
+
+
+def within(score: float, reference: float, allowed_below: float) -> bool:
+    """The gates' one comparison: ``score`` at most ``allowed_below`` points under ``reference``."""
+    return bool(score >= reference - allowed_below - 1e-9)
 
 
 def refusal(recipe: str, gate: dict, accepted: bool = False) -> str:

@@ -90,7 +90,7 @@ def _inputs(conversion: Conversion, loaded: loading.Loaded, encoder: Encoder) ->
     parity = verify.parity_inputs(encoder, texts, max_length=encoder.max_length, vocab_size=len(tokenizer),
                                   special_ids=[tokenizer.cls_token_id, tokenizer.sep_token_id])
     return Inputs(texts=texts, source=source, batches=encoder.batches(texts), parity=parity,
-                  entities=encoder.entity_view(texts))
+                  entities=encoder.entity_view(texts), data_dir=data, dev_file=own)
 
 
 def _builtin_text_note(plan, data: Path | None, task: str) -> str:

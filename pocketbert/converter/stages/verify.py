@@ -12,12 +12,11 @@ import time
 
 from .. import backends
 from ..backends.recipes import Recipe
-from ..checkpoints.training_record import task_file, training_record
+from ..checkpoints.training_record import training_record
 from ..checks import dev_gate, verify
 from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
 from ..events import ArtifactVerified
-from ..inputs import texts as textdata
 from ..options import ConvertOptions
 from ..timing.candidate_timing import RUNS_PER_ROUND, TIMING_ROUNDS, alternating_rounds_ms
 from ..timing.quiet_timing import timed_quietly
@@ -36,13 +35,15 @@ class VerifyStage(Stage):
     def run(self, conversion: Conversion) -> None:
         results, input_names = [], list(conversion.load.encoder.input_names)
         ordered = sorted(conversion.built, key=lambda b: _position(conversion.plan.recipes, b.recipe))
+        runners = {}  # kept for the dev gate, which runs the same files on the dev split
         for built in ordered:
             recipe = built.recipe
             start = time.perf_counter()
             with conversion.step(self.name, f"Verifying {recipe.name}"):
                 backend, threads = backends.get(recipe.backend), conversion.options.threads
-                result = _verified(conversion, built, backend.load_for_rows(built.artifact.path, input_names,
-                                                                            recipe.precision, threads=threads))
+                runners[recipe.name] = backend.load_for_rows(built.artifact.path, input_names, recipe.precision,
+                                                             threads=threads)
+                result = _verified(conversion, built, runners[recipe.name])
             result.seconds = built.seconds + time.perf_counter() - start
             conversion.emit(ArtifactVerified(recipe.name, result.verification))
             results.append(result)
@@ -52,7 +53,8 @@ class VerifyStage(Stage):
             raise VerificationError(f"verification failed, no bundle written: {lines}",
                                     "see the figures above; for int8 try --int8 dynamic, --calibration with "
                                     "text like your inputs, or convert without int8")
-        _hold_to_the_dev_gate(conversion, ordered, results)
+        _hold_to_the_dev_gate(conversion, ordered, results, runners)
+        runners.clear()  # the timing loads its own, one interpreter each, with nothing else alive
         if conversion.options.measure_latency:
             self._time(conversion, ordered, results)
         conversion.verify = VerifyResult(results=results)
@@ -77,27 +79,25 @@ class VerifyStage(Stage):
                             f"({', '.join(busy)}): they may be slower than the files are", warning=True, keep=True)
 
 
-def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results: list[ArtifactResult]) -> None:
+def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results: list[ArtifactResult],
+                          runners: dict) -> None:
     """Every artifact scored on the task's labelled dev split (when there is one and some file is quantised: the
-    gates then take these scores); an int8 file more than ``dev_gate.INT8_EXTRA`` below the float file is removed
-    from both lists and its file deleted, unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
+    gates then take these scores), with the runners verification loaded (``runners``: recipe -> runner); an int8
+    file more than ``dev_gate.INT8_EXTRA`` below the float file is removed from both lists and its file deleted,
+    unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
     load, options = conversion.load, conversion.options
-    if not any(b.recipe.kind == "int8" for b in ordered):
-        return
-    data, loaded = textdata.data_dir(options.data_dir), load.loaded
-    record, path = training_record(loaded.checkpoint), task_file(loaded.checkpoint, "dev", data)
-    if not record or path is None:  # no task recorded, or its dev file is not here: nothing to hold the files to
-        return
-    split = dev_gate.dev_split(str(record.get("task") or ""), path, data=data, tokenizer=loaded.tokenizer,
-                               labels=loaded.labels, length=load.verify_length)
+    inputs, loaded = load.inputs, load.loaded
+    if not any(b.recipe.kind == "int8" for b in ordered) or inputs.dev_file is None:
+        return  # nothing quantised, or the checkpoint's task and its dev file are not known here
+    record = training_record(loaded.checkpoint) or {}
+    split = dev_gate.dev_split(str(record.get("task") or ""), inputs.dev_file, data=inputs.data_dir,
+                               tokenizer=loaded.tokenizer, labels=loaded.labels, length=load.verify_length)
     if split is None:
         return
     names, scores = list(load.encoder.input_names), {}
     with conversion.step("verify", f"Scoring {len(ordered)} artifacts on {split.source} (the int8 dev gate)"):
         for built in ordered:
-            runner = backends.get(built.recipe.backend).load_for_rows(built.artifact.path, names,
-                                                                      built.recipe.precision, threads=options.threads)
-            scores[built.recipe.name] = dev_gate.score(runner, split, names)
+            scores[built.recipe.name] = dev_gate.score(runners[built.recipe.name], split, names)
     gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.precision for b in ordered}, split)
     for built, result in list(zip(ordered, results)):
         name = built.recipe.name
