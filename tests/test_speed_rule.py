@@ -206,3 +206,35 @@ def test_a_conversion_ships_an_int8_file_faster_than_fp32_with_its_figures(check
     int8 = next(a for a in result.artifacts if a.recipe == "onnx:int8-dynamic")
     speed = int8.details["float_fallback"]["speed"]
     assert speed["shipped"] and speed["tried"][-1]["speedup"] == 2.0
+
+
+def _plain_builds(monkeypatch) -> list:
+    from pocketbert.converter.quantize.quantization import Quantizer
+
+    built, original = [], Quantizer.plain
+    monkeypatch.setattr(Quantizer, "plain", lambda self, recipe, dest, probe=False: built.append(probe)
+                        or original(self, recipe, dest, probe))
+    return built
+
+
+def test_a_static_int8_file_whose_probe_does_not_pay_is_dropped_before_its_calibration(checkpoints, options,
+                                                                                     monkeypatch, tmp_path):
+    """Static int8 is timed on a probe (calibrated on one batch, not judged) before its full calibration: when that
+    all-int8 file does not pay, no rung can, and the recipe is dropped, said with the probe's figures."""
+    built = _plain_builds(monkeypatch)
+    opts = options(checkpoints["bert"]["classification"], recipes="onnx:int8-static", verify_samples=20,
+                   measure_latency=True)
+    result = convert(opts, stages=_stages(_slower_by(1 / 1.05)))
+    assert [a.recipe for a in result.artifacts] == ["onnx:fp32"] and built == [True]
+    assert not [p for p in result.bundle.iterdir() if "int8" in p.name]
+    notes = json.loads((result.bundle / "manifest.json").read_text())["notes"]
+    said = [n for n in notes if n.startswith("onnx:int8-static not shipped: not 1.1x as fast as onnx:fp32")]
+    assert said and "timed before its calibration" in said[0] and "9.5 ms against 10.0 ms" in said[0]
+
+    built.clear()
+    opts = options(checkpoints["bert"]["classification"], recipes="onnx:int8-static", verify_samples=20,
+                   measure_latency=True, out=tmp_path / "pays")
+    result = convert(opts, stages=_stages(_slower_by(0.5)))
+    static = next(a for a in result.artifacts if a.recipe == "onnx:int8-static")
+    assert built[:2] == [True, False] and static.details["float_fallback"]["speed"]["shipped"]
+    assert not [p for p in result.bundle.iterdir() if p.name.startswith(".probe-")]

@@ -169,6 +169,8 @@ class QuantizeResult:
     """The quantize stage's part: the int8/fp16 files, each chosen and judged on the calibration text."""
 
     built: list[Built] = field(default_factory=list)
+    #: the task's dev split and the files scored on it so far (``checks.dev_gate.DevScores``; None: no dev split)
+    dev_scores: object | None = None
 
 
 @dataclass

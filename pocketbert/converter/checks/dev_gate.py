@@ -14,7 +14,8 @@ points below its float file on dev (Intel Xeon with AMX, 2026-12-04): a dev gate
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,27 @@ class DevSplit:
         """An artifact's ``details.dev_score``: what ``pocketbert-bench gates`` needs to know it is its own figure."""
         return {"split": self.source, "sha256": self.sha256, "metric": self.metric, "score": float(score),
                 "examples": len(self.features), "max_length": self.max_length}
+
+
+@dataclass
+class DevScores:
+    """Files' scores on one dev split, each file scored once (known by its SHA-256): the int8 ladder asks the gate of
+    a file that missed its calibration-text target (``quantize.dev_check``), and the verify stage does not score that
+    file again when it ships unchanged."""
+
+    split: DevSplit
+    input_names: list[str]
+    _by_file: dict[str, float] = field(default_factory=dict)
+
+    def known(self, path: Path) -> bool:
+        return sha256(path) in self._by_file
+
+    def of(self, path: Path, runner: Callable[[], Callable]) -> float:
+        """``path``'s score, run by ``runner()`` (called only when the file was not scored before)."""
+        key = sha256(path)
+        if key not in self._by_file:
+            self._by_file[key] = score(runner(), self.split, self.input_names)
+        return self._by_file[key]
 
 
 def dev_split(task: str, path: Path, *, data: Path | None, tokenizer, labels: list[str], length: int

@@ -72,9 +72,22 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
         kept_as = fallback.get("kept_as", "float")
         lines.append((f"{event.recipe}: {fallback[f'linears_in_{kept_as}']} of {fallback['linears']} Linear layers "
                       f"kept in {kept_as} for accuracy: {', '.join(fallback['roles'])}", True))
-    if fallback.get("accepted") and not fallback.get("target_met", True):
+    gate = details.get("ladder_dev_gate") or {}
+    if gate.get("passed"):
+        lines.append((held_the_dev_gate_line(event.recipe, fallback, gate, event.int8_target), False))
+    elif fallback.get("accepted") and not fallback.get("target_met", True):
         lines.append((short_of_target_line(event.recipe, fallback, event.int8_target), True))
     return lines
+
+
+def held_the_dev_gate_line(recipe: str, fallback: dict, gate: dict, target: float) -> str:
+    """Why a plain int8 file short of the calibration-text target ships without the ladder's later rungs: the dev
+    gate, which the target stands in for, was asked directly (``quantize.dev_check``)."""
+    first = fallback["search"][0]
+    found = min(first["top1_agreement"], first.get("entity_f1", 1.0))
+    return (f"  {recipe}: {found:.1%} agreement on the calibration text, short of the {target:.1%} target, but dev "
+            f"{gate['metric']} {gate['score']:.2f} against its float file's {gate['float']:.2f} holds the dev gate "
+            f"(at most {gate['allowed_below']:g} below): shipped all in int8, no smoothing or Linears in float")
 
 
 def short_of_target_line(recipe: str, fallback: dict, target: float) -> str:

@@ -21,10 +21,11 @@ from ..checkpoints import loading
 from ..checks import verify
 from ..timing.candidate_timing import alternating_rounds_ms
 from ..timing.ladder_budget import LADDER_SECONDS, LadderBudget
-from ..timing.speed_rule import SpeedCheck, Timer, dropped
+from ..timing.speed_rule import SpeedCheck, Timer, dropped, unpaid_probe
 from ..transforms import equalize
 from ..transforms.smoothquant import activation_hooks, as_unsmoothed, forward_all, smooth
 from .calibration_judge import CalibrationJudge, Judged
+from .dev_check import DevCheck
 
 #: texts a float file derived with new weights is checked on against the model it should equal
 PARITY_TEXTS = ["a short text", "a somewhat longer text , with a comma and a few more words in it"]
@@ -60,6 +61,8 @@ class Quantizer:
     #: ladder (until :meth:`close`): exporting it cost as much as the float export (24-layer MobileBERT shape in
     #: TFLite: 205 s), and the dynamic and static ladders smooth the same model, or one equalised
     _smoothed_floats: dict[tuple[str, bool], Path] = field(default_factory=dict)
+    #: the dev gate, asked of a plain int8 file that missed the target (``dev_check``; None: no dev split here)
+    dev: DevCheck | None = None
     #: backend -> its plain dynamic int8 figures when they missed the target (see build)
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
 
@@ -153,14 +156,19 @@ class Quantizer:
 
         Static int8 starts at the smoothed rung when the same backend's plain dynamic int8 file missed the
         target: fixed activation ranges do not recover what per-row ones lost (NER demo, ONNX: dynamic
-        entity agreement 99.38%, static 99.21%, target 99.5%), and its plain attempt costs a calibration."""
+        entity agreement 99.38%, static 99.21%, target 99.5%), and its plain attempt costs a calibration.  With the
+        dev split at hand neither holds: a plain file short of the target that holds the dev gate ships
+        (:meth:`_within_the_dev_gate`).  Static int8 is first timed on a probe (:meth:`_unpaid_probe`)."""
+        unpaid = self._unpaid_probe(recipe, dest) if plain is None else None
+        if unpaid is not None:
+            return unpaid
         predicted = None if plain is not None else self._predicted_miss(recipe)
         artifact = plain if plain is not None or predicted else self.plain(recipe, dest)
         if artifact is not None:
             fallback = artifact.details.get("float_fallback") or {}
             # slower than fp32 all in int8: the later rungs add a Mul per Linear and keep Linears in float
             if recipe.kind != "int8" or fallback["target_met"] or self.smooth_alpha is None \
-                    or dropped(recipe.name, artifact.details):
+                    or dropped(recipe.name, artifact.details) or self._within_the_dev_gate(recipe, artifact):
                 return artifact
             if recipe.precision == "int8-dynamic":
                 self._dynamic_missed[recipe.backend] = {"recipe": recipe.name, **fallback["search"][0]}
@@ -224,10 +232,42 @@ class Quantizer:
         self._smoothed_floats.clear()
 
     def _predicted_miss(self, recipe: Recipe) -> dict | None:
-        """The plain dynamic int8 figures that predict this static recipe's plain file misses the target."""
-        if recipe.precision != "int8-static" or self.smooth_alpha is None:
+        """The plain dynamic int8 figures that predict this static recipe's plain file misses the target (not asked
+        with the dev gate at hand: the plain file may keep the task's score all the same, and is then the file)."""
+        if recipe.precision != "int8-static" or self.smooth_alpha is None or self.dev is not None:
             return None
         return self._dynamic_missed.get(recipe.backend)
+
+    def _within_the_dev_gate(self, recipe: Recipe, artifact: ExportedArtifact) -> bool:
+        """A plain int8 file meeting the bar short of the target, held to the dev gate itself (``dev_check``), its
+        record kept as ``details.ladder_dev_gate``: within it, the file ships as it is."""
+        if self.dev is None or not recipe.precision.startswith("int8") \
+                or not artifact.details["float_fallback"]["accepted"]:
+            return False
+        gate = self.dev(backends.get(recipe.backend), artifact.path, recipe.precision)
+        if gate is None:
+            return False
+        artifact.details["ladder_dev_gate"] = gate
+        return gate["passed"]
+
+    def _unpaid_probe(self, recipe: Recipe, dest: Path) -> ExportedArtifact | None:
+        """Static int8, timed before its calibration: a probe (the plain file calibrated on one batch, not judged:
+        its speed does not depend on its ranges) against the bundle's fp32 file.  When even that all-int8 file does
+        not pay, no rung of the ladder can (each adds a Mul per Linear or keeps Linears in float), so the probe comes
+        back at ``dest``, recorded as dropped (``speed_rule.dropped``), and the full calibration is not run (the SST-2
+        demo's ONNX file on an AVX2-only EPYC, 2026-12-04: 33.5 s to calibrate, judge and time it, then 1.0x fp32).
+        None: it pays, or nothing is timed."""
+        speed = self._speed_check(backends.get(recipe.backend), recipe.precision)
+        if recipe.precision != "int8-static" or speed is None:
+            return None
+        probe = self.plain(recipe, dest.with_name(f".probe-{dest.name}"), probe=True)
+        pays, figures = speed(probe.path)
+        if pays:
+            probe.path.unlink(missing_ok=True)
+            return None
+        probe.path = probe.path.replace(dest)
+        probe.details["float_fallback"] = unpaid_probe(probe.details["float_fallback"], figures)
+        return probe
 
     def _plain_meeting_the_bar(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None,
                                plain_file: Path | None) -> ExportedArtifact | None:

@@ -15,12 +15,14 @@ from ..events import ArtifactBuilt
 from ..inputs import texts as textdata
 from ..levers import size_fit
 from ..quantize.calibration_judge import Judged
+from ..quantize.dev_check import DevCheck
 from ..quantize.quantization import Quantizer
 from ..timing.candidate_timing import alternating_rounds_ms
 from ..timing.speed_rule import Timer, dropped
 from ..transforms import equalize
 from ..weights.factored_table import rank_of
 from .base import Stage
+from .dev_scoring import dev_scores
 
 CALIBRATION_BATCH = 16  # texts per calibration batch, each padded to 64 tokens (static shapes)
 
@@ -39,7 +41,8 @@ class QuantizeStage(Stage):
         if planned:
             texts = _whole_batches(conversion.plan.calibration_texts or [])
             with conversion.step(self.name, "Preparing the calibration text"):
-                quantizer = _quantizer(conversion, texts)
+                result.dev_scores = dev_scores(conversion)
+                quantizer = _quantizer(conversion, texts, result.dev_scores)
                 quantizer.timer = self.timer
             try:
                 for recipe in planned:
@@ -109,7 +112,7 @@ def _whole_batches(texts: list) -> list:
     return texts
 
 
-def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
+def _quantizer(conversion: Conversion, texts: list, scores) -> Quantizer:
     load, transform, options = conversion.load, conversion.transform, conversion.options
     pad_to = min(64, load.verify_length)
     calibration = load.encoder.batches(texts, batch_size=CALIBRATION_BATCH, pad_to=pad_to)
@@ -126,7 +129,8 @@ def _quantizer(conversion: Conversion, texts: list) -> Quantizer:
                      target_agreement=options.int8_target_agreement, min_entity_f1=options.int8_min_entity_f1,
                      float_exports=dict(conversion.export.float_exports),
                      equalize_alpha=equalize.DEFAULT_ALPHA if options.int8_equalize else None,
-                     latency_feeds=transform.latency_feeds if options.measure_latency else None)
+                     latency_feeds=transform.latency_feeds if options.measure_latency else None,
+                     dev=scores and DevCheck(scores, dict(conversion.export.float_exports), options.threads))
 
 
 def _judged(conversion: Conversion, texts: list, length: int, computed: dict, batches: list | None = None) -> Judged:

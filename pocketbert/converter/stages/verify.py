@@ -12,7 +12,6 @@ import time
 
 from .. import backends
 from ..backends.recipes import Recipe
-from ..checkpoints.training_record import training_record
 from ..checks import dev_gate, verify
 from ..conversion import ArtifactResult, Built, Conversion, VerifyResult
 from ..errors import VerificationError
@@ -82,22 +81,20 @@ class VerifyStage(Stage):
 def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results: list[ArtifactResult],
                           runners: dict) -> None:
     """Every artifact scored on the task's labelled dev split (when there is one and some file is quantised: the
-    gates then take these scores), with the runners verification loaded (``runners``: recipe -> runner); an int8
-    file more than ``dev_gate.INT8_EXTRA`` below the float file is removed from both lists and its file deleted,
-    unless ``--allow-accuracy-loss`` (``checks.dev_gate``)."""
-    load, options = conversion.load, conversion.options
-    inputs, loaded = load.inputs, load.loaded
-    if not any(b.recipe.kind == "int8" for b in ordered) or inputs.dev_file is None:
+    gates then take these scores), with the runners verification loaded (``runners``: recipe -> runner; a file the
+    int8 ladder scored and shipped unchanged is not run again); an int8 file more than ``dev_gate.INT8_EXTRA`` below
+    the float file is removed from both lists and its file deleted, unless ``--allow-accuracy-loss``
+    (``checks.dev_gate``)."""
+    scored = conversion.quantize.dev_scores
+    if not any(b.recipe.kind == "int8" for b in ordered) or scored is None:
         return  # nothing quantised, or the checkpoint's task and its dev file are not known here
-    record = training_record(loaded.checkpoint) or {}
-    split = dev_gate.dev_split(str(record.get("task") or ""), inputs.dev_file, data=inputs.data_dir,
-                               tokenizer=loaded.tokenizer, labels=loaded.labels, length=load.verify_length)
-    if split is None:
-        return
-    names, scores = list(load.encoder.input_names), {}
-    with conversion.step("verify", f"Scoring {len(ordered)} artifacts on {split.source} (the int8 dev gate)"):
+    split, options, scores = scored.split, conversion.options, {}
+    again = sum(not scored.known(b.artifact.path) for b in ordered)
+    before = f"; {len(ordered) - again} scored by the int8 ladders" if again < len(ordered) else ""
+    with conversion.step("verify", f"Scoring {again} artifacts on {split.source} (the int8 dev gate{before})"):
         for built in ordered:
-            scores[built.recipe.name] = dev_gate.score(runners[built.recipe.name], split, names)
+            name = built.recipe.name
+            scores[name] = scored.of(built.artifact.path, lambda name=name: runners[name])
     gates = dev_gate.judged(scores, {b.recipe.name: b.recipe.precision for b in ordered}, split)
     for built, result in list(zip(ordered, results)):
         name = built.recipe.name

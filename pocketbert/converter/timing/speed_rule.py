@@ -82,6 +82,18 @@ def settle(steps: list[tuple[list[str], dict]], chosen: list[str], attempt: Call
                                  "untried_steps": len(rungs) - len(tried)}
 
 
+#: how a static int8 file is timed before its calibration (``quantization.Quantizer._unpaid_probe``)
+PROBE = "all in int8, calibrated on one batch and not judged: a static file's speed does not depend on its ranges"
+
+
+def unpaid_probe(fallback: dict, figures: dict) -> dict:
+    """The ``float_fallback`` record of a static int8 file dropped at its probe (``PROBE``), ``figures`` its timing
+    against the fp32 file (:class:`SpeedCheck`'s): not calibrated in full, not judged, not shipped."""
+    tried = {"float_roles": [], "linears_in_float": 0, **figures, "pays": False}
+    return {**fallback, "accepted": False, "target_met": False,
+            "speed": {"rule": RULE, "shipped": False, "probe": PROBE, "tried": [tried]}}
+
+
 def dropped(recipe: str, details: dict) -> str | None:
     """What to tell the user when the stop rule dropped ``recipe``'s file (None: it ships)."""
     fallback = details.get("float_fallback") or {}
@@ -92,9 +104,10 @@ def dropped(recipe: str, details: dict) -> str | None:
     float_recipe = f"{recipe.split(':')[0]}:fp32"
     untried = ("; its cheapest step meeting the bar not timed (the ladder's time bound)"
                if speed.get("untried_steps") else "")
-    return (f"{recipe} not shipped: not {MIN_SPEEDUP:g}x as fast as {float_recipe} on this machine, down to its "
-            "cheapest step that meets "
-            f"the int8 bar ({rungs}{untried}; batch 1, {TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs). "
+    steps = ("timed before its calibration, " + speed["probe"] if speed.get("probe") else
+             "down to its cheapest step that meets the int8 bar")
+    return (f"{recipe} not shipped: not {MIN_SPEEDUP:g}x as fast as {float_recipe} on this machine, {steps} "
+            f"({rungs}{untried}; batch 1, {TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs). "
             f"The bundle keeps {float_recipe} for this format")
 
 
