@@ -9,12 +9,11 @@ import onnx
 import pytest
 import torch
 
-from pocketbert.converter.backends import reweight
-from pocketbert.converter.checks import verify
-from pocketbert.converter.backends import get
-from pocketbert.converter.backends.tflite_weights import float_constants
+from pocketbert.converter.backends import get, reweight
 from pocketbert.converter.backends.logits_model import LogitsModel
-from pocketbert.converter.quantize.quantization import float_parity
+from pocketbert.converter.backends.tflite_weights import float_constants
+from pocketbert.converter.checks import verify
+from pocketbert.converter.quantize.derived_floats import float_parity
 from pocketbert.converter.transforms import equalize
 
 from .conftest import FULL_INTEGER_TEXTS, export_spec, nonorm_model
@@ -142,7 +141,7 @@ def test_a_smoothed_file_made_from_the_plain_export_equals_the_smoothed_models_o
     same ops; a Linear the file has no matmul for refuses the whole file."""
     from pocketbert.converter.backends.onnx import export_onnx
     from pocketbert.converter.backends.tflite import op_histogram
-    from pocketbert.converter.quantize.quantization import derive
+    from pocketbert.converter.quantize.derived_floats import derive
     from pocketbert.converter.transforms.smoothquant import as_unsmoothed
 
     loaded, plain = nonorm_model(checkpoints["bert"]["classification"], "fold", buckets=(16, 32))

@@ -9,7 +9,7 @@ reshaped), transposed, as its first rows (a position table cut to a signature's 
 factor (attention's 1/√d folded into the query and key projections): exactly those four are recognised.  A
 constant that matches none, or matches two tensors that differ in the new model, makes the whole file
 underivable (``None``) and the caller exports again; so does a derived file whose logits miss the new model's
-(the caller checks: :func:`.quantization.derive`, with :func:`.quantization.float_parity`).
+(the caller checks: :func:`.quantize.derived_floats.derive`, with its ``float_parity``).
 """
 
 from __future__ import annotations

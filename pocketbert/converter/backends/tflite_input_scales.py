@@ -6,7 +6,7 @@ signature; every other op is the unsmoothed graph's.  Exporting the smoothed mod
 export (24-layer MobileBERT shape, four signatures: 148-205 s); writing the MULs into a copy of the float export
 takes seconds.  The caller writes the new weights' bytes (:mod:`..reweight` traces each constant to its model
 tensor) and checks the result's logits against the smoothed model at every signature
-(:func:`..quantization.derive`), so a graph this does not understand is refused, never shipped.
+(:func:`..quantize.derived_floats.derive`), so a graph this does not understand is refused, never shipped.
 """
 
 from __future__ import annotations

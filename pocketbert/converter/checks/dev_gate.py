@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from pocketbert.runtime.contract import sha256
 
 INT8_EXTRA = 0.5  # points an int8 file may lose against the bundle's float file (pocketbert-bench gates reads it)
 MAX_LENGTH = 128  # the gates score at most this many pieces per example
+T = TypeVar("T")
 
 
 @dataclass
@@ -49,6 +51,16 @@ class DevScores:
     split: DevSplit
     input_names: list[str]
     _by_file: dict[str, float] = field(default_factory=dict)
+
+    def carried(self, path: Path, change: Callable[[], T]) -> T:
+        """``change()``, which rewrites the file at ``path`` without touching its model (the metadata stage embeds
+        labels and vocabulary in a .tflite file: buffers, not arithmetic; verification then checks the new bytes),
+        with the file's score, if it had one, kept for its new bytes."""
+        before = sha256(path) if self._by_file else None
+        result = change()
+        if before in self._by_file:
+            self._by_file[sha256(path)] = self._by_file[before]
+        return result
 
     def known(self, path: Path) -> bool:
         return sha256(path) in self._by_file

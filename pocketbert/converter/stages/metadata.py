@@ -24,11 +24,14 @@ class MetadataStage(Stage):
     produces = ("metadata",)
 
     def run(self, conversion: Conversion) -> None:
-        result = MetadataResult()
+        result, scores = MetadataResult(), conversion.quantize.dev_scores
         for built in conversion.built:
             if built.recipe.backend == "tflite":
                 with conversion.step(self.name, f"Embedding metadata in {built.recipe.name}"):
-                    result.embedded[built.recipe.name] = embed(conversion, built.artifact.path)
+                    embedding = lambda path=built.artifact.path: embed(conversion, path)  # noqa: E731
+                    # a dev score an int8 ladder made of the file holds for it with its metadata
+                    result.embedded[built.recipe.name] = scores.carried(built.artifact.path, embedding) \
+                        if scores is not None else embedding()
                     # the file changed in place: its details say what it now holds
                     built.artifact.details["metadata"] = result.embedded[built.recipe.name]
                     _check_size(built)
