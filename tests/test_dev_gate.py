@@ -103,18 +103,20 @@ def test_a_plain_int8_file_short_of_its_target_ships_when_it_holds_the_dev_gate(
     """The ladder's target stands in for the dev gate: with the dev split here, a plain file that misses the target
     (1.01: out of reach) and meets the bar is held to the gate itself, and within it ships as it is, with no
     smoothing and no float fallback; the verify stage takes the ladder's scores instead of running the files again
-    (a .tflite file's too, though the metadata stage rewrote it in between)."""
+    (a .tflite file's too, though the metadata stage rewrote it in between).  Static int8 is built plain first: the
+    plain dynamic file missing the target predicts the plain static one does, which without a dev split sends static
+    straight to the smoothed rung, but plain static may hold the gate all the same."""
     runs = _counting_scores(monkeypatch)
-    result = convert(options(trained, opts="int8", formats="onnx,tflite", buckets=[64], int8_min_cosine=0.0,
-                             int8_min_agreement=0.0, int8_target_agreement=1.01))
+    result = convert(options(trained, recipes="onnx:int8-dynamic,onnx:int8-static,tflite:int8-dynamic", buckets=[64],
+                             int8_min_cosine=0.0, int8_min_agreement=0.0, int8_target_agreement=1.01))
     by_recipe = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}
-    for recipe in ("onnx:int8-dynamic", "tflite:int8-dynamic"):
+    for recipe in ("onnx:int8-dynamic", "onnx:int8-static", "tflite:int8-dynamic"):
         details = by_recipe[recipe]["details"]
-        assert details["smoothing"] is None and "smoothed_ladder" not in details
+        assert details["smoothing"] is None and "smoothed_ladder" not in details and "plain_skipped" not in details
         assert details["float_fallback"]["roles"] == [] and not details["float_fallback"]["target_met"]
         ladder = details["ladder_dev_gate"]
         assert ladder["passed"] and ladder["score"] == details["dev_score"]["score"] == details["dev_gate"]["score"]
-    assert len(runs) == 4  # each format's float file and int8 file, once each
+    assert len(runs) == 5  # each format's float file and each int8 file, once each
 
 
 def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, options, monkeypatch, tmp_path):
@@ -125,16 +127,3 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
     assert not details["ladder_dev_gate"]["passed"]
     # the smoothed ladder ran, could not reach the target either, and plain shipped as the cheapest step
     assert details["smoothed_ladder"]["float_fallback"]["search"] and details["smoothing"] is None
-
-
-def test_static_int8_is_tried_plain_first_when_the_dev_gate_can_judge_it(trained, options, monkeypatch, tmp_path):
-    """The plain dynamic file missing the target predicts the plain static one does, which without a dev split sends
-    static straight to the smoothed rung; with one, plain static may hold the gate all the same, and is then the
-    file (no smoothing)."""
-    runs = _counting_scores(monkeypatch)
-    result = convert(options(trained, recipes="onnx:int8-dynamic,onnx:int8-static", int8_min_cosine=0.0,
-                             int8_min_agreement=0.0, int8_target_agreement=1.01, out=tmp_path / "static"))
-    by_recipe = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}
-    static = by_recipe["onnx:int8-static"]["details"]
-    assert static["smoothing"] is None and "plain_skipped" not in static and static["ladder_dev_gate"]["passed"]
-    assert len(runs) == 3  # the float file once, for both ladders and the verify stage
