@@ -127,3 +127,14 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
     assert not details["ladder_dev_gate"]["passed"]
     # the smoothed ladder ran, could not reach the target either, and plain shipped as the cheapest step
     assert details["smoothed_ladder"]["float_fallback"]["search"] and details["smoothing"] is None
+
+
+def test_a_file_shipped_short_of_its_target_on_the_dev_gate_says_so_with_both_figures():
+    from pocketbert.converter.cli.render import held_the_dev_gate_line
+
+    fallback = {"search": [{"float_roles": [], "top1_agreement": 0.9990, "entity_f1": 0.9949}]}
+    gate = {"metric": "f1", "score": 89.7479, "float": 89.8604, "allowed_below": 0.5, "passed": True}
+    line = held_the_dev_gate_line("tflite:int8-dynamic", fallback, gate, 0.995)
+    # 99.49% is short of 99.5%, and the line must not round it up to the target it missed
+    assert "99.49% agreement on the calibration text, short of the 99.5% target" in line
+    assert "dev f1 89.75 against its float file's 89.86 holds the dev gate (at most 0.5 below)" in line

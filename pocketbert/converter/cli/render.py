@@ -85,7 +85,7 @@ def held_the_dev_gate_line(recipe: str, fallback: dict, gate: dict, target: floa
     gate, which the target stands in for, was asked directly (``quantize.dev_check``)."""
     first = fallback["search"][0]
     found = min(first["top1_agreement"], first.get("entity_f1", 1.0))
-    return (f"  {recipe}: {found:.1%} agreement on the calibration text, short of the {target:.1%} target, but dev "
+    return (f"  {recipe}: {found:.2%} agreement on the calibration text, short of the {target:.1%} target, but dev "
             f"{gate['metric']} {gate['score']:.2f} against its float file's {gate['float']:.2f} holds the dev gate "
             f"(at most {gate['allowed_below']:g} below): shipped all in int8, no smoothing or Linears in float")
 
