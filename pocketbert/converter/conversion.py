@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .backends.logits_model import LogitsModel
     from .backends.recipes import Recipe
     from .checkpoints.loading import Loaded
+    from .checks.dev_gate import DevScores
     from .checks.verify import Comparison, EntityView
     from .training.recovery import PreparedRecovery
     from .transforms import TransformReport
@@ -169,8 +170,8 @@ class QuantizeResult:
     """The quantize stage's part: the int8/fp16 files, each chosen and judged on the calibration text."""
 
     built: list[Built] = field(default_factory=list)
-    #: the task's dev split and the files scored on it so far (``checks.dev_gate.DevScores``; None: no dev split)
-    dev_scores: object | None = None
+    #: the task's dev split and the files scored on it so far (None: no dev split here)
+    dev_scores: DevScores | None = None
 
 
 @dataclass

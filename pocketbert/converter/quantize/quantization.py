@@ -62,7 +62,7 @@ class Quantizer:
     #: the dev gate, asked of a plain int8 file that missed the target (``dev_check``; None: no dev split here)
     dev: DevCheck | None = None
     #: recipe -> its probe's timing against fp32, when it paid: the plain file's own (see _unpaid_probe)
-    _probed: dict[str, tuple[bool, dict]] = field(default_factory=dict)
+    _probed: dict[str, dict] = field(default_factory=dict)
     #: backend -> its plain dynamic int8 figures when they missed the target (see build)
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
 
@@ -96,7 +96,7 @@ class Quantizer:
         accept = self.judge(backend, recipe.precision) if recipe.kind == "int8" and not probe else None
         if accept is not None and recipe.name in self._probed:  # timed once: a second toss would only add noise
             timed = self._probed.pop(recipe.name)
-            accept.speed = lambda path: timed
+            accept.speed = lambda path: (True, timed)
         spec, equalization = self._base(recipe)
         float_export, how = self._float_file(backend, spec, equalization)
         calibration = self.calibration[:1] if probe else self.calibration
@@ -261,14 +261,15 @@ class Quantizer:
         demo's ONNX file on an AVX2-only EPYC, 2026-12-04: 33.5 s to calibrate, judge and time it, then 1.0x fp32).
         None: it pays (its timing then stands for the plain file's: timing that file again near 1.1x made shipping
         it two tosses instead of one), or nothing is timed."""
-        speed = self._speed_check(backends.get(recipe.backend), recipe.precision)
-        if recipe.precision != "int8-static" or speed is None:
+        speed = self._speed_check(backends.get(recipe.backend), recipe.precision) \
+            if recipe.precision == "int8-static" else None
+        if speed is None:
             return None
         probe = self.plain(recipe, dest.with_name(f".probe-{dest.name}"), probe=True)
         pays, figures = speed(probe.path)
         if pays:
             probe.path.unlink(missing_ok=True)
-            self._probed[recipe.name] = pays, {**figures, "timed": "its probe"}
+            self._probed[recipe.name] = {**figures, "timed": "its probe"}
             return None
         probe.path = probe.path.replace(dest)
         probe.details["float_fallback"] = unpaid_probe(probe.details["float_fallback"], figures)
