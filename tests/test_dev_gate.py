@@ -92,6 +92,21 @@ def test_no_dev_split_no_gate(checkpoints, options):
     assert all("dev_score" not in a["details"] for a in read_manifest(result.bundle)["artifacts"])
 
 
+def test_no_dev_gate_scores_nothing_says_so_and_leaves_the_gates_to_score(trained, options, monkeypatch):
+    """--no-dev-gate: the dev split is here, but no file is run on it; the ladders chase their target alone, the
+    notes say so, and the gates find no converter's score to take (they score the bundle themselves)."""
+    runs = _counting_scores(monkeypatch)
+    result = convert(options(trained, opts="int8", dev_gate=False))
+    manifest = read_manifest(result.bundle)
+    assert runs == []
+    assert [a["recipe"] for a in manifest["artifacts"]] == ["onnx:fp32", "onnx:int8-dynamic"]
+    assert all(not {"dev_score", "dev_gate", "ladder_dev_gate"} & set(a["details"]) for a in manifest["artifacts"])
+    assert [n for n in manifest["notes"] if "(--no-dev-gate)" in n] == [
+        "no file was scored on SST-2/dev.tsv (--no-dev-gate): the quantised files were held to verification's bars "
+        "alone; pocketbert-bench gates scores them"]
+    assert recorded_scores(manifest, "glue:sst2", str(DATA)) == {}
+
+
 def _counting_scores(monkeypatch) -> list:
     runs, original = [], dev_gate.score
     monkeypatch.setattr(dev_gate, "score", lambda run, split, names: runs.append(split.source)

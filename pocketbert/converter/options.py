@@ -50,6 +50,7 @@ class ConvertOptions:
     smooth_alpha: float | None = DEFAULT_ALPHA  # None: never smooth
     int8_equalize: bool = True  # static int8 of a nonorm model: equalise its residual stream first
     measure_latency: bool = True
+    dev_gate: bool = True  # score every file on the task's dev split when it is here (checks.dev_gate)
     max_size: str | int | None = None  # TFLite: the most accurate recipe whose file fits, e.g. "8MB" or bytes
     # accuracy recovery (converter.training.recovery): a task name or training file, and its settings
     recover: str | None = None

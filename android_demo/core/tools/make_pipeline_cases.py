@@ -208,8 +208,9 @@ def main() -> int:
     # the real phone-sized model with its documented small-size option; the phone cut keeps its int4 file
     if sst2_phone is None:
         sst2_phone = work / "sst2-phone"
+        # --no-dev-gate: these cases compare Java with Python on the bundle; its accuracy has gates of its own
         convert(Path("sst2-phone"), sst2_phone, "--opt", "nonorm,relu,fold", "--format", "tflite", "--max-size", "8MB",
-                "--buckets", "32,64")
+                "--buckets", "32,64", "--no-dev-gate")
     cut(sst2_phone, "phone", work / "sst2-phone-cut", overwrite=True)
     recorder = Recorder()
     restore = recorder.install()

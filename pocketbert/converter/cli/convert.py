@@ -107,6 +107,10 @@ CONVERT_HELP = ("Convert CHECKPOINT (a local Hugging Face directory, or a built-
               help="Static int8 of a nonorm model: divide its residual stream's outlier channels by per-channel "
                    "scales folded into the weights (exact in float, nothing added at run time) before calibrating.")
 @click.option("--no-latency", is_flag=True, help="Skip the latency figure (batch 1, sequence 128).")
+@click.option("--dev-gate/--no-dev-gate", default=True, show_default=True,
+              help="Score every file on the dev split of the checkpoint's task, when it is here, and leave out an "
+                   "int8 file more than 0.5 below the float file.  --no-dev-gate scores nothing (the int8 ladders "
+                   "then chase their calibration-text target alone); pocketbert-bench gates scores the bundle later.")
 @click.option("--recover", "recover", metavar="TASK", help="Recover the accuracy nonorm/relu cost by "
               "distillation from the untransformed model on TASK's training text before exporting. " + TASK_HELP)
 @click.option("--dev", "recover_dev", type=click.Path(path_type=Path), help="With --recover given as a training "
