@@ -1,5 +1,6 @@
 """Static int8's calibration: ONNX Runtime's Percentile calibrator on the calibration text without its
-padding, its ranges reused by every float-fallback attempt."""
+padding, its ranges reused by every float-fallback attempt; the static file is the dynamic file's graph with those
+ranges in place of run-time ones."""
 
 from __future__ import annotations
 
@@ -7,10 +8,16 @@ import numpy as np
 import onnx
 from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
 from onnxruntime.quantization.calibrate import load_tensors_data
-from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from pocketbert.converter.backends import onnx as onnx_backend
-from pocketbert.converter.backends.onnx import _COMMON, PERCENTILE, _quantize_static, export_onnx
+from pocketbert.converter.backends.onnx import (
+    _COMMON,
+    CALIBRATED_OPS,
+    PERCENTILE,
+    _quantize_dynamic,
+    _quantize_static,
+    export_fused,
+)
 from pocketbert.converter.checks.verify import unpadded_batches
 
 from .conftest import export_spec
@@ -29,18 +36,17 @@ class _Reader(CalibrationDataReader):
 
 
 def _prepared(checkpoint, tmp_path):
+    """The fused float graph static int8 quantises (one Attention per layer)."""
     _, spec = export_spec(checkpoint)
-    export_onnx(spec.model, spec.make_batches(TEXTS[:2], pad_to=16)[0], spec.input_names,
-                output_name=spec.output_name, dest=tmp_path / "float.onnx")
-    quant_pre_process(str(tmp_path / "float.onnx"), str(tmp_path / "prepared.onnx"), skip_symbolic_shape=True)
-    return tmp_path / "prepared.onnx", spec
+    assert export_fused(spec, tmp_path / "float.onnx")["applied"]
+    return tmp_path / "float.onnx", spec
 
 
 def _stock(source, dest, batches, cache):
     """quantize_static with its own calibrator, with the converter's settings."""
     quantize_static(source, dest, _Reader(batches), quant_format=QuantFormat.QDQ, per_channel=True,
                     reduce_range=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    op_types_to_quantize=["MatMul", "Gemm"], calibrate_method=CalibrationMethod.Percentile,
+                    op_types_to_quantize=CALIBRATED_OPS, calibrate_method=CalibrationMethod.Percentile,
                     calibration_cache_path=cache,
                     extra_options=dict(_COMMON["extra_options"], CalibPercentile=PERCENTILE))
 
@@ -75,7 +81,9 @@ def test_without_padding_the_ranges_are_onnx_runtimes_own(checkpoints, tmp_path)
     assert stock.data.keys() == ours.data.keys()
     for name in stock.data:
         assert np.array_equal(stock.data[name].range_value, ours.data[name].range_value), name
-    assert (tmp_path / "stock.onnx").read_bytes() == (tmp_path / "ours.onnx").read_bytes()
+    # the ranges alone make the file: quantised from ONNX Runtime's own, it is the same file
+    _quantize_static(source, tmp_path / "from-stock.onnx", [], [], tmp_path / "stock.json")
+    assert (tmp_path / "from-stock.onnx").read_bytes() == (tmp_path / "ours.onnx").read_bytes()
 
 
 def test_ranges_do_not_depend_on_padding_and_cover_what_onnx_runtime_calibrates(checkpoints, tmp_path):
@@ -88,11 +96,31 @@ def test_ranges_do_not_depend_on_padding_and_cover_what_onnx_runtime_calibrates(
         assert np.array_equal(short.data[name].range_value, long.data[name].range_value), name
     assert (tmp_path / "short.onnx").read_bytes() == (tmp_path / "long.onnx").read_bytes()
 
-    # ONNX Runtime's own calibration in quantize_static reads the same tensors and quantises the same ops
+    # ONNX Runtime's own calibration in quantize_static reads the same tensors
     _stock(source, tmp_path / "stock.onnx", _batches(spec, 16), tmp_path / "stock.json")
     assert load_tensors_data(tmp_path / "stock.json").data.keys() == short.data.keys()
-    ops = [[n.op_type for n in onnx.load(str(tmp_path / f"{name}.onnx")).graph.node] for name in ("stock", "short")]
-    assert ops[0] == ops[1] and ops[0].count("QuantizeLinear") > 10
+
+
+def test_the_static_file_is_the_dynamic_files_graph_with_calibrated_ranges(checkpoints, tmp_path):
+    """The same integer kernels (QAttention, MatMulInteger) and weights as dynamic int8; only where each quantised
+    input's scale comes from differs: a QuantizeLinear of the calibrated scale, not a DynamicQuantizeLinear.  (The
+    classification head's Gemms, one row per text, stay float: ONNX Runtime's quantiser turns a Gemm into an
+    integer MatMul only when it quantises at run time.)"""
+    source, spec = _prepared(checkpoints["bert"]["classification"], tmp_path)
+    _quantize_static(source, tmp_path / "static.onnx", _batches(spec, 16), [], tmp_path / "cache.json")
+    _quantize_dynamic(source, tmp_path / "dynamic.onnx", [])
+    static, dynamic = (onnx.load(str(tmp_path / f"{name}.onnx")).graph for name in ("static", "dynamic"))
+    kinds = [[n.op_type for n in graph.node if n.op_type in ("QAttention", "MatMulInteger") and "Gemm" not in n.name]
+             for graph in (static, dynamic)]
+    assert [n.op_type for n in static.node if "Gemm" in n.name] == ["Gemm", "Gemm"]
+    assert kinds[0] == kinds[1] and "QAttention" in kinds[0] and "MatMulInteger" in kinds[0]
+    assert "DynamicQuantizeLinear" not in {n.op_type for n in static.node}
+    quantized = [n for n in static.node if n.op_type == "QuantizeLinear"]
+    constants = {i.name: i for i in static.initializer}
+    assert quantized and all(n.input[1] in constants for n in quantized)  # a scale fixed in the file
+    weights = [{i.name: onnx.numpy_helper.to_array(i).tobytes() for i in g.initializer if i.data_type == 3}
+               for g in (static, dynamic)]
+    assert len(weights[0]) > 10 and weights[0].items() <= weights[1].items()  # int8 weights, byte for byte
 
 
 def test_every_float_fallback_attempt_reuses_the_ranges(checkpoints, tmp_path, monkeypatch):
@@ -106,7 +134,8 @@ def test_every_float_fallback_attempt_reuses_the_ranges(checkpoints, tmp_path, m
     assert len(calls) == 1
     kept = [n for n in onnx.load(str(tmp_path / "b.onnx")).graph.node if n.name == linear]
     assert kept and kept[0].op_type == "MatMul"
-    assert any(n.op_type == "QuantizeLinear" for n in onnx.load(str(tmp_path / "a.onnx")).graph.node)
+    assert any(n.op_type == "MatMulInteger" and n.name.startswith(linear)
+               for n in onnx.load(str(tmp_path / "a.onnx")).graph.node)
 
 
 def test_ragged_histograms_equal_onnx_runtimes_on_the_stacked_values():

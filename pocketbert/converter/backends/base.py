@@ -118,11 +118,6 @@ class ExportBackend(ABC):
         ``details["float_fallback"]`` with at least ``roles`` and ``accepted``.
         """
 
-    def quantizes(self, float_file: Path, precision: str) -> bool:
-        """Whether :meth:`quantize` at ``precision`` quantises ``float_file`` when given it as ``float_export``
-        (else it exports the model itself)."""
-        return True
-
     def with_weights(self, source: Path, dest: Path, exported: dict[str, np.ndarray],
                      new: dict[str, np.ndarray], input_scales: dict[str, np.ndarray] | None = None) -> bool:
         """Write to ``dest`` the float file ``source`` (exported from a model with state dict ``exported``) with

@@ -15,9 +15,13 @@ Choices, each measured on this project's models (see README "Measured choices"):
   kernels never saturated); measured on the SST-2 demo model, the 7-bit weights lost no agreement.
 * int8 dynamic: activations quantised at run time; quantised from the fused graph (Attention becomes
   QAttention: Q/K/V in int8 with the input quantised once, which the un-fused graph computes identically).
-* int8 static: QDQ, per-channel int8 weights, uint8 activations calibrated on real text without
-  its padding (:func:`calibrate`); only MatMul/Gemm are quantised; Softmax, normalisation, GELU and residual
-  adds stay in float, where int8 costs accuracy and buys little.
+* int8 static: the same fused graph and integer kernels as dynamic (QAttention, MatMulInteger), each Linear's
+  input quantised with a range calibrated on real text without its padding (:func:`calibrate`) instead of one
+  measured at run time.  Softmax, attention's score products, normalisation, GELU and residual adds stay in float,
+  where int8 costs accuracy and buys little.  ONNX Runtime's QDQ format was the static file until 2026-12: on the
+  plain graph (QDQ pairs around the fused graph's contrib ops are not quantised kernels) its un-fused attention and
+  the glue around each QLinearMatMul cost what its int8 Linears saved: on an AVX2-only EPYC the NER demo's QDQ file
+  was 1.15× its fp32 file at 2 threads where this one is 1.58× (``docs/speed.md``).
 * Accuracy-driven float fallback: when the int8 model misses the agreement target on the
   calibration text, the most sensitive Linear roles go back to float until it meets it (on
   all-MiniLM-L6-v2 static int8: the FFN output projections, whose GELU inputs have token-wise
@@ -39,13 +43,13 @@ import torch
 from onnxruntime.quantization import (
     CalibrationDataReader,
     CalibrationMethod,
-    QuantFormat,
     QuantType,
     quantize_dynamic,
-    quantize_static,
 )
-from onnxruntime.quantization.calibrate import HistogramCollector, create_calibrator, save_tensors_data
-from onnxruntime.quantization.shape_inference import quant_pre_process
+from onnxruntime.quantization.calibrate import (HistogramCollector, create_calibrator, load_tensors_data,
+                                                save_tensors_data)
+from onnxruntime.quantization.onnx_quantizer import ONNXQuantizer
+from onnxruntime.quantization.quant_utils import QuantizationMode, load_model_with_shape_infer, update_opset_version
 
 from . import export_cache, reweight
 from ..errors import VerificationError
@@ -113,16 +117,13 @@ class OnnxExportBackend(ExportBackend):
     name = "onnx"
     precisions = {"fp32": "float32 ONNX, dynamic batch and sequence axes",
                   "int8-dynamic": "int8 per-channel weights, activations quantised at run time",
-                  "int8-static": "int8 weights and calibrated int8 activations (QDQ)"}
+                  "int8-static": "int8 per-channel weights, activations quantised with calibrated ranges"}
 
     # --- export --------------------------------------------------------------------------
     def export(self, spec: ExportSpec, dest: Path) -> ExportedArtifact:
         details = {"exporter": f"torch.onnx.export(dynamo=True) torch {torch.__version__}", "opset": OPSET,
                    "graph_optimization": export_fused(spec, dest)}
         return ExportedArtifact("onnx:fp32", dest, details)
-
-    def quantizes(self, float_file: Path, precision: str) -> bool:
-        return precision != "int8-static" or not is_fused(float_file)  # see _float_source
 
     def with_weights(self, source, dest, exported, new, input_scales=None) -> bool:
         """Every float initializer traced to the model tensor it was made from (:mod:`..reweight`) and replaced by
@@ -168,13 +169,9 @@ class OnnxExportBackend(ExportBackend):
             raise VerificationError("static int8 needs calibration text", "give --calibration")
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            source = _float_source(spec, precision, float_export, tmp / "float.onnx")
+            source = _float_source(spec, float_export, tmp / "float.onnx")
             float_graph = "fused (ONNX Runtime transformer fusions)" if is_fused(source) else "plain export"
             exported = source if source != float_export else None
-            if precision == "int8-static":
-                prepared = tmp / "prepared.onnx"
-                quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-                source = prepared
             roles = _roles(onnx.load(str(source)))
 
             def attempt(excluded_roles: list[str], final: bool, screen: bool = False) -> tuple[bool, dict]:
@@ -190,12 +187,12 @@ class OnnxExportBackend(ExportBackend):
             if keep_float is not None and exported is not None:
                 shutil.move(exported, keep_float)
         details = {
-            "method": "dynamic" if precision == "int8-dynamic" else "static QDQ",
+            "method": "dynamic" if precision == "int8-dynamic" else "static",
             "weights": WEIGHTS,
             "activations": "uint8 at run time" if precision == "int8-dynamic" else
                            f"uint8, calibrated (percentile {PERCENTILE})",
-            # Embedding tables (Gather) too in dynamic: int8 rows are looked up, then dequantised.
-            "quantized_ops": DYNAMIC_OPS if precision == "int8-dynamic" else ["MatMul", "Gemm"],
+            # Embedding tables (Gather) too: int8 rows are looked up, then dequantised.
+            "quantized_ops": QUANTIZED_OPS,
             "float_graph": float_graph,
             "float_fallback": fallback,
         }
@@ -206,7 +203,9 @@ class OnnxExportBackend(ExportBackend):
 
 PERCENTILE = 99.999
 # Attention: the fused graph's Q/K/V projections (QAttention); Gather: embedding tables, dequantised on lookup.
-DYNAMIC_OPS = ["MatMul", "Gemm", "Gather", "Attention"]
+QUANTIZED_OPS = ["MatMul", "Gemm", "Gather", "Attention"]
+# the ops whose float inputs static int8 quantises with calibrated ranges (Gather's input is token ids)
+CALIBRATED_OPS = ["MatMul", "Gemm", "Attention"]
 WEIGHTS = "int8 per-channel, 7-bit range (reduce_range: no 16-bit saturation in x86 u8s8 kernels without VNNI)"
 _COMMON = dict(per_channel=True, reduce_range=True, extra_options={"MatMulConstBOnly": True,
                                                 "DefaultTensorType": onnx.TensorProto.FLOAT})
@@ -226,19 +225,12 @@ def export_fused(spec: ExportSpec, dest: Path) -> dict:
         return {"applied": False, "reason": f"fusion failed: {type(exc).__name__}: {str(exc)[:200]}"}
 
 
-def _float_source(spec: ExportSpec, precision: str, float_export: Path | None, scratch: Path) -> Path:
-    """The float graph to quantise.  Dynamic int8: the fused graph (its Attention becomes QAttention, with
-    the same per-channel 7-bit weights, and computes what the un-fused int8 graph computes).  Static int8
-    (QDQ): the plain export, since QDQ pairs around contrib ops are not quantised kernels."""
-    if precision == "int8-dynamic":
-        if float_export is not None:
-            return float_export
-        export_fused(spec, scratch)
-        return scratch
-    if float_export is not None and not is_fused(float_export):
+def _float_source(spec: ExportSpec, float_export: Path | None, scratch: Path) -> Path:
+    """The float graph to quantise: the fused graph (its Attention becomes QAttention, with the same per-channel
+    7-bit weights, and computes what the un-fused int8 graph computes)."""
+    if float_export is not None:
         return float_export
-    export_onnx(spec.model, spec.make_batches(["a b", "a longer example text"])[0], spec.input_names,
-                output_name=spec.output_name, dest=scratch)
+    export_fused(spec, scratch)
     return scratch
 
 
@@ -254,7 +246,7 @@ def _roles(model: onnx.ModelProto) -> dict[str, list[str]]:
 
 
 def _quantize_dynamic(source: Path, dest: Path, exclude: list[str]) -> None:
-    quantize_dynamic(source, dest, weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS,
+    quantize_dynamic(source, dest, weight_type=QuantType.QInt8, op_types_to_quantize=QUANTIZED_OPS,
                      nodes_to_exclude=exclude, **_COMMON)
 
 
@@ -267,9 +259,9 @@ class _Batches(CalibrationDataReader):
 
 
 def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Path) -> None:
-    """Activation ranges of ``source`` on the calibration text, written where ``quantize_static`` reads its
-    ``calibration_cache_path`` (every float-fallback attempt then reuses them): ONNX Runtime's own
-    Percentile calibrator, settings as ``quantize_static`` gives it, fed the texts without their padding.
+    """Activation ranges of ``source`` on the calibration text, written to ``cache`` (every float-fallback attempt
+    then reuses them): ONNX Runtime's own Percentile calibrator, settings as ``quantize_static`` gives it, fed the
+    texts without their padding.
 
     The calibration batches are padded to one length (64 tokens), since ONNX Runtime's calibrator stacks
     every batch of a tensor into one array.  On the demo tasks' text about two thirds of every tensor, and
@@ -280,7 +272,7 @@ def calibrate(source: Path, calibration: list[dict[str, np.ndarray]], cache: Pat
     position's activations never reach a real token's output, so they have no place in its range either.
     """
     with tempfile.TemporaryDirectory(prefix="calibration.") as tmp:
-        calibrator = create_calibrator(source, ["MatMul", "Gemm"],
+        calibrator = create_calibrator(source, CALIBRATED_OPS,
                                        augmented_model_path=str(Path(tmp) / "augmented.onnx"),
                                        calibrate_method=CalibrationMethod.Percentile,
                                        extra_options={"percentile": PERCENTILE})
@@ -327,15 +319,20 @@ def _absolute_histogram(arrays: list[np.ndarray], bins: int) -> tuple:
 
 
 def _quantize_static(source: Path, dest: Path, calibration, exclude: list[str], cache: Path) -> None:
-    extra = dict(_COMMON["extra_options"], CalibPercentile=PERCENTILE)
+    """``quantize_dynamic``'s graph, with each quantised input's range read from the calibration (``cache``, written
+    once for every attempt of a ladder): ONNX Runtime's own quantiser in its integer-ops mode, told the ranges
+    (``static``), so each QAttention and MatMulInteger takes a QuantizeLinear of constant scale instead of a
+    DynamicQuantizeLinear.  ``quantize_static`` offers that quantiser only in QLinear and QDQ formats, which have
+    no quantised Attention."""
     with contextlib.redirect_stdout(io.StringIO()):  # the calibrator prints its histogram progress
         if not cache.exists():
             calibrate(source, calibration, cache)
-        quantize_static(source, dest, None, quant_format=QuantFormat.QDQ, per_channel=True,
-                        reduce_range=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=exclude,
-                        calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=cache,
-                        extra_options=extra)
+    model = update_opset_version(load_model_with_shape_infer(source), QuantType.QInt8)
+    quantizer = ONNXQuantizer(model, True, True, QuantizationMode.IntegerOps, True, QuantType.QInt8,
+                              QuantType.QUInt8, load_tensors_data(cache), None, exclude, QUANTIZED_OPS,
+                              dict(_COMMON["extra_options"]))
+    quantizer.quantize_model()
+    quantizer.model.save_model_to_file(str(dest))
 
 
 register(OnnxExportBackend())

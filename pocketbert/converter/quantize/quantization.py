@@ -116,8 +116,6 @@ class Quantizer:
         plain = self.float_exports.get(backend.name)
         if equalization is None or plain is None:
             return plain, "the float export"
-        if not backend.quantizes(plain, "int8-static"):  # ONNX: a fused export; static QDQ quantises the plain graph
-            return None, "exported again"
         derived = plain.with_name(f".equalized-{plain.name}")
         if derive(backend, (plain, self.spec.model), derived, spec):
             return derived, "the float export with the equalised weights written in"
@@ -207,20 +205,20 @@ class Quantizer:
         return laddered
 
     def _smoothed_float(self, backend, recipe: Recipe) -> tuple[Path | None, str]:
-        """The smoothed model's float file for this ladder, if the backend's earlier ladder left one it quantises
-        (:meth:`ExportBackend.quantizes`), and how the file was made: that file itself (the same model), or it
-        with this model's weights written in (one ladder's model equalised, the other's not: the same graph,
-        checked by :func:`derive`); None: the backend exports the model again."""
+        """The smoothed model's float file for this ladder, if the backend's earlier ladder left one, and how the file
+        was made: that file itself (the same model), or it with this model's weights written in (one ladder's model
+        equalised, the other's not: the same graph, checked by :func:`derive`); None: the backend exports the model
+        again."""
         equalised = self._base(recipe)[1] is not None
         same, other = (self._smoothed_floats.get((backend.name, key)) for key in (equalised, not equalised))
-        if same is not None and backend.quantizes(same, recipe.precision):
+        if same is not None:
             return same, "the smoothed float file of the backend's other int8 ladder"
         sources = [(other, other and self._smoothed[not equalised][0].model,
                     "the other int8 ladder's smoothed float file, with this model's weights written in"),
                    (self.float_exports.get(backend.name), self.spec.model,
                     "the float export with a Mul before each Linear and the smoothed weights written in")]
         for path, model, how in sources:
-            if path is None or not backend.quantizes(path, recipe.precision):
+            if path is None:
                 continue
             derived = _kept_float(backend, path.parent, equalised)
             if derive(backend, (path, model), derived, self._smoothed_spec(recipe)[0]):
