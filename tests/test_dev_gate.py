@@ -132,6 +132,8 @@ def test_a_plain_int8_file_short_of_its_target_ships_when_it_holds_the_dev_gate(
         ladder = details["ladder_dev_gate"]
         assert ladder["passed"] and ladder["score"] == details["dev_score"]["score"] == details["dev_gate"]["score"]
     assert len(runs) == 5  # each format's float file and each int8 file, once each
+    said = [step for stage, step, _ in result.steps if stage == "verify" and "dev gate" in step]
+    assert said == ["Taking 5 artifacts' scores on glue/SST-2/dev.tsv from the int8 ladders (the int8 dev gate)"]
 
 
 def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, options, monkeypatch, tmp_path):

@@ -42,11 +42,12 @@ WHY = [
     "(at most 255 × 8, two of them summed) cannot saturate its 16-bit sums. Hence 1.8–2.3×.",
     "* ONNX Runtime int8 (MLAS u8s8): `vpmaddubsw` then `vpmaddwd` by 1 (`MultiplyAccumulateRowU8S8Avx2`), the "
     "32-products path too; two full-range 8-bit products can overflow its 16-bit sum, which is why the converter's "
-    "ONNX int8 files keep 7-bit weights. Hence 1.3–1.65× over fp32 (dynamic). Static int8 (QDQ) quantises the "
+    "ONNX int8 files keep 7-bit weights. Hence 1.3–1.65× over fp32 (dynamic). Static int8 was then QDQ on the "
     "un-fused export, whose attention runs as separate Reshape/Transpose/MatMul/Softmax/Where nodes (about a fifth "
     "of its time in ONNX Runtime's profile, 1 thread) where fp32 and dynamic int8 run one fused Attention per "
     "layer: 1.03–1.1×. Keeping its MatMul outputs in float (MatMulIntegerToFloat instead of QLinearMatMul) did "
-    "not change that (36.3 against 37.6 ms, 24.5 against 26.3).",
+    "not change that (36.3 against 37.6 ms, 24.5 against 26.3). Static int8 now quantises the fused graph with "
+    "the dynamic file's kernels and calibrated ranges (docs/speed.md).",
     "* No interpreter option changes the choice: XNNPACK picks the kernel from the CPU's flags when it starts.",
     "",
     "The phone files' speed-ups are against the plain fp32 TFLite file of the teacher's shape; they are also smaller "

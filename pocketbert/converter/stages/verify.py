@@ -91,7 +91,9 @@ def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results:
     split, options, scores = scored.split, conversion.options, {}
     again = sum(not scored.known(b.artifact.path) for b in ordered)
     before = f"; {len(ordered) - again} scored by the int8 ladders" if again < len(ordered) else ""
-    with conversion.step("verify", f"Scoring {again} artifacts on {split.source} (the int8 dev gate{before})"):
+    step = (f"Scoring {again} artifacts on {split.source} (the int8 dev gate{before})" if again else
+            f"Taking {len(ordered)} artifacts' scores on {split.source} from the int8 ladders (the int8 dev gate)")
+    with conversion.step("verify", step):
         for built in ordered:
             name = built.recipe.name
             scores[name] = scored.of(built.artifact.path, lambda name=name: runners[name])
