@@ -146,6 +146,19 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
     assert details["smoothed_ladder"]["float_fallback"]["search"] and details["smoothing"] is None
 
 
+def test_a_plain_int8_file_at_its_target_that_loses_the_dev_gate_goes_on_up_the_ladder(trained, options, monkeypatch,
+                                                                                        tmp_path):
+    """The calibration-text target met is not the gate kept: with the dev split here, a plain file at its target
+    that loses the gate is smoothed, and the plain file's gate record says why."""
+    monkeypatch.setattr(dev_gate, "INT8_EXTRA", -100.0)  # every int8 file now "loses" more than it may
+    result = convert(options(trained, opts="int8", int8_min_cosine=0.0, int8_min_agreement=0.0,
+                             int8_target_agreement=0.0, allow_accuracy_loss=True, out=tmp_path / "at-target"))
+    details = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-dynamic"]["details"]
+    assert details["smoothing"] is not None and details["float_fallback"]["target_met"]
+    plain = details["unsmoothed_attempt"]
+    assert plain["top1_agreement"] >= 0.0 and not plain["dev_gate"]["passed"]
+
+
 def test_a_file_shipped_short_of_its_target_on_the_dev_gate_says_so_with_both_figures():
     from pocketbert.converter.cli.render import held_the_dev_gate_line
 

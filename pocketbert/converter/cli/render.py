@@ -73,7 +73,7 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
         lines.append((f"{event.recipe}: {fallback[f'linears_in_{kept_as}']} of {fallback['linears']} Linear layers "
                       f"kept in {kept_as} for accuracy: {', '.join(fallback['roles'])}", True))
     gate = details.get("ladder_dev_gate") or {}
-    if gate.get("passed"):
+    if gate.get("passed") and not fallback.get("target_met", True):
         lines.append((held_the_dev_gate_line(event.recipe, fallback, gate, event.int8_target), False))
     elif fallback.get("accepted") and not fallback.get("target_met", True):
         lines.append((short_of_target_line(event.recipe, fallback, event.int8_target), True))
