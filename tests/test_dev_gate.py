@@ -146,6 +146,28 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
     assert details["smoothed_ladder"]["float_fallback"]["search"] and details["smoothing"] is None
 
 
+def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_gate_the_plain_file_lost(
+        trained, options, monkeypatch, tmp_path):
+    """Short of the target on every rung (1.01: out of reach), the ladder's file is held to the dev gate before the
+    plain file, which lost it, is taken back: here the float file scores 80, the plain int8 file 10 and every later
+    file 79.9 (0.1 below: within the gate), so the smoothed file ships, and verification takes its score."""
+    from pocketbert.converter.cli.render import smoothed_held_the_dev_gate_line
+
+    scores = iter([80.0, 10.0])
+    monkeypatch.setattr(dev_gate, "score", lambda run, split, names: next(scores, 79.9))
+    result = convert(options(trained, opts="int8", int8_min_cosine=0.0, int8_min_agreement=0.0,
+                             int8_target_agreement=1.01, out=tmp_path / "smoothed"))
+    details = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-dynamic"]["details"]
+    assert details["smoothing"]["method"] == "smoothquant" and "smoothed_ladder" not in details
+    assert not details["float_fallback"]["target_met"] and details["float_fallback"]["accepted"]
+    assert details["unsmoothed_attempt"]["dev_gate"]["score"] == 10.0
+    assert not details["unsmoothed_attempt"]["dev_gate"]["passed"]
+    assert details["ladder_dev_gate"]["passed"] and details["dev_gate"]["score"] == 79.9
+    line = smoothed_held_the_dev_gate_line("onnx:int8-dynamic", details, 1.01)
+    assert "short of the 101.0% target, but dev accuracy 79.90 against its float file's 80.00 holds the dev gate " \
+           "(at most 0.5 below); the plain int8 file's 10.00 did not" in line
+
+
 def test_a_plain_int8_file_at_its_target_that_loses_the_dev_gate_goes_on_up_the_ladder(trained, options, monkeypatch,
                                                                                         tmp_path):
     """The calibration-text target met is not the gate kept: with the dev split here, a plain file at its target

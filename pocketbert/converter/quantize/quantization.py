@@ -153,7 +153,8 @@ class Quantizer:
         """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
         when plain int8 misses the target); then, smoothed, with the most sensitive Linears in float.
         If the ladder cannot reach the target, its cheapest step that meets the bar ships (or plain,
-        when only plain met it).
+        when only plain met it); with the dev split at hand, that step ships when it holds the dev gate, which the
+        plain file lost (else plain, the cheaper file, is no worse a fallback).
 
         Static int8 starts at the smoothed rung when the same backend's plain dynamic int8 file missed the
         target: fixed activation ranges do not recover what per-row ones lost (NER demo, ONNX: dynamic
@@ -186,7 +187,8 @@ class Quantizer:
             if keep is not None and keep.exists():
                 self._smoothed_floats[key] = keep
             reached = laddered.details["float_fallback"]
-            if not (reached["target_met"] and reached["accepted"]):  # short of the target, or slower than fp32
+            # short of the target (and of the dev gate, when it can be asked), or slower than fp32
+            if not (reached["target_met"] and reached["accepted"]) and not self._held_by_the_gate(recipe, laddered):
                 cheapest = self._plain_meeting_the_bar(recipe, dest, artifact, plain_file)
                 if cheapest is not None:  # plain is the cheapest step meeting the bar (and it pays)
                     cheapest.details["smoothed_ladder"] = {"smoothing": {**smoothing, "float_file": how},
@@ -246,14 +248,20 @@ class Quantizer:
         (``dev_check``) it meets the bar and holds the dev gate, which the target stands in for.  The gate decides
         both ways: short of the target a file within it ships without the later rungs, and a file meeting the target
         that loses the gate goes on up the ladder (the SST-2 demo's static ONNX file, AVX2-only EPYC, 2026-12-04:
-        at the target on the calibration text, dev accuracy 88.19 against its float file's 88.99).  The gate's
-        record is kept as ``details.ladder_dev_gate``."""
-        fallback = artifact.details["float_fallback"]
-        if self.dev is None or not recipe.precision.startswith("int8") or not fallback["accepted"]:
-            return fallback["target_met"]
+        at the target on the calibration text, dev accuracy 88.19 against its float file's 88.99)."""
+        held = self._held_by_the_gate(recipe, artifact)
+        return artifact.details["float_fallback"]["target_met"] if held is None else held
+
+    def _held_by_the_gate(self, recipe: Recipe, artifact: ExportedArtifact) -> bool | None:
+        """Whether an int8 file meeting the bar holds the dev gate, its record kept as ``details.ladder_dev_gate``;
+        None when the gate cannot be asked (no dev split here, not int8, short of the bar, no float file of its
+        format)."""
+        if self.dev is None or not recipe.precision.startswith("int8") or \
+                not artifact.details["float_fallback"]["accepted"]:
+            return None
         gate = self.dev(backends.get(recipe.backend), artifact.path, recipe.precision)
         if gate is None:
-            return fallback["target_met"]
+            return None
         artifact.details["ladder_dev_gate"] = gate
         return gate["passed"]
 
