@@ -218,6 +218,35 @@ def test_the_static_ladder_quantises_the_dynamic_ladders_smoothed_float_file(che
     assert not [p.name for p in result.bundle.iterdir() if p.name.startswith(".")]
 
 
+def test_the_static_probe_and_its_plain_file_quantise_one_export_of_the_equalised_model(checkpoints, options,
+                                                                                       monkeypatch, tmp_path):
+    """ONNX static int8 of a NoNorm model quantises the equalised model, whose weights a fused export cannot take
+    (packed Q/K/V): it is exported once, and the probe (timed first) and the plain file both quantise that export;
+    no float file is left beside the bundle."""
+    from pocketbert.converter.backends import onnx as onnx_backend
+    from pocketbert.converter.pipeline import convert
+    from pocketbert.converter.quantize.quantization import Quantizer
+    from pocketbert.converter.stages import STAGES
+    from pocketbert.converter.stages.quantize import QuantizeStage
+
+    exports, built = [], []
+    original_export, original_plain = onnx_backend.export_onnx, Quantizer.plain
+    monkeypatch.setattr(onnx_backend, "export_onnx", lambda *a, **k: exports.append(k["dest"])
+                        or original_export(*a, **k))
+    monkeypatch.setattr(Quantizer, "plain", lambda self, recipe, dest, probe=False: built.append(probe)
+                        or original_plain(self, recipe, dest, probe))
+    twice_as_fast = lambda runners, feeds: [[5.0] * 5, [10.0] * 5]  # noqa: E731  (the int8 file, then fp32's)
+    stages = tuple(QuantizeStage(timer=twice_as_fast) if isinstance(s, QuantizeStage) else s for s in STAGES)
+    trained = _trained_looking(checkpoints["distilbert"]["classification"], tmp_path)
+    result = convert(options(trained, opts="nonorm,relu,fold", recipes="onnx:int8-static", verify_samples=20,
+                             measure_latency=True, allow_accuracy_loss=True, int8_min_cosine=0.0, int8_min_agreement=0.0,
+                             int8_target_agreement=0.0), stages=stages)
+    static = next(a for a in result.artifacts if a.recipe == "onnx:int8-static")
+    assert built == [True, False] and static.details["equalization"]["float_file"] == "exported again"
+    assert len(exports) == 2  # the bundle's float file, then the equalised model's, once
+    assert not [p.name for p in result.bundle.iterdir() if p.name.startswith(".")]
+
+
 def test_a_tflite_quantisation_keeps_the_float_file_it_exported_when_asked(checkpoints, tmp_path):
     """``keep_float``: the float file a ladder exported is kept for the backend's next ladder, which quantises it
     instead of exporting again (the same file out); a given float file stays the caller's, and without

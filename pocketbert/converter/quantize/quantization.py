@@ -55,6 +55,8 @@ class Quantizer:
     _equalized: tuple[ExportSpec, dict] | None = None
     _statistics: tuple[dict, list] | None = None
     _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
+    #: backend name -> the equalised model's float file and how it was made (see :meth:`_float_file`)
+    _equalized_floats: dict[str, tuple[Path, str]] = field(default_factory=dict)
     #: (backend, equalised?) -> the smoothed model's float file a ladder quantised, kept for the backend's next
     #: ladder (until :meth:`close`): exporting it cost as much as the float export (24-layer MobileBERT shape in
     #: TFLite: 205 s), and the dynamic and static ladders smooth the same model, or one equalised
@@ -100,26 +102,29 @@ class Quantizer:
         spec, equalization = self._base(recipe)
         float_export, how = self._float_file(backend, spec, equalization)
         calibration = self.calibration[:1] if probe else self.calibration
-        try:
-            artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept=accept,
-                                        float_fallback=False, float_export=float_export)
-        finally:
-            if equalization and float_export is not None:
-                float_export.unlink(missing_ok=True)
+        artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept=accept,
+                                    float_fallback=False, float_export=float_export)
         artifact.details.update(smoothing=None, equalization=equalization and {**equalization, "float_file": how})
         return artifact
 
     def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
         """The float file to quantise, and how it was made: the plain export; for the equalised model, that file
         with the equalised weights written in (:mod:`.reweight`) when every weight traces back and its logits
-        match the equalised model's; None when the backend must export the model again."""
+        match the equalised model's, else the equalised model exported (a fused ONNX file's packed Q/K/V weights
+        trace to no one tensor).  Made once per backend and kept (until :meth:`close`) for the static probe, the
+        plain file and ``--int8 auto``'s trials alike: exporting and fusing it took 27 s of the SST-2 demo's
+        static ladder each time (profiled, AVX2-only EPYC, 2026-12-04), once for the probe and once for the file."""
         plain = self.float_exports.get(backend.name)
         if equalization is None or plain is None:
             return plain, "the float export"
-        derived = plain.with_name(f".equalized-{plain.name}")
-        if derive(backend, (plain, self.spec.model), derived, spec):
-            return derived, "the float export with the equalised weights written in"
-        return None, "exported again"
+        if backend.name not in self._equalized_floats:
+            derived = plain.with_name(f".equalized-{plain.name}")
+            if derive(backend, (plain, self.spec.model), derived, spec):
+                self._equalized_floats[backend.name] = derived, "the float export with the equalised weights written in"
+            else:
+                backend.export(spec, derived)
+                self._equalized_floats[backend.name] = derived, "exported again"
+        return self._equalized_floats[backend.name]
 
     def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
         """The model a recipe quantises: equalised for static int8 when the family allows it."""
@@ -232,9 +237,10 @@ class Quantizer:
 
     def close(self) -> None:
         """Remove the float files kept for later ladders."""
-        for path in self._smoothed_floats.values():
+        for path in [*self._smoothed_floats.values(), *(path for path, _ in self._equalized_floats.values())]:
             path.unlink(missing_ok=True)
         self._smoothed_floats.clear()
+        self._equalized_floats.clear()
 
     def _predicted_miss(self, recipe: Recipe) -> dict | None:
         """The plain dynamic int8 figures that predict this static recipe's plain file misses the target (not asked
