@@ -34,6 +34,12 @@ from .ladder_budget import Deadline
 MIN_SPEEDUP = 1.1
 RULE = (f"an int8 file ships only if the bundle's fp32 file of the same format takes at least {MIN_SPEEDUP:g} times "
         "its median over alternating rounds")
+#: speed-ups the first rounds cannot tell from the rule's bar (from fp32's speed to ``MIN_SPEEDUP`` squared): the
+#: files are timed for ``CLOSE_CALL_TIMINGS`` more calls of the timer and judged on every round.  Five rounds of six
+#: runs at 2 threads put the NER demo's static ONNX file at 1.07x fp32 and dropped it, where 30-run rounds in fresh
+#: processes measured 1.67x (AVX2-only EPYC, 2026-12-04, 22:25 and 21:54 UTC)
+CLOSE_CALL = (1.0, MIN_SPEEDUP ** 2)
+CLOSE_CALL_TIMINGS = 2
 #: per runner, its milliseconds in each round: ``timer(runners, feeds)`` (a test's fake timer decides by construction)
 Timer = Callable[[list, dict], list[list[float]]]
 
@@ -50,11 +56,19 @@ class SpeedCheck:
     timer: Timer = alternating_rounds_ms
 
     def __call__(self, path: Path) -> tuple[bool, dict]:
-        mine, fp32 = self.timer(self.runners(path), self.feeds)
+        runners = self.runners(path)
+        mine, fp32 = self.timer(runners, self.feeds)
+        for _ in range(CLOSE_CALL_TIMINGS if CLOSE_CALL[0] <= _speedup(mine, fp32) < CLOSE_CALL[1] else 0):
+            more_mine, more_fp32 = self.timer(runners, self.feeds)
+            mine, fp32 = [*mine, *more_mine], [*fp32, *more_fp32]
         ms, float_ms = float(np.median(mine)), float(np.median(fp32))
         pays = float_ms >= MIN_SPEEDUP * ms - 1e-9
         return pays, {"latency_ms": round(ms, 3), "fp32_latency_ms": round(float_ms, 3),
                       "speedup": round(float_ms / ms, 3) if ms else None, "rounds_ms": mine, "fp32_rounds_ms": fp32}
+
+
+def _speedup(mine: list[float], fp32: list[float]) -> float:
+    return float(np.median(fp32)) / float(np.median(mine))
 
 
 def settle(steps: list[tuple[list[str], dict]], chosen: list[str], attempt: Callable, check: Callable[[], tuple],
@@ -107,8 +121,13 @@ def dropped(recipe: str, details: dict) -> str | None:
     steps = ("timed before its calibration, " + speed["probe"] if speed.get("probe") else
              "down to its cheapest step that meets the int8 bar")
     return (f"{recipe} not shipped: not {MIN_SPEEDUP:g}x as fast as {float_recipe} on this machine, {steps} "
-            f"({rungs}{untried}; batch 1, {TIMING_ROUNDS} alternating rounds of {RUNS_PER_ROUND} runs). "
+            f"({rungs}{untried}; batch 1, {_rounds(speed['tried'])} alternating rounds of {RUNS_PER_ROUND} runs). "
             f"The bundle keeps {float_recipe} for this format")
+
+
+def _rounds(tried: list[dict]) -> str:
+    counts = sorted({len(t.get("rounds_ms") or [None] * TIMING_ROUNDS) for t in tried})
+    return " or ".join(map(str, counts))
 
 
 def _rung(tried: dict, linears: int) -> str:
