@@ -34,11 +34,11 @@ from .ladder_budget import Deadline
 MIN_SPEEDUP = 1.1
 RULE = (f"an int8 file ships only if the bundle's fp32 file of the same format takes at least {MIN_SPEEDUP:g} times "
         "its median over alternating rounds")
-#: speed-ups the first rounds cannot tell from the rule's bar (from fp32's speed to ``MIN_SPEEDUP`` squared): the
-#: files are timed for ``CLOSE_CALL_TIMINGS`` more calls of the timer and judged on every round.  Five rounds of six
-#: runs at 2 threads put the NER demo's static ONNX file at 1.07x fp32 and dropped it, where 30-run rounds in fresh
-#: processes measured 1.67x (AVX2-only EPYC, 2026-12-04, 22:25 and 21:54 UTC)
-CLOSE_CALL = (1.0, MIN_SPEEDUP ** 2)
+#: speed-ups the first rounds cannot tell from the rule's bar (within a factor of 1.25 of it either way): the files
+#: are timed for ``CLOSE_CALL_TIMINGS`` more calls of the timer and judged on every round.  Five rounds of six runs at
+#: 2 threads put the NER demo's static ONNX probe at 1.07x fp32 and dropped it, where 30-run rounds in fresh processes
+#: measured 1.67x; the SST-2 demo's at 0.91x in one run and 1.17x and 1.22x in two others (AVX2-only EPYC, 2026-12-04)
+CLOSE_CALL = (MIN_SPEEDUP / 1.25, MIN_SPEEDUP * 1.25)
 CLOSE_CALL_TIMINGS = 2
 #: per runner, its milliseconds in each round: ``timer(runners, feeds)`` (a test's fake timer decides by construction)
 Timer = Callable[[list, dict], list[list[float]]]
