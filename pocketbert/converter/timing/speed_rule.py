@@ -68,7 +68,8 @@ class SpeedCheck:
 
 
 def _speedup(mine: list[float], fp32: list[float]) -> float:
-    return float(np.median(fp32)) / float(np.median(mine))
+    ms = float(np.median(mine))
+    return float(np.median(fp32)) / ms if ms else float("inf")
 
 
 def settle(steps: list[tuple[list[str], dict]], chosen: list[str], attempt: Callable, check: Callable[[], tuple],
