@@ -96,7 +96,8 @@ def smoothed_held_the_dev_gate_line(recipe: str, details: dict, target: float) -
     """Why a smoothed int8 file short of the calibration-text target ships: it holds the dev gate, which the plain
     file lost (``Quantizer.build``)."""
     fallback, gate = details["float_fallback"], details["ladder_dev_gate"]
-    shipped = next(s for s in reversed(fallback["search"]) if s["float_roles"] == fallback["roles"])
+    shipped = next((s for s in reversed(fallback["search"]) if s["float_roles"] == fallback["roles"]),
+                   fallback["search"][0])
     found = min(shipped["top1_agreement"], shipped.get("entity_f1", 1.0))
     plain = (details.get("unsmoothed_attempt") or {}).get("dev_gate")
     lost = f"; the plain int8 file's {plain['score']:.2f} did not" if plain and not plain["passed"] else ""
