@@ -151,7 +151,7 @@ def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_ga
     """Short of the target on every rung (1.01: out of reach), the ladder's file is held to the dev gate before the
     plain file, which lost it, is taken back: here the float file scores 80, the plain int8 file 10 and every later
     file 79.9 (0.1 below: within the gate), so the smoothed file ships, and verification takes its score."""
-    from pocketbert.converter.cli.render import smoothed_held_the_dev_gate_line
+    from pocketbert.converter.cli.render import held_the_dev_gate_line
 
     scores = iter([80.0, 10.0])
     monkeypatch.setattr(dev_gate, "score", lambda run, split, names: next(scores, 79.9))
@@ -163,7 +163,7 @@ def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_ga
     assert details["unsmoothed_attempt"]["dev_gate"]["score"] == 10.0
     assert not details["unsmoothed_attempt"]["dev_gate"]["passed"]
     assert details["ladder_dev_gate"]["passed"] and details["dev_gate"]["score"] == 79.9
-    line = smoothed_held_the_dev_gate_line("onnx:int8-dynamic", details, 1.01)
+    line = held_the_dev_gate_line("onnx:int8-dynamic", details, 1.01)
     assert "short of the 101.0% target, but dev accuracy 79.90 against its float file's 80.00 holds the dev gate " \
            "(at most 0.5 below); the plain int8 file's 10.00 did not" in line
 
@@ -184,9 +184,9 @@ def test_a_plain_int8_file_at_its_target_that_loses_the_dev_gate_goes_on_up_the_
 def test_a_file_shipped_short_of_its_target_on_the_dev_gate_says_so_with_both_figures():
     from pocketbert.converter.cli.render import held_the_dev_gate_line
 
-    fallback = {"search": [{"float_roles": [], "top1_agreement": 0.9990, "entity_f1": 0.9949}]}
+    fallback = {"roles": [], "search": [{"float_roles": [], "top1_agreement": 0.9990, "entity_f1": 0.9949}]}
     gate = {"metric": "f1", "score": 89.7479, "float": 89.8604, "allowed_below": 0.5, "passed": True}
-    line = held_the_dev_gate_line("tflite:int8-dynamic", fallback, gate, 0.995)
+    line = held_the_dev_gate_line("tflite:int8-dynamic", {"float_fallback": fallback, "ladder_dev_gate": gate}, 0.995)
     # 99.49% is short of 99.5%, and the line must not round it up to the target it missed
     assert "99.49% agreement on the calibration text, short of the 99.5% target" in line
     assert "dev f1 89.75 against its float file's 89.86 holds the dev gate (at most 0.5 below)" in line

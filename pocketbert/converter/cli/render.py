@@ -72,38 +72,29 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
         kept_as = fallback.get("kept_as", "float")
         lines.append((f"{event.recipe}: {fallback[f'linears_in_{kept_as}']} of {fallback['linears']} Linear layers "
                       f"kept in {kept_as} for accuracy: {', '.join(fallback['roles'])}", True))
-    gate = details.get("ladder_dev_gate") or {}
-    if gate.get("passed") and not fallback.get("target_met", True) and details.get("smoothing"):
-        lines.append((smoothed_held_the_dev_gate_line(event.recipe, details, event.int8_target), False))
-    elif gate.get("passed") and not fallback.get("target_met", True):
-        lines.append((held_the_dev_gate_line(event.recipe, fallback, gate, event.int8_target), False))
+    if (details.get("ladder_dev_gate") or {}).get("passed") and not fallback.get("target_met", True):
+        lines.append((held_the_dev_gate_line(event.recipe, details, event.int8_target), False))
     elif fallback.get("accepted") and not fallback.get("target_met", True):
         lines.append((short_of_target_line(event.recipe, fallback, event.int8_target), True))
     return lines
 
 
-def held_the_dev_gate_line(recipe: str, fallback: dict, gate: dict, target: float) -> str:
-    """Why a plain int8 file short of the calibration-text target ships without the ladder's later rungs: the dev
-    gate, which the target stands in for, was asked directly (``quantize.dev_check``)."""
-    first = fallback["search"][0]
-    found = min(first["top1_agreement"], first.get("entity_f1", 1.0))
-    return (f"  {recipe}: {found:.2%} agreement on the calibration text, short of the {target:.1%} target, but dev "
-            f"{gate['metric']} {gate['score']:.2f} against its float file's {gate['float']:.2f} holds the dev gate "
-            f"(at most {gate['allowed_below']:g} below): shipped all in int8, no smoothing or Linears in float")
-
-
-def smoothed_held_the_dev_gate_line(recipe: str, details: dict, target: float) -> str:
-    """Why a smoothed int8 file short of the calibration-text target ships: it holds the dev gate, which the plain
-    file lost (``Quantizer.build``)."""
+def held_the_dev_gate_line(recipe: str, details: dict, target: float) -> str:
+    """Why an int8 file short of the calibration-text target ships: the dev gate, which the target stands in for, was
+    asked directly (``quantize.dev_check``).  A plain file ships without the ladder's later rungs; a smoothed one
+    holds the gate the plain file lost (``Quantizer.build``)."""
     fallback, gate = details["float_fallback"], details["ladder_dev_gate"]
     shipped = next((s for s in reversed(fallback["search"]) if s["float_roles"] == fallback["roles"]),
                    fallback["search"][0])
     found = min(shipped["top1_agreement"], shipped.get("entity_f1", 1.0))
-    plain = (details.get("unsmoothed_attempt") or {}).get("dev_gate")
-    lost = f"; the plain int8 file's {plain['score']:.2f} did not" if plain and not plain["passed"] else ""
-    return (f"  {recipe}: smoothed, {found:.2%} agreement on the calibration text, short of the {target:.1%} target, "
-            f"but dev {gate['metric']} {gate['score']:.2f} against its float file's {gate['float']:.2f} holds the dev "
-            f"gate (at most {gate['allowed_below']:g} below){lost}")
+    kind, after = "", ": shipped all in int8, no smoothing or Linears in float"
+    if details.get("smoothing"):
+        plain = (details.get("unsmoothed_attempt") or {}).get("dev_gate")
+        lost = plain is not None and not plain["passed"]
+        kind, after = "smoothed, ", (f"; the plain int8 file's {plain['score']:.2f} did not" if lost else "")
+    return (f"  {recipe}: {kind}{found:.2%} agreement on the calibration text, short of the {target:.1%} target, but "
+            f"dev {gate['metric']} {gate['score']:.2f} against its float file's {gate['float']:.2f} holds the dev gate "
+            f"(at most {gate['allowed_below']:g} below){after}")
 
 
 def short_of_target_line(recipe: str, fallback: dict, target: float) -> str:
