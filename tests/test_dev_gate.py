@@ -12,6 +12,8 @@ from pocketbert.benchmarks.gates import recorded_scores
 from pocketbert.converter.checks import dev_gate
 from pocketbert.converter.events import Note
 from pocketbert.converter.pipeline import convert
+from pocketbert.converter.stages import STAGES
+from pocketbert.converter.stages.quantize import QuantizeStage
 from pocketbert.converter.training import loop
 from pocketbert.converter.training.finetune import FinetuneOptions, finetune
 from pocketbert.runtime.bundle import read_manifest
@@ -149,16 +151,18 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
 def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_gate_the_plain_file_lost(
         trained, options, monkeypatch, tmp_path):
     """Short of the target on every rung (1.01: out of reach), the ladder's file is held to the dev gate before the
-    plain file, which lost it, is taken back: here the float file scores 80, the plain int8 file 10 and every later
-    file 79.9 (0.1 below: within the gate), so the smoothed file ships, and verification takes its score."""
+    plain file, which lost it, is taken back: here the float file scores 80, the plain int8 file and the one with its
+    scales folded 10, and every later file 79.9 (0.1 below: within the gate), so the smoothed file ships, and
+    verification takes its score."""
     from pocketbert.converter.cli.render import held_the_dev_gate_line
 
-    scores = iter([80.0, 10.0])
+    scores = iter([80.0, 10.0, 10.0])
     monkeypatch.setattr(dev_gate, "score", lambda run, split, names: next(scores, 79.9))
     result = convert(options(trained, opts="int8", int8_min_cosine=0.0, int8_min_agreement=0.0,
                              int8_target_agreement=1.01, out=tmp_path / "smoothed"))
     details = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-dynamic"]["details"]
     assert details["smoothing"]["method"] == "smoothquant" and "smoothed_ladder" not in details
+    assert "folded" not in details["smoothing"]
     assert not details["float_fallback"]["target_met"] and details["float_fallback"]["accepted"]
     assert details["unsmoothed_attempt"]["dev_gate"]["score"] == 10.0
     assert not details["unsmoothed_attempt"]["dev_gate"]["passed"]
@@ -166,6 +170,41 @@ def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_ga
     line = held_the_dev_gate_line("onnx:int8-dynamic", details, 1.01)
     assert "short of the 101.0% target, but dev accuracy 79.90 against its float file's 80.00 holds the dev gate " \
            "(at most 0.5 below); the plain int8 file's 10.00 did not" in line
+
+
+def test_a_plain_int8_file_that_loses_the_dev_gate_ships_smoothed_with_its_scales_folded_when_that_holds_it(
+        trained, options, monkeypatch, tmp_path):
+    """The rung after plain smooths only the Linears whose input another Linear produces, its scales folded into that
+    Linear's rows: the plain file's graph (no Mul, so ONNX Runtime still fuses attention), timed once, with the plain
+    file.  Float scores 80, plain int8 10, the folded file 79.9: it ships, and no Mul-smoothed ladder runs."""
+    import onnx
+    from transformers import AutoConfig
+
+    from pocketbert.converter.cli.render import folded_line
+
+    timed = []
+    stages = tuple(QuantizeStage(timer=lambda runners, feeds: timed.append(len(runners)) or
+                                 [[5.0] * 5, [10.0] * 5]) if isinstance(s, QuantizeStage) else s for s in STAGES)
+    monkeypatch.setattr(dev_gate, "score", lambda run, split, names: next(scores, 79.9))
+    settings = dict(opts="int8", int8_min_cosine=0.0, int8_min_agreement=0.0, measure_latency=True)
+    scores = iter([80.0, 10.0])
+    folded = convert(options(trained, **settings, out=tmp_path / "folded"), stages=stages)
+    scores = iter([80.0])
+    plain = convert(options(trained, **settings, out=tmp_path / "plain"), stages=stages)
+    details = {a["recipe"]: a for a in read_manifest(folded.bundle)["artifacts"]}["onnx:int8-dynamic"]["details"]
+    blocks = AutoConfig.from_pretrained(trained).num_hidden_layers  # GELU (no relu): only attention outputs fold
+    assert details["smoothing"]["folded"] and details["smoothing"]["linears"] == blocks
+    assert details["unsmoothed_attempt"]["dev_gate"]["score"] == 10.0 and details["dev_gate"]["score"] == 79.9
+    assert "smoothed_ladder" not in details and details["float_fallback"]["roles"] == []
+    assert details["float_fallback"]["speed"]["tried"][0]["timed"].endswith("one graph")
+    ops = [sorted(n.op_type for n in onnx.load(r.bundle / "model.int8-dynamic.onnx").graph.node)
+           for r in (folded, plain)]
+    assert ops[0] == ops[1]
+    assert len(timed) == 2  # the plain file of each conversion, once: the folded file is not timed again
+    assert folded_line("onnx:int8-dynamic", details) == (
+        f"  onnx:int8-dynamic: smoothed, {blocks} Linears' input scales folded into the Linears producing those inputs "
+        "(attention and ReLU feed-forward outputs: the plain file's graph and speed), since the plain int8 file's dev "
+        "accuracy 10.00 was more than 0.5 below its float file's 80.00")
 
 
 def test_a_plain_int8_file_at_its_target_that_loses_the_dev_gate_goes_on_up_the_ladder(trained, options, monkeypatch,

@@ -275,22 +275,22 @@ def test_both_tflite_ladders_smooth_without_exporting_again(checkpoints, options
     weights written in, and the static ladder's is that file with the equalised weights."""
     from pocketbert.converter.backends.tflite import TfliteExportBackend
     from pocketbert.converter.pipeline import convert
-    from pocketbert.converter.quantize.quantization import Quantizer
+    from pocketbert.converter.quantize.derived_floats import FloatFiles
 
     exported, smoothed = [], []
-    convert_file, smoothed_float = TfliteExportBackend._convert, Quantizer._smoothed_float
+    convert_file, smoothed_float = TfliteExportBackend._convert, FloatFiles.smoothed
 
     def convert_counted(self, spec, dest):
         exported.append(dest.name)
         return convert_file(self, spec, dest)
 
-    def smoothed_recorded(self, backend, recipe):
-        path, how = smoothed_float(self, backend, recipe)
-        smoothed.append((recipe.precision, path and path.name, how))
+    def smoothed_recorded(self, backend, spec, equalised):
+        path, how = smoothed_float(self, backend, spec, equalised)
+        smoothed.append(("int8-static" if equalised else "int8-dynamic", path and path.name, how))
         return path, how
 
     monkeypatch.setattr(TfliteExportBackend, "_convert", convert_counted)
-    monkeypatch.setattr(Quantizer, "_smoothed_float", smoothed_recorded)
+    monkeypatch.setattr(FloatFiles, "smoothed", smoothed_recorded)
     trained = _trained_looking(checkpoints["distilbert"]["classification"], tmp_path)
     result = convert(options(trained, opts="nonorm,relu,fold", allow_accuracy_loss=True, buckets=[16],
                              recipes="tflite:int8-dynamic,tflite:int8-static",

@@ -116,6 +116,38 @@ def test_smoothing_is_exact_in_float(family, checkpoints, tokenizer):
     assert not any(type(m).__name__ == "SmoothedLinear" for m in model.modules())
 
 
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_folded_smoothing_is_exact_in_float_and_adds_no_module(family, checkpoints, tokenizer):
+    model = _load(checkpoints[family]["classification"])
+    fam = _family(family)
+    relu.apply(model, fam)  # GELU does not commute with a scale: its feed-forward outputs would not fold
+    enc = tokenizer(TEXTS, padding=True, return_tensors="np")
+    if family == "distilbert":
+        enc.pop("token_type_ids")
+    maxima = activation_maxima(model, fam, [dict(enc)])
+    smoothed, count = smooth(model, fam, maxima, alpha=0.75, folded=True)
+    blocks = fam.num_layers(model.config)
+    assert count == blocks + len(fam.feed_forwards(model))  # every attention output and feed-forward output
+    assert [type(m) for m in smoothed.modules()] == [type(m) for m in model.modules()]
+    assert torch.allclose(_logits(smoothed, tokenizer), _logits(model, tokenizer), atol=1e-5)
+    # the scales moved real range: every folded reader's input columns changed
+    readers = {id(p.reader) for p in fam.scale_pairs(model)}
+    names = [n for n, m in fam.base(model).named_modules() if id(m) in readers]
+    before, after = fam.base(model), fam.base(smoothed)
+    assert all(not torch.equal(before.get_submodule(n).weight, after.get_submodule(n).weight) for n in names)
+
+
+def test_folded_smoothing_leaves_gelu_feed_forwards_alone(checkpoints):
+    """GELU does not commute with a scale: only the attention outputs fold until relu has run."""
+    fam = _family("bert")
+    model = _load(checkpoints["bert"]["classification"])
+    blocks = fam.num_layers(model.config)
+    assert [p.path for p in fam.scale_pairs(model)] == [f"encoder.layer.{i}.attention.output.dense"
+                                                         for i in range(blocks)]
+    relu.apply(model, fam)
+    assert len(fam.scale_pairs(model)) == 2 * blocks
+
+
 def test_registry_lists_every_transform_and_family():
     assert [o.name for o in OPTS if o.apply] == ["nonorm", "relu", "fold"]
     assert {f.name for f in families()} >= {"bert", "distilbert", "mobilebert"}

@@ -62,6 +62,8 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
         lines.append((f"  {event.recipe}: residual stream equalised before calibration: "
                       f"{equalization['channels_scaled']:,} channels of {equalization['streams']} stream tensors "
                       f"divided by up to {equalization['largest_scale']:g} (exact in float)", False))
+    if (details.get("smoothing") or {}).get("folded"):
+        lines.append((folded_line(event.recipe, details), False))
     choice = details.get("size_choice")
     if choice:
         tried = ", ".join(f"{t['recipe']} {t['bytes'] / 1e6:.1f} MB ({t['outcome']})" if t["bytes"] else
@@ -77,6 +79,18 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
     elif fallback.get("accepted") and not fallback.get("target_met", True):
         lines.append((short_of_target_line(event.recipe, fallback, event.int8_target), True))
     return lines
+
+
+def folded_line(recipe: str, details: dict) -> str:
+    """Why an int8 file ships smoothed with its scales folded in (``Quantizer._folded``): the plain file missed."""
+    plain = details.get("unsmoothed_attempt") or {}
+    gate = plain.get("dev_gate")
+    missed = (f"the plain int8 file's dev {gate['metric']} {gate['score']:.2f} was more than {gate['allowed_below']:g} "
+              f"below its float file's {gate['float']:.2f}" if gate and not gate["passed"] else
+              "the plain int8 file missed the target on the calibration text")
+    return (f"  {recipe}: smoothed, {details['smoothing']['linears']} Linears' input scales folded into the Linears "
+            f"producing those inputs (attention and ReLU feed-forward outputs: the plain file's graph and speed), "
+            f"since {missed}")
 
 
 def held_the_dev_gate_line(recipe: str, details: dict, target: float) -> str:

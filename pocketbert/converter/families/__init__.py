@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pocketbert.runtime.registry import Registry
 
-from .base import ActivationSite, Family, FoldSite, ResidualStream, is_nonorm
+from .base import ActivationSite, Family, FoldSite, ResidualStream, ScalePair, is_nonorm, is_relu
 
 FAMILIES: Registry[Family] = Registry("family", __name__)
 
@@ -30,5 +30,5 @@ def family_for(model_type: str) -> Family | None:
 def supported_summary() -> str:
     return ", ".join(f"{f.name} ({f.description})" for f in families())
 
-__all__ = ["ActivationSite", "Family", "FoldSite", "ResidualStream", "is_nonorm", "register", "FAMILIES", "families",
-           "family_for", "supported_summary"]
+__all__ = ["ActivationSite", "Family", "FoldSite", "ResidualStream", "ScalePair", "is_nonorm", "is_relu", "register",
+           "FAMILIES", "families", "family_for", "supported_summary"]

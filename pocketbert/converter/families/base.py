@@ -57,6 +57,19 @@ class FeedForward:
     block: int  # index of the transformer block holding it
     up: nn.Linear
     down: nn.Linear
+    activation: nn.Module | None = None  # between them (None: not known to the family)
+
+
+@dataclass
+class ScalePair:
+    """A Linear (``reader``) whose input is another's output (``producer``'s) through operations that commute with a
+    positive per-channel scale: attention's weighted sum of its values, or ReLU.  Dividing the producer's rows and bias
+    by ``s`` and multiplying the reader's input columns by ``s`` leaves the function unchanged, with nothing added at
+    run time: activation smoothing folded into the graph (``transforms.smoothquant``)."""
+
+    path: str  # dotted module path of the reader, for reports
+    producer: nn.Linear
+    reader: nn.Linear
 
 
 @dataclass
@@ -129,6 +142,18 @@ class Family:
         """Normalisations whose input is a pure sum of Linear/embedding outputs (see FoldSite)."""
         raise NotImplementedError
 
+    def value_pairs(self, model: PreTrainedModel) -> list[ScalePair]:
+        """Each attention block's value Linear and the Linear reading the heads' weighted sum of its values (see
+        ScalePair); a family without them folds only its ReLU feed-forward blocks' scales."""
+        return []
+
+    def scale_pairs(self, model: PreTrainedModel) -> list[ScalePair]:
+        """Every Linear whose input scales fold into the Linear producing it (see ScalePair): the attention
+        outputs', and the feed-forward outputs' where the activation is ReLU (GELU does not commute with a scale)."""
+        feed_forwards = [ScalePair(f"{ff.path} (feed-forward output)", ff.up, ff.down)
+                         for ff in self.feed_forwards(model) if is_relu(ff.activation)]
+        return self.value_pairs(model) + feed_forwards
+
     def residual_streams(self, model: PreTrainedModel) -> list[ResidualStream]:
         """The residual stream in forward order, embedding output first (see ResidualStream); the
         per-channel equalisation before static int8 needs it. A family without it is never equalised."""
@@ -151,6 +176,11 @@ class Family:
     def tiny_config(self, vocab_size: int) -> PretrainedConfig:
         """A small config of this family for tests (random weights, fixed seed)."""
         raise NotImplementedError
+
+
+def is_relu(module: nn.Module | None) -> bool:
+    """True for torch's ReLU and transformers' ReLU activations (positively homogeneous: relu(s·z) = s·relu(z))."""
+    return isinstance(module, nn.ReLU) or type(module).__name__ in {"ReLU", "ReLUActivation"}
 
 
 def is_nonorm(module: nn.Module) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import BertConfig
 
 from . import register
-from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream
+from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream, ScalePair
 
 
 class BertFamily(Family):
@@ -23,8 +23,13 @@ class BertFamily(Family):
                                "intermediate_act_fn") for i, layer in enumerate(layers)]
 
     def feed_forwards(self, model):
-        return [FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense)
+        return [FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense,
+                            activation=layer.intermediate.intermediate_act_fn)
                 for i, layer in enumerate(self.base(model).encoder.layer)]
+
+    def value_pairs(self, model):
+        return [ScalePair(f"encoder.layer.{i}.attention.output.dense", layer.attention.self.value,
+                          layer.attention.output.dense) for i, layer in enumerate(self.base(model).encoder.layer)]
 
     def fold_sites(self, model):
         # embeddings = word[ids] + token_type[tt] + position[pos], then the norm: a pure sum of

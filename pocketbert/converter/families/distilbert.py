@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import DistilBertConfig
 
 from . import register
-from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream
+from .base import ActivationSite, Family, FeedForward, FoldSite, ResidualStream, ScalePair
 
 
 class DistilBertFamily(Family):
@@ -24,7 +24,12 @@ class DistilBertFamily(Family):
                 for i, layer in enumerate(layers)]
 
     def feed_forwards(self, model):
-        return [FeedForward(f"transformer.layer.{i}.ffn", i, layer.ffn.lin1, layer.ffn.lin2)
+        return [FeedForward(f"transformer.layer.{i}.ffn", i, layer.ffn.lin1, layer.ffn.lin2,
+                            activation=layer.ffn.activation)
+                for i, layer in enumerate(self.base(model).transformer.layer)]
+
+    def value_pairs(self, model):
+        return [ScalePair(f"transformer.layer.{i}.attention.out_lin", layer.attention.v_lin, layer.attention.out_lin)
                 for i, layer in enumerate(self.base(model).transformer.layer)]
 
     def fold_sites(self, model):

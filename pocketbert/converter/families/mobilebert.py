@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import MobileBertConfig
 
 from . import register
-from .base import ActivationSite, Family, FeedForward, FoldSite
+from .base import ActivationSite, Family, FeedForward, FoldSite, ScalePair
 
 
 class MobileBertFamily(Family):
@@ -31,10 +31,16 @@ class MobileBertFamily(Family):
         # each block's stacked feed-forward networks first, then its own (MobileBertLayer.forward's order)
         blocks = []
         for i, layer in enumerate(self.base(model).encoder.layer):
-            blocks += [FeedForward(f"encoder.layer.{i}.ffn.{j}", i, ffn.intermediate.dense, ffn.output.dense)
+            blocks += [FeedForward(f"encoder.layer.{i}.ffn.{j}", i, ffn.intermediate.dense, ffn.output.dense,
+                                   activation=ffn.intermediate.intermediate_act_fn)
                        for j, ffn in enumerate(getattr(layer, "ffn", None) or [])]
-            blocks.append(FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense))
+            blocks.append(FeedForward(f"encoder.layer.{i}", i, layer.intermediate.dense, layer.output.dense,
+                                      activation=layer.intermediate.intermediate_act_fn))
         return blocks
+
+    def value_pairs(self, model):
+        return [ScalePair(f"encoder.layer.{i}.attention.output.dense", layer.attention.self.value,
+                          layer.attention.output.dense) for i, layer in enumerate(self.base(model).encoder.layer)]
 
     def fold_sites(self, model):
         base = self.base(model)

@@ -1,6 +1,6 @@
 """``--int8 auto``: per format, the fastest int8 recipe that meets the int8 bar, measured on this machine.
 
-Driven through a :class:`.quantization.Quantizer` (given, never imported: the quantiser imports this module), whose
+Driven through a :class:`.quantization.Quantizer` (given by the quantize stage, never imported), whose
 ladders build and judge each candidate; a candidate its ladder dropped for not running 1.1x as fast as the bundle's fp32
 file (``speed_rule``) is not chosen, and when every candidate was dropped so, the choice is dropped with it.
 """

@@ -1,6 +1,6 @@
 """The quantiser the quantize stage drives: the accuracy ladder for one recipe (bounded in time, and never shipping
 an int8 file that does not pay against the bundle's fp32 file: ``timing.ladder_budget``, ``timing.speed_rule``),
-and ``--int8 auto``'s choice of recipe (``int8_choice``).
+which ``--int8 auto``'s choice of recipe (``int8_choice``) drives for each candidate.
 
 Every int8 candidate is judged on the calibration text, so that the verification sentences stay
 unseen by every choice made here (equalisation, smoothing, float fallback, which recipe ships).
@@ -16,7 +16,7 @@ import numpy as np
 from .. import backends
 from ..backends import ExportedArtifact, ExportSpec
 from ..backends.logits_model import LogitsModel
-from ..backends.recipes import Recipe, RecipeChoice
+from ..backends.recipes import Recipe
 from ..checkpoints import loading
 from ..checks import verify
 from ..timing.candidate_timing import alternating_rounds_ms
@@ -25,7 +25,7 @@ from ..timing.speed_rule import SpeedCheck, Timer, dropped, unpaid_probe
 from ..transforms import equalize
 from ..transforms.smoothquant import activation_hooks, forward_all, smooth
 from .calibration_judge import CalibrationJudge, Judged
-from .derived_floats import derive
+from .derived_floats import FloatFiles
 from .dev_check import DevCheck
 
 
@@ -55,18 +55,16 @@ class Quantizer:
     _equalized: tuple[ExportSpec, dict] | None = None
     _statistics: tuple[dict, list] | None = None
     _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
-    #: backend name -> the equalised model's float file and how it was made (see :meth:`_float_file`)
-    _equalized_floats: dict[str, tuple[Path, str]] = field(default_factory=dict)
-    #: (backend, equalised?) -> the smoothed model's float file a ladder quantised, kept for the backend's next
-    #: ladder (until :meth:`close`): exporting it cost as much as the float export (24-layer MobileBERT shape in
-    #: TFLite: 205 s), and the dynamic and static ladders smooth the same model, or one equalised
-    _smoothed_floats: dict[tuple[str, bool], Path] = field(default_factory=dict)
+    floats: FloatFiles = field(init=False)  # the equalised and smoothed models' float files, kept until close()
     #: the dev gate, asked of a plain int8 file that missed the target (``dev_check``; None: no dev split here)
     dev: DevCheck | None = None
     #: recipe -> its probe's timing against fp32, when it paid: the plain file's own (see _unpaid_probe)
     _probed: dict[str, dict] = field(default_factory=dict)
     #: backend -> its plain dynamic int8 figures when they missed the target (see build)
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.floats = FloatFiles(self.float_exports, self.spec.model)
 
     def _load(self, backend, path: Path, precision: str):
         return backend.load(path, self.spec.input_names, precision, threads=self.threads)
@@ -107,25 +105,6 @@ class Quantizer:
         artifact.details.update(smoothing=None, equalization=equalization and {**equalization, "float_file": how})
         return artifact
 
-    def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
-        """The float file to quantise, and how it was made: the plain export; for the equalised model, that file
-        with the equalised weights written in (:mod:`.reweight`) when every weight traces back and its logits
-        match the equalised model's, else the equalised model exported (a fused ONNX file's packed Q/K/V weights
-        trace to no one tensor).  Made once per backend and kept (until :meth:`close`) for the static probe, the
-        plain file and ``--int8 auto``'s trials alike: exporting and fusing it took 27 s of the SST-2 demo's
-        static ladder each time (profiled, AVX2-only EPYC, 2026-12-04), once for the probe and once for the file."""
-        plain = self.float_exports.get(backend.name)
-        if equalization is None or plain is None:
-            return plain, "the float export"
-        if backend.name not in self._equalized_floats:
-            derived = plain.with_name(f".equalized-{plain.name}")
-            if derive(backend, (plain, self.spec.model), derived, spec):
-                self._equalized_floats[backend.name] = derived, "the float export with the equalised weights written in"
-            else:
-                backend.export(spec, derived)
-                self._equalized_floats[backend.name] = derived, "exported again"
-        return self._equalized_floats[backend.name]
-
     def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
         """The model a recipe quantises: equalised for static int8 when the family allows it."""
         model, family = self.loaded.model, self.loaded.family
@@ -155,8 +134,9 @@ class Quantizer:
         return ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(model, self.spec.input_names).eval()})
 
     def build(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None = None) -> ExportedArtifact:
-        """Cheapest first: plain; then with activation smoothing (one extra Mul per Linear, so only
-        when plain int8 misses the target); then, smoothed, with the most sensitive Linears in float.
+        """Cheapest first: plain; then smoothed where the scales fold into the Linears producing the inputs, free at
+        run time (:meth:`_folded`); then with every Linear smoothed (one extra Mul each, so only when the earlier
+        rungs missed); then, smoothed, with the most sensitive Linears in float.
         If the ladder cannot reach the target, its cheapest step that meets the bar ships (or plain,
         when only plain met it); with the dev split at hand, that step ships when it holds the dev gate, which the
         plain file lost (else plain, the cheaper file, is no worse a fallback).
@@ -179,18 +159,21 @@ class Quantizer:
                 return artifact
             if recipe.precision == "int8-dynamic":
                 self._dynamic_missed[recipe.backend] = {"recipe": recipe.name, **fallback["search"][0]}
+        folded = self._folded(recipe, dest, artifact)
+        if folded is not None:
+            return folded
         backend = backends.get(recipe.backend)
         smoothed_spec, smoothing = self._smoothed_spec(recipe)
-        float_export, how = self._smoothed_float(backend, recipe)
-        key = (backend.name, self._base(recipe)[1] is not None)
-        keep = None if float_export else _kept_float(backend, dest.parent, key[1])
+        equalised = self._base(recipe)[1] is not None
+        float_export, how = self.floats.smoothed(backend, smoothed_spec, equalised)
+        keep = None if float_export else self.floats.kept_path(backend, dest.parent, equalised)
         plain_file = _set_aside(artifact, dest)
         try:
             laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
                                         float_export=float_export, accept=self.judge(backend, recipe.precision),
                                         keep_float=keep)
-            if keep is not None and keep.exists():
-                self._smoothed_floats[key] = keep
+            if keep is not None:
+                self.floats.keep(backend, equalised, keep, smoothed_spec.model)
             reached = laddered.details["float_fallback"]
             # short of the target (and of the dev gate, when it can be asked), or slower than fp32
             if not (reached["target_met"] and reached["accepted"]) and not self._held_by_the_gate(recipe, laddered):
@@ -202,45 +185,60 @@ class Quantizer:
         finally:
             if plain_file is not None:
                 plain_file.unlink(missing_ok=True)
-        unsmoothed = artifact.details["float_fallback"]["search"][0] if artifact else None
-        if artifact is not None and "ladder_dev_gate" in artifact.details:
-            unsmoothed = {**unsmoothed, "dev_gate": artifact.details["ladder_dev_gate"]}
         equalization = self._base(recipe)[1]
-        laddered.details.update(smoothing={**smoothing, "float_file": how}, unsmoothed_attempt=unsmoothed,
+        laddered.details.update(smoothing={**smoothing, "float_file": how}, unsmoothed_attempt=_attempt(artifact),
                                 equalization=equalization and {**equalization, "float_file": how})
         if predicted:
             laddered.details["plain_skipped"] = {"reason": "the plain dynamic int8 file missed the target",
                                                  "dynamic": predicted}
         return laddered
 
-    def _smoothed_float(self, backend, recipe: Recipe) -> tuple[Path | None, str]:
-        """The smoothed model's float file for this ladder, if the backend's earlier ladder left one, and how the file
-        was made: that file itself (the same model), or it with this model's weights written in (one ladder's model
-        equalised, the other's not: the same graph, checked by :func:`derive`); None: the backend exports the model
-        again."""
-        equalised = self._base(recipe)[1] is not None
-        same, other = (self._smoothed_floats.get((backend.name, key)) for key in (equalised, not equalised))
-        if same is not None:
-            return same, "the smoothed float file of the backend's other int8 ladder"
-        sources = [(other, other and self._smoothed[not equalised][0].model,
-                    "the other int8 ladder's smoothed float file, with this model's weights written in"),
-                   (self.float_exports.get(backend.name), self.spec.model,
-                    "the float export with a Mul before each Linear and the smoothed weights written in")]
-        for path, model, how in sources:
-            if path is None:
-                continue
-            derived = _kept_float(backend, path.parent, equalised)
-            if derive(backend, (path, model), derived, self._smoothed_spec(recipe)[0]):
-                self._smoothed_floats[(backend.name, equalised)] = derived
-                return derived, how
-        return None, "exported again (smoothing adds an op per Linear)"
+    def _folded(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None) -> ExportedArtifact | None:
+        """The rung between the plain file and smoothing behind a Mul: smoothing only the Linears whose input another
+        Linear produces (attention and ReLU feed-forward outputs), its scales folded into that Linear's rows
+        (:func:`.smoothquant.smooth`, ``folded``).  The graph is the plain file's, so is its speed, and ONNX Runtime
+        still fuses attention, which a Mul before the Q/K/V Linears stops (SST-2 demo, static ONNX, AVX2-only EPYC,
+        2026-12-05: plain dev accuracy 88.19 against float's 88.99, off the gate; folded 88.65 at 1.55x fp32; every
+        Linear behind a Mul 88.65 at 1.06-1.28x).  The file at ``dest`` if it ships as a plain file would
+        (:meth:`_ships_plain`), else None, and no file."""
+        base, maxima = self._smoothing_base(recipe)
+        model, count = smooth(base.model.model, self.loaded.family, maxima, alpha=self.smooth_alpha, folded=True)
+        if not count:
+            return None
+        backend, spec = backends.get(recipe.backend), self._with_model(model)
+        scratch = dest.with_name(f".folded-{dest.name}")
+        float_export = self.floats.rewritten(backend, self._float_file(backend, base, self._base(recipe)[1])[0],
+                                             base.model, spec)
+        accept, timed = self.judge(backend, recipe.precision), _attempt(plain, "speed")
+        if accept is not None and timed is not None:  # the plain file's graph: timing it again is a second toss
+            accept.speed = lambda path: (True, {**timed, "timed": f"{timed.get('timed', 'the plain file')}: one graph"})
+        try:
+            artifact = backend.quantize(spec, recipe.precision, scratch, self.calibration, accept=accept,
+                                        float_fallback=False, float_export=float_export)
+        finally:
+            if float_export is not None:
+                float_export.unlink(missing_ok=True)
+        if not self._ships_plain(recipe, artifact):
+            scratch.unlink(missing_ok=True)
+            return None
+        artifact.path, equalization = scratch.replace(dest), self._base(recipe)[1]
+        how = "the float export with these weights written in" if float_export else "exported again"
+        artifact.details.update(smoothing={"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count,
+                                           "folded": FOLDED, "float_file": how},
+                                unsmoothed_attempt=_attempt(plain), equalization=equalization and {**equalization,
+                                                                                                   "float_file": how})
+        return artifact
+
+    def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
+        """The float file a plain int8 file (or the static probe, or ``--int8 auto``'s trial) quantises: the plain
+        export, or the equalised model's (:meth:`FloatFiles.equalized`), made once per backend."""
+        if equalization is None or self.float_exports.get(backend.name) is None:
+            return self.float_exports.get(backend.name), "the float export"
+        return self.floats.equalized(backend, spec)
 
     def close(self) -> None:
         """Remove the float files kept for later ladders."""
-        for path in [*self._smoothed_floats.values(), *(path for path, _ in self._equalized_floats.values())]:
-            path.unlink(missing_ok=True)
-        self._smoothed_floats.clear()
-        self._equalized_floats.clear()
+        self.floats.close()
 
     def _predicted_miss(self, recipe: Recipe) -> dict | None:
         """The plain dynamic int8 figures that predict this static recipe's plain file misses the target (not asked
@@ -311,26 +309,38 @@ class Quantizer:
 
     def _smoothed_spec(self, recipe: Recipe) -> tuple[ExportSpec, dict]:
         """Smoothing on top of the recipe's base model (equalised or not)."""
-        base, equalization = self._base(recipe)
-        key = equalization is not None
+        key = self._base(recipe)[1] is not None
         if key not in self._smoothed:
-            model, family = base.model.model, self.loaded.family  # the LogitsModel's Hugging Face model
-            maxima, streams = self._maxima()
-            if equalization is not None:  # what the equalised model's Linears read, derived from the plain model's
-                factors = equalize.scales(streams, self.equalize_alpha)
-                maxima = equalize.reader_maxima(self.spec.model.model, family, maxima, factors)
-            smoothed, count = smooth(model, family, maxima, alpha=self.smooth_alpha)
+            base, maxima = self._smoothing_base(recipe)
+            smoothed, count = smooth(base.model.model, self.loaded.family, maxima, alpha=self.smooth_alpha)
             self._smoothed[key] = (self._with_model(smoothed),
                                    {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
         return self._smoothed[key]
 
-    def choose(self, choice: RecipeChoice, directory: Path,
-               feeds: dict[str, np.ndarray]) -> tuple[Recipe, ExportedArtifact]:
-        """``--int8 auto``: the fastest candidate that meets the int8 bar, measured on this machine
-        (:func:`.int8_choice.choose`)."""
-        from .int8_choice import choose
+    def _smoothing_base(self, recipe: Recipe) -> tuple[ExportSpec, dict]:
+        """The model smoothing starts from (the recipe's base, equalised or not) and its Linears' input maxima."""
+        base, equalization = self._base(recipe)
+        maxima, streams = self._maxima()
+        if equalization is not None:  # what the equalised model's Linears read, derived from the plain model's
+            factors = equalize.scales(streams, self.equalize_alpha)
+            maxima = equalize.reader_maxima(self.spec.model.model, self.loaded.family, maxima, factors)
+        return base, maxima
 
-        return choose(self, choice, directory, feeds)
+
+def _attempt(plain: ExportedArtifact | None, part: str | None = None) -> dict | None:
+    """The plain file's record as the later rungs keep it: its judged attempt with its dev gate; ``part="speed"``: its
+    timing against fp32 (None: no plain file, or not timed)."""
+    if plain is None:
+        return None
+    fallback = plain.details["float_fallback"]
+    if part == "speed":
+        return ((fallback.get("speed") or {}).get("tried") or [None])[0]
+    gate = plain.details.get("ladder_dev_gate")
+    return {**fallback["search"][0], **({"dev_gate": gate} if gate else {})}
+
+
+#: how a folded smoothing's scales are applied, for the manifest
+FOLDED = "into the rows of the Linear producing each smoothed Linear's input: nothing added at run time"
 
 
 def _set_aside(plain: ExportedArtifact | None, dest: Path) -> Path | None:
@@ -338,7 +348,3 @@ def _set_aside(plain: ExportedArtifact | None, dest: Path) -> Path | None:
     is if that ladder misses the target (24-layer MobileBERT shape: 35 s to build it again, calibration included)."""
     aside = plain is not None and plain.details["float_fallback"]["accepted"] and dest.exists()
     return dest.replace(dest.with_name(f".plain-{dest.name}")) if aside else None
-
-
-def _kept_float(backend, directory: Path, equalised: bool) -> Path:
-    return directory / f".smoothed-{'equalised' if equalised else 'plain'}-{backend.filename('fp32')}"

@@ -16,6 +16,7 @@ from ..inputs import texts as textdata
 from ..levers import size_fit
 from ..quantize.calibration_judge import Judged
 from ..quantize.dev_check import DevCheck
+from ..quantize.int8_choice import choose
 from ..quantize.quantization import Quantizer
 from ..timing.candidate_timing import alternating_rounds_ms
 from ..timing.speed_rule import Timer, dropped
@@ -67,7 +68,7 @@ class QuantizeStage(Stage):
                     float_bytes=_float_bytes(conversion, recipe.candidates[0].backend), shape=_shape(conversion))
         elif isinstance(recipe, RecipeChoice):
             with conversion.step(self.name, f"Choosing {recipe.name} ({', '.join(r.name for r in recipe.candidates)})"):
-                recipe, artifact = quantizer.choose(recipe, staging, conversion.transform.latency_feeds)
+                recipe, artifact = choose(quantizer, recipe, staging, conversion.transform.latency_feeds)
         else:
             with conversion.step(self.name, f"Quantising {recipe.name}"):
                 artifact = quantizer.build(recipe, staging / backends.get(recipe.backend).filename(recipe.precision))

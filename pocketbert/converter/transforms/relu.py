@@ -15,12 +15,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..families import Family
+from ..families import Family, is_relu
 from . import Opt, TransformReport, register
-
-
-def _is_relu(act) -> bool:
-    return isinstance(act, nn.ReLU) or type(act).__name__ in {"ReLU", "ReLUActivation"}
 
 
 def apply(model: nn.Module, family: Family) -> TransformReport:
@@ -28,7 +24,7 @@ def apply(model: nn.Module, family: Family) -> TransformReport:
     changed = []
     for site in sites:
         act = site.activation
-        if _is_relu(act):
+        if is_relu(act):
             continue
         setattr(site.parent, site.attr, nn.ReLU())
         changed.append(f"{type(act).__name__} -> ReLU: {site.path}")

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from ..families import Family
+from ..families import Family, ScalePair
 
 DEFAULT_ALPHA = 0.75
 
@@ -71,21 +71,41 @@ def forward_all(model: nn.Module, batches: Iterable[dict], handles: list) -> Non
 
 
 @torch.no_grad()
-def smooth(model: nn.Module, family: Family, maxima: dict[str, torch.Tensor],
-           alpha: float = DEFAULT_ALPHA) -> tuple[nn.Module, int]:
-    """A smoothed deep copy of ``model`` (the original is untouched) and the number of Linears smoothed."""
+def smooth(model: nn.Module, family: Family, maxima: dict[str, torch.Tensor], alpha: float = DEFAULT_ALPHA,
+           folded: bool = False) -> tuple[nn.Module, int]:
+    """A smoothed deep copy of ``model`` (the original is untouched) and the number of Linears smoothed: every
+    Linear in ``maxima``, each behind a Mul; ``folded``: only those whose scale folds into the Linear producing their
+    input (:meth:`Family.scale_pairs`), with nothing added at run time, so the graph stays the plain model's."""
     model = copy.deepcopy(model)
     base = family.base(model)
-    count = 0
+    if folded:
+        return model, _fold(base, family.scale_pairs(model), maxima, alpha)
     for name, act_max in maxima.items():
         linear = base.get_submodule(name)
-        weight_max = linear.weight.abs().amax(0).clamp(min=1e-5)
-        scale = (act_max.clamp(min=1e-5) ** alpha / weight_max ** (1 - alpha)).clamp(min=1e-5, max=1e5)
+        scale = _scale(linear, act_max, alpha)
         linear.weight.mul_(scale[None, :])
         parent, _, attr = name.rpartition(".")
         setattr(base.get_submodule(parent) if parent else base, attr, SmoothedLinear(linear, 1.0 / scale))
-        count += 1
-    return model, count
+    return model, len(maxima)
+
+
+def _fold(base: nn.Module, pairs: list[ScalePair], maxima: dict[str, torch.Tensor], alpha: float) -> int:
+    """Each pair's reader takes the scale into its input columns, its producer divides its rows and bias by it."""
+    names = {id(module): name for name, module in base.named_modules()}
+    pairs = [pair for pair in pairs if names.get(id(pair.reader)) in maxima]
+    for pair in pairs:
+        scale = _scale(pair.reader, maxima[names[id(pair.reader)]], alpha)
+        pair.reader.weight.mul_(scale[None, :])
+        pair.producer.weight.div_(scale[:, None])
+        if pair.producer.bias is not None:
+            pair.producer.bias.div_(scale)
+    return len(pairs)
+
+
+def _scale(linear: nn.Linear, act_max: torch.Tensor, alpha: float) -> torch.Tensor:
+    """SmoothQuant's per-input-channel scale: ``max|x_j|^α / max|W_{:,j}|^(1−α)``."""
+    weight_max = linear.weight.abs().amax(0).clamp(min=1e-5)
+    return (act_max.clamp(min=1e-5) ** alpha / weight_max ** (1 - alpha)).clamp(min=1e-5, max=1e5)
 
 
 def as_unsmoothed(tensors: dict) -> tuple[dict, dict]:
