@@ -50,6 +50,23 @@ def test_an_int8_file_is_held_to_the_best_float_file_less_the_allowance():
     assert dev_gate.judged({"onnx:int8-dynamic": 1.0}, {"onnx:int8-dynamic": "int8-dynamic"}, _split()) == {}
 
 
+def test_the_refusal_of_a_plain_file_names_what_each_later_rung_reached():
+    gate = {"split": "glue/SST-2/dev.tsv", "metric": "accuracy", "score": 88.19, "float": 88.99, "allowed_below": 0.5,
+            "passed": False}
+    folded = {"linears": 12, "meets_bar": True, "dev_gate": {**gate, "score": 88.30}}
+    slow = {"roles": [], "linears_in_float": 0, "linears": 26, "accepted": True,
+            "speed": {"shipped": False, "tried": [{"latency_ms": 13.1, "fp32_latency_ms": 13.4}]}}
+    note = dev_gate.refusal("onnx:int8-static", gate,
+                            details={"smoothed_ladder": {"float_fallback": slow, "folded_attempt": folded}})
+    assert note.endswith("has fit); its later rungs: smoothed with its scales folded in (12 Linears), dev accuracy "
+                         "88.30 (off the gate); every Linear smoothed, 13.1 ms against fp32's 13.4 ms (did not pay)")
+    short = {"roles": ["ffn_in"], "linears_in_float": 6, "linears": 26, "accepted": False}
+    note = dev_gate.refusal("onnx:int8-static", gate, details={"smoothed_ladder": {"float_fallback": short}})
+    assert note.endswith("; its later rungs: every Linear smoothed, 6 of 26 Linears in float, short of the int8 bar on "
+                         "the calibration text")
+    assert dev_gate.refusal("onnx:int8-static", gate, details={}).endswith("has fit)")
+
+
 def test_the_converter_scores_every_artifact_as_the_gates_do(trained, options, tmp_path):
     result = convert(options(trained, opts="int8", formats="onnx,tflite", buckets=[64]))
     manifest = read_manifest(result.bundle)
@@ -144,8 +161,16 @@ def test_a_plain_int8_file_the_dev_gate_fails_goes_on_up_the_ladder(trained, opt
                              int8_target_agreement=1.01, allow_accuracy_loss=True, out=tmp_path / "climbed"))
     details = {a["recipe"]: a for a in read_manifest(result.bundle)["artifacts"]}["onnx:int8-dynamic"]["details"]
     assert not details["ladder_dev_gate"]["passed"]
-    # the smoothed ladder ran, could not reach the target either, and plain shipped as the cheapest step
-    assert details["smoothed_ladder"]["float_fallback"]["search"] and details["smoothing"] is None
+    # the folded rung and the smoothed ladder ran, could not reach the target either, and plain shipped as the
+    # cheapest step; the note says what each later rung reached
+    ladder = details["smoothed_ladder"]
+    assert ladder["float_fallback"]["search"] and details["smoothing"] is None
+    assert not ladder["folded_attempt"]["dev_gate"]["passed"] and not ladder["dev_gate"]["passed"]
+    note = next(n for n in read_manifest(result.bundle)["notes"] if n.startswith("onnx:int8-dynamic: dev accuracy"))
+    folded, smoothed = ladder["folded_attempt"]["dev_gate"]["score"], ladder["dev_gate"]["score"]
+    assert (f"; its later rungs: smoothed with its scales folded in ({ladder['folded_attempt']['linears']} Linears), "
+            f"dev accuracy {folded:.2f} (off the gate); every Linear smoothed") in note
+    assert f"dev accuracy {smoothed:.2f} (off the gate); shipped all the same (--allow-accuracy-loss)" in note
 
 
 def test_a_smoothed_int8_file_short_of_its_target_ships_when_it_holds_the_dev_gate_the_plain_file_lost(

@@ -141,11 +141,39 @@ def within(score: float, reference: float, allowed_below: float) -> bool:
     return bool(score >= reference - allowed_below - 1e-9)
 
 
-def refusal(recipe: str, gate: dict, accepted: bool = False) -> str:
-    """The note for an int8 file the gate fails: "RECIPE not shipped: WHY", as the speed rule's notes begin."""
+def refusal(recipe: str, gate: dict, accepted: bool = False, details: dict | None = None) -> str:
+    """The note for an int8 file the gate fails: "RECIPE not shipped: WHY", as the speed rule's notes begin, and what
+    the ladder's later rungs reached when it took this (plain) file back (``details``: the file's)."""
     why = (f"dev {gate['metric']} {gate['score']:.2f} on {gate['split']} is {gate['float'] - gate['score']:.2f} below "
            f"the float file's {gate['float']:.2f}, more than the {gate['allowed_below']:g} an int8 file may lose")
+    later = later_rungs((details or {}).get("smoothed_ladder"))
     if accepted:
-        return f"{recipe}: {why}; shipped all the same (--allow-accuracy-loss)"
+        return f"{recipe}: {why}{later}; shipped all the same (--allow-accuracy-loss)"
     return (f"{recipe} not shipped: {why} (the int8 ladder judged it on calibration text, training text the model "
-            "has fit)")
+            f"has fit){later}")
+
+
+def later_rungs(ladder: dict | None) -> str:
+    """What the rungs after the plain file reached, from its ``details.smoothed_ladder`` ("" when none ran)."""
+    if not ladder:
+        return ""
+    rungs = []
+    folded = ladder.get("folded_attempt")
+    if folded:
+        rungs.append(f"smoothed with its scales folded in ({folded['linears']} Linears), "
+                     + _outcome(folded.get("dev_gate"), folded["meets_bar"]))
+    reached = ladder["float_fallback"]
+    in_float = f", {reached['linears_in_float']} of {reached['linears']} Linears in float" if reached["roles"] else ""
+    rungs.append(f"every Linear smoothed{in_float}, "
+                 + _outcome(ladder.get("dev_gate"), reached["accepted"], reached.get("speed")))
+    return "; its later rungs: " + "; ".join(rungs)
+
+
+def _outcome(gate: dict | None, met_bar: bool, speed: dict | None = None) -> str:
+    """One rung's outcome: too slow, its dev score, or short of the bar or the target on the calibration text."""
+    if speed and not speed["shipped"]:
+        timed = speed["tried"][-1]
+        return f"{timed['latency_ms']:.1f} ms against fp32's {timed['fp32_latency_ms']:.1f} ms (did not pay)"
+    if gate:
+        return f"dev {gate['metric']} {gate['score']:.2f} ({'within' if gate['passed'] else 'off'} the gate)"
+    return f"short of the int8 {'target' if met_bar else 'bar'} on the calibration text"

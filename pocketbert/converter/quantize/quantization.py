@@ -15,7 +15,6 @@ import numpy as np
 
 from .. import backends
 from ..backends import ExportedArtifact, ExportSpec
-from ..backends.logits_model import LogitsModel
 from ..backends.recipes import Recipe
 from ..checkpoints import loading
 from ..checks import verify
@@ -23,10 +22,10 @@ from ..timing.candidate_timing import alternating_rounds_ms
 from ..timing.ladder_budget import LADDER_SECONDS, LadderBudget
 from ..timing.speed_rule import SpeedCheck, Timer, dropped, unpaid_probe
 from ..transforms import equalize
-from ..transforms.smoothquant import activation_hooks, forward_all, smooth
 from .calibration_judge import CalibrationJudge, Judged
 from .derived_floats import FloatFiles
 from .dev_check import DevCheck
+from .model_variants import ModelVariants
 
 
 @dataclass(kw_only=True)  # eleven settings: named at every call, never by position
@@ -52,9 +51,7 @@ class Quantizer:
     latency_feeds: dict[str, np.ndarray] | None = None
     timer: Timer = alternating_rounds_ms  # how candidates are timed (a test's fake timer decides by construction)
     ladder_seconds: float | None = LADDER_SECONDS  # each float-fallback search's time bound (None: unbounded)
-    _equalized: tuple[ExportSpec, dict] | None = None
-    _statistics: tuple[dict, list] | None = None
-    _smoothed: dict[bool, tuple[ExportSpec, dict]] = field(default_factory=dict)
+    models: ModelVariants = field(init=False)  # the equalised and smoothed models, built on first use
     floats: FloatFiles = field(init=False)  # the equalised and smoothed models' float files, kept until close()
     #: the dev gate, asked of a plain int8 file that missed the target (``dev_check``; None: no dev split here)
     dev: DevCheck | None = None
@@ -64,6 +61,8 @@ class Quantizer:
     _dynamic_missed: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
+        self.models = ModelVariants(self.loaded, self.spec, self.calibration, equalize_alpha=self.equalize_alpha,
+                                    smooth_alpha=self.smooth_alpha)
         self.floats = FloatFiles(self.float_exports, self.spec.model)
 
     def _load(self, backend, path: Path, precision: str):
@@ -97,41 +96,13 @@ class Quantizer:
         if accept is not None and recipe.name in self._probed:  # timed once: a second toss would only add noise
             timed = self._probed.pop(recipe.name)
             accept.speed = lambda path: (True, timed)
-        spec, equalization = self._base(recipe)
+        spec, equalization = self.models.base(recipe)
         float_export, how = self._float_file(backend, spec, equalization)
         calibration = self.calibration[:1] if probe else self.calibration
         artifact = backend.quantize(spec, recipe.precision, dest, calibration, accept=accept,
                                     float_fallback=False, float_export=float_export)
         artifact.details.update(smoothing=None, equalization=equalization and {**equalization, "float_file": how})
         return artifact
-
-    def _base(self, recipe: Recipe) -> tuple[ExportSpec, dict | None]:
-        """The model a recipe quantises: equalised for static int8 when the family allows it."""
-        model, family = self.loaded.model, self.loaded.family
-        if recipe.precision != "int8-static" or self.equalize_alpha is None or not equalize.supported(model, family):
-            return self.spec, None
-        if self._equalized is None:
-            equalized, record = equalize.equalize(model, family, self._maxima()[1], alpha=self.equalize_alpha)
-            self._equalized = self._with_model(equalized), record
-        return self._equalized
-
-    def _maxima(self) -> tuple[dict, list]:
-        """Every Linear's input maxima (smoothing) and, if the model can be equalised, each residual stream's
-        (equalisation; else empty): one forward pass over the calibration text for both."""
-        if self._statistics is None:
-            model, family = self.spec.model.model, self.loaded.family
-            linears, streams = {}, []
-            handles = activation_hooks(model, family, linears)
-            if self.equalize_alpha is not None and equalize.supported(model, family):
-                handles += equalize.stream_hooks(model, family, streams)
-            # the rows sorted by length and cut to their batch's longest, as ONNX Runtime's calibration reads them:
-            # a padding position's activations never reach a real token's output
-            forward_all(model, verify.unpadded_batches(self.calibration), handles)
-            self._statistics = linears, streams
-        return self._statistics
-
-    def _with_model(self, model) -> ExportSpec:
-        return ExportSpec(**{**self.spec.__dict__, "model": LogitsModel(model, self.spec.input_names).eval()})
 
     def build(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None = None) -> ExportedArtifact:
         """Cheapest first: plain; then smoothed where the scales fold into the Linears producing the inputs, free at
@@ -159,56 +130,57 @@ class Quantizer:
                 return artifact
             if recipe.precision == "int8-dynamic":
                 self._dynamic_missed[recipe.backend] = {"recipe": recipe.name, **fallback["search"][0]}
-        folded = self._folded(recipe, dest, artifact)
+        folded, folded_attempt = self._folded(recipe, dest, artifact)
         if folded is not None:
             return folded
         backend = backends.get(recipe.backend)
-        smoothed_spec, smoothing = self._smoothed_spec(recipe)
-        equalised = self._base(recipe)[1] is not None
-        float_export, how = self.floats.smoothed(backend, smoothed_spec, equalised)
-        keep = None if float_export else self.floats.kept_path(backend, dest.parent, equalised)
+        smoothed_spec, smoothing = self.models.smoothed(recipe)
+        equalization = self.models.base(recipe)[1]
+        float_export, how = self.floats.smoothed(backend, smoothed_spec, equalization is not None)
+        keep = None if float_export else self.floats.kept_path(backend, dest.parent, equalization is not None)
         plain_file = _set_aside(artifact, dest)
         try:
             laddered = backend.quantize(smoothed_spec, recipe.precision, dest, self.calibration,
                                         float_export=float_export, accept=self.judge(backend, recipe.precision),
                                         keep_float=keep)
             if keep is not None:
-                self.floats.keep(backend, equalised, keep, smoothed_spec.model)
+                self.floats.keep(backend, equalization is not None, keep, smoothed_spec.model)
             reached = laddered.details["float_fallback"]
             # short of the target (and of the dev gate, when it can be asked), or slower than fp32
             if not (reached["target_met"] and reached["accepted"]) and not self._held_by_the_gate(recipe, laddered):
                 cheapest = self._plain_meeting_the_bar(recipe, dest, artifact, plain_file)
                 if cheapest is not None:  # plain is the cheapest step meeting the bar (and it pays)
-                    cheapest.details["smoothed_ladder"] = {"smoothing": {**smoothing, "float_file": how},
-                                                           "float_fallback": reached}
+                    cheapest.details["smoothed_ladder"] = {
+                        "smoothing": {**smoothing, "float_file": how}, "float_fallback": reached,
+                        "dev_gate": laddered.details.get("ladder_dev_gate"), "folded_attempt": folded_attempt}
                     return cheapest
         finally:
             if plain_file is not None:
                 plain_file.unlink(missing_ok=True)
-        equalization = self._base(recipe)[1]
         laddered.details.update(smoothing={**smoothing, "float_file": how}, unsmoothed_attempt=_attempt(artifact),
-                                equalization=equalization and {**equalization, "float_file": how})
+                                equalization=equalization and {**equalization, "float_file": how},
+                                folded_attempt=folded_attempt)
         if predicted:
             laddered.details["plain_skipped"] = {"reason": "the plain dynamic int8 file missed the target",
                                                  "dynamic": predicted}
         return laddered
 
-    def _folded(self, recipe: Recipe, dest: Path, plain: ExportedArtifact | None) -> ExportedArtifact | None:
+    def _folded(self, recipe: Recipe, dest: Path,
+                plain: ExportedArtifact | None) -> tuple[ExportedArtifact | None, dict | None]:
         """The rung between the plain file and smoothing behind a Mul: smoothing only the Linears whose input another
         Linear produces (attention and ReLU feed-forward outputs), its scales folded into that Linear's rows
         (:func:`.smoothquant.smooth`, ``folded``).  The graph is the plain file's, so is its speed, and ONNX Runtime
         still fuses attention, which a Mul before the Q/K/V Linears stops (SST-2 demo, static ONNX, AVX2-only EPYC,
         2026-12-05: plain dev accuracy 88.19 against float's 88.99, off the gate; folded 88.65 at 1.55x fp32; every
-        Linear behind a Mul 88.65 at 1.06-1.28x).  The file at ``dest`` if it ships as a plain file would
-        (:meth:`_ships_plain`), else None, and no file."""
-        base, maxima = self._smoothing_base(recipe)
-        model, count = smooth(base.model.model, self.loaded.family, maxima, alpha=self.smooth_alpha, folded=True)
+        Linear behind a Mul 88.65 at 1.06-1.28x).  (The file at ``dest``, None) if it ships as a plain file would
+        (:meth:`_ships_plain`); else (None, its record), and no file; (None, None): nothing folds."""
+        spec, count = self.models.folded(recipe)
         if not count:
-            return None
-        backend, spec = backends.get(recipe.backend), self._with_model(model)
+            return None, None
+        backend, (base, equalization) = backends.get(recipe.backend), self.models.base(recipe)
         scratch = dest.with_name(f".folded-{dest.name}")
-        float_export = self.floats.rewritten(backend, self._float_file(backend, base, self._base(recipe)[1])[0],
-                                             base.model, spec)
+        float_export = self.floats.rewritten(backend, self._float_file(backend, base, equalization)[0], base.model,
+                                             spec)
         accept, timed = self.judge(backend, recipe.precision), _attempt(plain, "speed")
         if accept is not None and timed is not None:  # the plain file's graph: timing it again is a second toss
             accept.speed = lambda path: (True, {**timed, "timed": f"{timed.get('timed', 'the plain file')}: one graph"})
@@ -220,14 +192,14 @@ class Quantizer:
                 float_export.unlink(missing_ok=True)
         if not self._ships_plain(recipe, artifact):
             scratch.unlink(missing_ok=True)
-            return None
-        artifact.path, equalization = scratch.replace(dest), self._base(recipe)[1]
+            return None, {"linears": count, **_attempt(artifact)}
+        artifact.path = scratch.replace(dest)
         how = "the float export with these weights written in" if float_export else "exported again"
         artifact.details.update(smoothing={"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count,
                                            "folded": FOLDED, "float_file": how},
                                 unsmoothed_attempt=_attempt(plain), equalization=equalization and {**equalization,
                                                                                                    "float_file": how})
-        return artifact
+        return artifact, None
 
     def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
         """The float file a plain int8 file (or the static probe, or ``--int8 auto``'s trial) quantises: the plain
@@ -307,24 +279,6 @@ class Quantizer:
             return None
         return self.plain(recipe, dest) if plain.details["float_fallback"]["accepted"] else None
 
-    def _smoothed_spec(self, recipe: Recipe) -> tuple[ExportSpec, dict]:
-        """Smoothing on top of the recipe's base model (equalised or not)."""
-        key = self._base(recipe)[1] is not None
-        if key not in self._smoothed:
-            base, maxima = self._smoothing_base(recipe)
-            smoothed, count = smooth(base.model.model, self.loaded.family, maxima, alpha=self.smooth_alpha)
-            self._smoothed[key] = (self._with_model(smoothed),
-                                   {"method": "smoothquant", "alpha": self.smooth_alpha, "linears": count})
-        return self._smoothed[key]
-
-    def _smoothing_base(self, recipe: Recipe) -> tuple[ExportSpec, dict]:
-        """The model smoothing starts from (the recipe's base, equalised or not) and its Linears' input maxima."""
-        base, equalization = self._base(recipe)
-        maxima, streams = self._maxima()
-        if equalization is not None:  # what the equalised model's Linears read, derived from the plain model's
-            factors = equalize.scales(streams, self.equalize_alpha)
-            maxima = equalize.reader_maxima(self.spec.model.model, self.loaded.family, maxima, factors)
-        return base, maxima
 
 
 def _attempt(plain: ExportedArtifact | None, part: str | None = None) -> dict | None:

@@ -107,12 +107,13 @@ def _hold_to_the_dev_gate(conversion: Conversion, ordered: list[Built], results:
         if gates[name]["passed"]:
             continue
         if options.allow_accuracy_loss:
-            conversion.note(dev_gate.refusal(name, gates[name], accepted=True), warning=True, keep=True)
+            conversion.note(dev_gate.refusal(name, gates[name], accepted=True, details=built.artifact.details),
+                            warning=True, keep=True)
             continue
         ordered.remove(built)
         results.remove(result)
         built.artifact.path.unlink(missing_ok=True)
-        conversion.note(dev_gate.refusal(name, gates[name]), warning=True, keep=True)
+        conversion.note(dev_gate.refusal(name, gates[name], details=built.artifact.details), warning=True, keep=True)
 
 
 def _position(planned: list, recipe: Recipe) -> int:
