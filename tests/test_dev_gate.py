@@ -228,8 +228,11 @@ def test_a_plain_int8_file_that_loses_the_dev_gate_ships_smoothed_with_its_scale
     assert len(timed) == 2  # the plain file of each conversion, once: the folded file is not timed again
     assert folded_line("onnx:int8-dynamic", details) == (
         f"  onnx:int8-dynamic: smoothed, {blocks} Linears' input scales folded into the Linears producing those inputs "
-        "(attention and ReLU feed-forward outputs: the plain file's graph and speed), since the plain int8 file's dev "
-        "accuracy 10.00 was more than 0.5 below its float file's 80.00")
+        "(nothing added at run time: the plain file's graph and speed), since the plain int8 file's dev accuracy 10.00 "
+        "was more than 0.5 below its float file's 80.00")
+    # static int8 without a dev split starts past plain when plain dynamic missed: the line says which file missed
+    assert folded_line("onnx:int8-static", {"smoothing": {"linears": 12}, "unsmoothed_attempt": None}).endswith(
+        "since the plain dynamic int8 file missed the target on the calibration text")
 
 
 def test_a_plain_int8_file_at_its_target_that_loses_the_dev_gate_goes_on_up_the_ladder(trained, options, monkeypatch,

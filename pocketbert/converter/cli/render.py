@@ -83,14 +83,15 @@ def built_lines(event: ArtifactBuilt) -> list[tuple[str, bool]]:
 
 def folded_line(recipe: str, details: dict) -> str:
     """Why an int8 file ships smoothed with its scales folded in (``Quantizer._folded``): the plain file missed."""
-    plain = details.get("unsmoothed_attempt") or {}
-    gate = plain.get("dev_gate")
-    missed = (f"the plain int8 file's dev {gate['metric']} {gate['score']:.2f} was more than {gate['allowed_below']:g} "
-              f"below its float file's {gate['float']:.2f}" if gate and not gate["passed"] else
-              "the plain int8 file missed the target on the calibration text")
+    plain = details.get("unsmoothed_attempt")
+    gate = (plain or {}).get("dev_gate")
+    if gate and not gate["passed"]:
+        missed = (f"the plain int8 file's dev {gate['metric']} {gate['score']:.2f} was more than "
+                  f"{gate['allowed_below']:g} below its float file's {gate['float']:.2f}")
+    else:  # no plain file: static int8 without the dev split, after the plain dynamic file missed the target
+        missed = f"the plain {'' if plain else 'dynamic '}int8 file missed the target on the calibration text"
     return (f"  {recipe}: smoothed, {details['smoothing']['linears']} Linears' input scales folded into the Linears "
-            f"producing those inputs (attention and ReLU feed-forward outputs: the plain file's graph and speed), "
-            f"since {missed}")
+            f"producing those inputs (nothing added at run time: the plain file's graph and speed), since {missed}")
 
 
 def held_the_dev_gate_line(recipe: str, details: dict, target: float) -> str:

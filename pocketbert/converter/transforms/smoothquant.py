@@ -10,7 +10,10 @@ median 2 at the FFN input), so that scale wastes most of the int8 range.  For ea
 moves the outliers from the activation into the weight, which is quantised per output channel
 and tolerates it.  ``s_j = max|x_j|^α / max|W_{:,j}|^(1−α)`` (α = migration strength) with
 ``max|x_j|`` measured on calibration text.  The division becomes one element-wise Mul before the
-Linear.  Exact in float arithmetic; applied only to the copy of the model that is quantised.
+Linear, or, where another Linear produces the input through operations that commute with a positive scale
+(attention's weighted sum of values, ReLU: :class:`~converter.families.ScalePair`), is folded into that Linear's rows
+and bias, adding nothing at run time.  Exact in float arithmetic; applied only to the copy of the model that is
+quantised.
 """
 
 from __future__ import annotations
