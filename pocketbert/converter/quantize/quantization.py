@@ -181,7 +181,7 @@ class Quantizer:
         scratch = dest.with_name(f".folded-{dest.name}")
         float_export = self.floats.rewritten(backend, self._float_file(backend, base, equalization)[0], base.model,
                                              spec)
-        accept, timed = self.judge(backend, recipe.precision), _attempt(plain, "speed")
+        accept, timed = self.judge(backend, recipe.precision), _timing(plain)
         if accept is not None and timed is not None:  # the plain file's graph: timing it again is a second toss
             accept.speed = lambda path: (True, {**timed, "timed": f"{timed.get('timed', 'the plain file')}: one graph"})
         try:
@@ -204,9 +204,9 @@ class Quantizer:
     def _float_file(self, backend, spec: ExportSpec, equalization: dict | None) -> tuple[Path | None, str]:
         """The float file a plain int8 file (or the static probe, or ``--int8 auto``'s trial) quantises: the plain
         export, or the equalised model's (:meth:`FloatFiles.equalized`), made once per backend."""
-        if equalization is None or self.float_exports.get(backend.name) is None:
+        if equalization is None:
             return self.float_exports.get(backend.name), "the float export"
-        return self.floats.equalized(backend, spec)
+        return self.floats.equalized(backend, spec)  # (None, …) without a plain export
 
     def close(self) -> None:
         """Remove the float files kept for later ladders."""
@@ -281,16 +281,18 @@ class Quantizer:
 
 
 
-def _attempt(plain: ExportedArtifact | None, part: str | None = None) -> dict | None:
-    """The plain file's record as the later rungs keep it: its judged attempt with its dev gate; ``part="speed"``: its
-    timing against fp32 (None: no plain file, or not timed)."""
+def _attempt(plain: ExportedArtifact | None) -> dict | None:
+    """A file's record as the later rungs keep it: its judged attempt with its dev gate (None: no file)."""
     if plain is None:
         return None
-    fallback = plain.details["float_fallback"]
-    if part == "speed":
-        return ((fallback.get("speed") or {}).get("tried") or [None])[0]
     gate = plain.details.get("ladder_dev_gate")
-    return {**fallback["search"][0], **({"dev_gate": gate} if gate else {})}
+    return {**plain.details["float_fallback"]["search"][0], **({"dev_gate": gate} if gate else {})}
+
+
+def _timing(plain: ExportedArtifact | None) -> dict | None:
+    """The plain file's timing against fp32 (None: no plain file, or not timed)."""
+    speed = plain and plain.details["float_fallback"].get("speed")
+    return speed["tried"][0] if speed else None
 
 
 #: how a folded smoothing's scales are applied, for the manifest
